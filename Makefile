@@ -1,0 +1,119 @@
+# csvsm build. `make` builds the image (build/csvsm.elf), the host library,
+# the unit tests and the host tools; `make test` runs every test; `make run`
+# boots csvsm under QEMU TCG. Each folder adds its files through its own
+# build.mk fragment (see the variables below); nothing here is per-platform.
+
+BUILD    := build
+HOSTOBJ  := $(BUILD)/host
+IMGOBJ   := $(BUILD)/image
+MEM      ?= 4G
+SMP      ?= 2
+SHARED   ?= ../shared
+
+# Variables that folder fragments append to:
+#   IMAGE_SRCS   sources only in the freestanding image (.c/.S)
+#   CORE_SRCS    logic compiled into both the image and the host library
+#   HOST_SRCS    host-only support code (fakes of the hardware layer)
+#   UNIT_TESTS   tests/unit/test_*.c, each linked with the host library
+#   TOOLS        host programs (build/<name>), with <name>_SRCS and <name>_LIBS
+#   TEST_SCRIPTS test scripts `make test` runs after the unit tests
+#   DEPS_PKGS    Debian packages the project needs
+IMAGE_SRCS   :=
+CORE_SRCS    :=
+HOST_SRCS    :=
+UNIT_TESTS   :=
+TOOLS        :=
+TEST_SCRIPTS :=
+DEPS_PKGS    := build-essential qemu-system-x86 ovmf libtpms-dev libssl-dev \
+                libmbedtls-dev gnu-efi libcmocka-dev clang libclang-rt-14-dev \
+                tpm2-tools swtpm valgrind mtools openssl xxd python3
+
+WARN     := -Wall -Wextra -Werror -Wno-unused-parameter
+INCS     := -Iinclude -I.
+COMMON   := -std=gnu11 -O2 -g $(WARN) $(INCS) -fno-strict-aliasing
+
+# Freestanding x86_64 image: no red zone (interrupts), general registers only
+# in csvsm's own code (the libraries' SSE/AVX state is saved around them).
+IMAGE_CFLAGS := $(COMMON) -ffreestanding -fno-pic -fno-pie -mno-red-zone \
+                -mgeneral-regs-only -mcmodel=kernel -fno-stack-protector \
+                -fno-asynchronous-unwind-tables -nostdinc \
+                -isystem $(shell $(CC) -print-file-name=include) -DCSVSM_IMAGE
+IMAGE_ASFLAGS := $(IMAGE_CFLAGS) -D__ASSEMBLY__
+IMAGE_LDFLAGS := -nostdlib -static -no-pie -z max-page-size=4096 -T linker.ld
+
+HOST_CFLAGS  := $(COMMON) -DCSVSM_HOST -fPIC
+HOST_LIBS    := -lcmocka
+
+all:
+
+include src/build.mk mm/build.mk tpm/build.mk attest/build.mk tools/build.mk \
+        tests/build.mk bench/build.mk
+
+IMAGE_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(IMAGE_SRCS) $(CORE_SRCS)))
+HOST_OBJS  := $(patsubst %,$(HOSTOBJ)/%.o,$(basename $(CORE_SRCS) $(HOST_SRCS)))
+HOST_LIB   := $(BUILD)/libcsvsm-host.a
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
+TOOL_BINS  := $(addprefix $(BUILD)/,$(TOOLS))
+
+all: $(BUILD)/csvsm.elf $(HOST_LIB) $(UNIT_BINS) $(TOOL_BINS) $(EXTRA_ALL)
+
+$(IMGOBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(IMAGE_CFLAGS) -MMD -MP -c $< -o $@
+$(IMGOBJ)/%.o: %.S
+	@mkdir -p $(dir $@)
+	$(CC) $(IMAGE_ASFLAGS) -MMD -MP -c $< -o $@
+$(HOSTOBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/csvsm.elf: $(IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
+	$(CC) $(IMAGE_LDFLAGS) -o $@ $(IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
+
+$(HOST_LIB): $(HOST_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/tests/%: tests/unit/%.c $(HOST_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(HOST_CFLAGS) -o $@ $< $(HOST_LIB) $(HOST_LIBS) $($*_LIBS)
+
+# Host tools: tools/build.mk sets <tool>_SRCS and <tool>_LIBS.
+define tool_rule
+$(BUILD)/$(1): $$($(1)_SRCS) $(HOST_LIB)
+	@mkdir -p $(BUILD)
+	$$(CC) $$(HOST_CFLAGS) -o $$@ $$($(1)_SRCS) $(HOST_LIB) $$($(1)_LIBS)
+endef
+$(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
+
+# Every Debian package the project needs; `make run` and `make test` depend on it.
+deps:
+	@missing=""; for p in $(DEPS_PKGS); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" != 0 ]; then \
+	    echo "csvsm: missing packages; run as root:"; \
+	    echo "  apt-get update && apt-get install -y$$missing"; exit 1; \
+	  fi; \
+	  echo "csvsm: installing$$missing"; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing >/dev/null 2>&1 || \
+	  { apt-get update >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; }; \
+	fi
+
+test: deps
+	$(MAKE) all
+	SHARED=$(SHARED) tests/run.sh $(UNIT_BINS) $(TEST_SCRIPTS)
+
+run: deps
+	$(MAKE) all
+	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) $(RUN_ARGS)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD)
+
+.PHONY: all deps test run format clean
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

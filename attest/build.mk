@@ -1,0 +1,1 @@
+# attest/: build fragment (see the variables in the top-level Makefile)

@@ -1,0 +1,1 @@
+# bench/: build fragment (see the variables in the top-level Makefile)

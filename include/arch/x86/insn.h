@@ -1,0 +1,165 @@
+/*
+ * All of csvsm's inline assembly lives here. The image gets the real
+ * instructions; the host build (CSVSM_HOST) gets declarations of the same
+ * functions, implemented by the host fake in tests/fake/insn_fake.c, so the
+ * logic above them runs in unit tests.
+ */
+#ifndef ARCH_X86_INSN_H
+#define ARCH_X86_INSN_H
+
+#include "csvsm/types.h"
+
+struct cpuid_regs {
+	uint32_t eax, ebx, ecx, edx;
+};
+
+/* PVALIDATE / RMPADJUST return codes (AMD APM vol. 3, reference §5). */
+#define PVALIDATE_OK               0
+#define PVALIDATE_FAIL_INPUT       1
+#define PVALIDATE_FAIL_SIZEMISMATCH 6
+#define RMPADJUST_FAIL_INPUT       1
+#define RMPADJUST_FAIL_PERMISSION  2
+#define RMPADJUST_FAIL_SIZEMISMATCH 6
+
+#define RMP_PG_SIZE_4K 0
+#define RMP_PG_SIZE_2M 1
+
+/* RMPADJUST attributes (RDX), reference §5.2. */
+#define RMPADJUST_VMPL_MASK   0xFFULL
+#define RMPADJUST_READ        (1ULL << 8)
+#define RMPADJUST_WRITE       (1ULL << 9)
+#define RMPADJUST_EXEC_USER   (1ULL << 10)
+#define RMPADJUST_EXEC_SUPER  (1ULL << 11)
+#define RMPADJUST_VMSA        (1ULL << 16)
+#define RMPADJUST_RWX         (RMPADJUST_READ | RMPADJUST_WRITE | RMPADJUST_EXEC_USER | RMPADJUST_EXEC_SUPER)
+
+#ifdef CSVSM_HOST
+
+void cpuid_count(uint32_t leaf, uint32_t subleaf, struct cpuid_regs *r);
+uint64_t rdmsr(uint32_t msr);
+void wrmsr(uint32_t msr, uint64_t val);
+uint64_t rdtsc(void);
+bool rdrand64(uint64_t *v);
+bool rdseed64(uint64_t *v);
+void outb(uint16_t port, uint8_t v);
+uint8_t inb(uint16_t port);
+void outw(uint16_t port, uint16_t v);
+uint16_t inw(uint16_t port);
+void outl(uint16_t port, uint32_t v);
+uint32_t inl(uint16_t port);
+int pvalidate_insn(vaddr_t va, unsigned size, bool validate, bool *unchanged);
+int rmpadjust_insn(vaddr_t va, unsigned size, uint64_t attrs);
+void vmgexit(void);
+void cpu_relax(void);
+void cpu_halt(void);
+void irq_disable(void);
+uint64_t read_cr2(void);
+uint64_t read_cr3(void);
+void write_cr3(uint64_t v);
+void invlpg(vaddr_t va);
+
+#else /* image */
+
+static inline void cpuid_count(uint32_t leaf, uint32_t subleaf, struct cpuid_regs *r)
+{
+	__asm__ volatile("cpuid"
+			 : "=a"(r->eax), "=b"(r->ebx), "=c"(r->ecx), "=d"(r->edx)
+			 : "a"(leaf), "c"(subleaf));
+}
+static inline uint64_t rdmsr(uint32_t msr)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdmsr" : "=a"(lo), "=d"(hi) : "c"(msr));
+	return ((uint64_t)hi << 32) | lo;
+}
+static inline void wrmsr(uint32_t msr, uint64_t val)
+{
+	__asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)val), "d"((uint32_t)(val >> 32)) : "memory");
+}
+static inline uint64_t rdtsc(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
+	return ((uint64_t)hi << 32) | lo;
+}
+/* RDRAND/RDSEED: CF=1 when a value was delivered. Callers retry. */
+static inline bool rdrand64(uint64_t *v)
+{
+	bool ok;
+	__asm__ volatile("rdrand %0; setc %1" : "=r"(*v), "=qm"(ok)::"cc");
+	return ok;
+}
+static inline bool rdseed64(uint64_t *v)
+{
+	bool ok;
+	__asm__ volatile("rdseed %0; setc %1" : "=r"(*v), "=qm"(ok)::"cc");
+	return ok;
+}
+static inline void outb(uint16_t port, uint8_t v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
+static inline uint8_t inb(uint16_t port)
+{
+	uint8_t v;
+	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+static inline void outw(uint16_t port, uint16_t v) { __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port)); }
+static inline uint16_t inw(uint16_t port)
+{
+	uint16_t v;
+	__asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+static inline void outl(uint16_t port, uint32_t v) { __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
+static inline uint32_t inl(uint16_t port)
+{
+	uint32_t v;
+	__asm__ volatile("inl %1, %0" : "=a"(v) : "Nd"(port));
+	return v;
+}
+/* PVALIDATE, F2 0F 01 FF: RAX=va, RCX=size, RDX=validate; EAX=rc, CF=unchanged. */
+static inline int pvalidate_insn(vaddr_t va, unsigned size, bool validate, bool *unchanged)
+{
+	int rc;
+	bool cf;
+	__asm__ volatile(".byte 0xf2,0x0f,0x01,0xff\n\tsetc %1"
+			 : "=a"(rc), "=qm"(cf)
+			 : "a"(va), "c"((uint64_t)size), "d"((uint64_t)validate)
+			 : "memory", "cc");
+	*unchanged = cf;
+	return rc;
+}
+/* RMPADJUST, F3 0F 01 FE: RAX=va, RCX=size, RDX=attrs; EAX=rc. */
+static inline int rmpadjust_insn(vaddr_t va, unsigned size, uint64_t attrs)
+{
+	int rc;
+	__asm__ volatile(".byte 0xf3,0x0f,0x01,0xfe"
+			 : "=a"(rc)
+			 : "a"(va), "c"((uint64_t)size), "d"(attrs)
+			 : "memory", "cc");
+	return rc;
+}
+/* VMGEXIT = rep vmmcall, F3 0F 01 D9 (GNU as rejects the mnemonic). */
+static inline void vmgexit(void) { __asm__ volatile(".byte 0xf3,0x0f,0x01,0xd9" ::: "memory"); }
+static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
+static inline void cpu_halt(void) { __asm__ volatile("hlt" ::: "memory"); }
+static inline void irq_disable(void) { __asm__ volatile("cli" ::: "memory"); }
+static inline uint64_t read_cr2(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr2, %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t read_cr3(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr3, %0" : "=r"(v));
+	return v;
+}
+static inline void write_cr3(uint64_t v) { __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
+static inline void invlpg(vaddr_t va) { __asm__ volatile("invlpg (%0)" ::"r"(va) : "memory"); }
+
+#endif /* CSVSM_HOST */
+
+static inline void cpuid(uint32_t leaf, struct cpuid_regs *r) { cpuid_count(leaf, 0, r); }
+
+#endif

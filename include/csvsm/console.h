@@ -1,0 +1,21 @@
+/*
+ * Console output and fatal errors. The image writes to COM1; the host build
+ * writes to stdout. panic() is for broken internal invariants only, never for
+ * bad guest or hypervisor input (STYLE.md).
+ */
+#ifndef CSVSM_CONSOLE_H
+#define CSVSM_CONSOLE_H
+
+#include <stdarg.h>
+#include "csvsm/types.h"
+
+void con_write(const char *s, size_t n);
+int con_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int con_vprintf(const char *fmt, va_list ap);
+/* Fixed-buffer formatting shared by the image and host (src/fmt.c). */
+int fmt_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
+int fmt_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+__noreturn void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

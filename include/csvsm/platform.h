@@ -1,0 +1,36 @@
+/*
+ * The platform contract: one `const` ops table chosen once at boot.
+ *   snp: real SEV-SNP hardware (src/platform/snp.c)
+ *   sim: QEMU TCG with a software RMP model and a software hypervisor
+ *        side of the GHCB (src/platform/sim.c, sim_hv.c, mm/rmp.c)
+ * Core logic calls through `platform` and never tests which one it is.
+ */
+#ifndef CSVSM_PLATFORM_H
+#define CSVSM_PLATFORM_H
+
+#include "csvsm/types.h"
+
+struct ghcb;
+struct percpu;
+
+struct platform_ops {
+	const char *name;
+	/* PVALIDATE semantics: returns 0/FAIL_INPUT/FAIL_SIZEMISMATCH, *unchanged = CF. */
+	int (*pvalidate)(vaddr_t va, unsigned size, bool validate, bool *unchanged);
+	/* RMPADJUST semantics from VMPL0: returns 0/FAIL_INPUT/FAIL_PERMISSION/FAIL_SIZEMISMATCH. */
+	int (*rmpadjust)(vaddr_t va, unsigned size, uint64_t attrs);
+	/* One GHCB MSR protocol round trip: write request, VMGEXIT, return the response. */
+	uint64_t (*ghcb_msr_call)(uint64_t request);
+	/* One VMGEXIT with this vCPU's GHCB page (already filled by the caller). */
+	void (*ghcb_call)(struct percpu *cpu, struct ghcb *ghcb);
+	/* Start secondary vCPU `cpu` at csvsm's AP entry; returns 0 or -1. */
+	int (*start_ap)(struct percpu *cpu);
+	/* End the VM: success (code 0) or failure with a GHCB reason set/code. */
+	__noreturn void (*terminate)(bool success, unsigned reason_set, unsigned reason_code);
+};
+
+extern const struct platform_ops *platform;
+extern const struct platform_ops platform_snp;
+extern const struct platform_ops platform_sim;
+
+#endif

@@ -1,0 +1,1 @@
+# mm/: build fragment (see the variables in the top-level Makefile)

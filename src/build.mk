@@ -1,0 +1,1 @@
+# src/: build fragment (see the variables in the top-level Makefile)

@@ -1,0 +1,35 @@
+/* Host console: csvsm's console output goes to stdout; panic aborts the test. */
+#include <stdio.h>
+#include <stdlib.h>
+#include "csvsm/console.h"
+#include "csvsm/percpu.h"
+
+void con_write(const char *s, size_t n) { fwrite(s, 1, n, stdout); }
+
+int con_vprintf(const char *fmt, va_list ap) { return vprintf(fmt, ap); }
+
+int con_printf(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vprintf(fmt, ap);
+	va_end(ap);
+	return n;
+}
+
+__noreturn void panic(const char *fmt, ...)
+{
+	va_list ap;
+	fflush(stdout);
+	fprintf(stderr, "csvsm panic: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	abort();
+}
+
+struct percpu percpus[MAX_CPUS];
+unsigned cpu_count = 1;
+struct percpu *host_current_cpu = &percpus[0];
+struct percpu *this_cpu(void) { return host_current_cpu; }

@@ -1,0 +1,1 @@
+# tools/: build fragment (see the variables in the top-level Makefile)

@@ -1,0 +1,1 @@
+# tpm/: build fragment (see the variables in the top-level Makefile)
