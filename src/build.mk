@@ -1,1 +1,4 @@
-# src/: build fragment (see the variables in the top-level Makefile)
+# src/: boot, CPU set-up, console, exceptions, SMP, platforms, request loop.
+IMAGE_SRCS += src/boot.S src/exception.S src/idt.c src/console.c src/string.c src/cpu.c \
+              src/smp.c src/main.c mm/pool.c mm/pgtable.c
+CORE_SRCS  += src/fmt.c

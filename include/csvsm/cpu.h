@@ -1,0 +1,37 @@
+/* CPU set-up, timing, entropy and firmware-config helpers of the image. */
+#ifndef CSVSM_CPU_H
+#define CSVSM_CPU_H
+
+#include "csvsm/types.h"
+#include "csvsm/percpu.h"
+
+#define MSR_FS_BASE 0xC0000100u
+#define MSR_GS_BASE 0xC0000101u
+#define MSR_EFER    0xC0000080u
+#define MSR_APIC_BASE 0x1Bu
+#define EFER_SVME   (1ULL << 12)
+
+/* Per-vCPU set-up run by each vCPU on itself: GS = percpu, FS = TCB, IDT. */
+void cpu_init_self(struct percpu *cpu);
+
+/* TSC-based time since boot. */
+void timer_init(void);
+uint64_t timer_us(void);
+uint64_t timer_tsc_hz(void);
+
+/* Entropy: RDRAND (RDSEED only where CPUID offers it). false = none available. */
+bool random_available(void);
+bool random_bytes(void *buf, size_t n);
+
+/* QEMU fw_cfg, port interface only (no DMA). */
+bool fw_cfg_present(void);
+uint16_t fw_cfg_read16(uint16_t key);
+/* Finds a named file; returns its key and size. */
+bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size);
+void fw_cfg_read(uint16_t key, void *buf, uint32_t len);
+
+/* SMP bring-up (src/smp.c). */
+unsigned smp_start_aps(unsigned wanted);
+void smp_run_on_all(void (*fn)(struct percpu *));
+
+#endif

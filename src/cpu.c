@@ -1,0 +1,157 @@
+/*
+ * Per-vCPU set-up, TSC timing, RDRAND entropy and the fw_cfg port
+ * interface. The Debian archives linked later read the stack-protector
+ * canary at %fs:0x28 (glibc-abi-notes.md §3.3): every vCPU gets a TCB with a
+ * random canary before any library code runs.
+ */
+#include "arch/x86/insn.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/exception.h"
+#include "csvsm/string.h"
+
+struct percpu percpus[MAX_CPUS];
+unsigned cpu_count = 1;
+
+struct tcb {
+	struct tcb *self;  /* %fs:0 */
+	uint64_t rsvd[4];
+	uint64_t canary;   /* %fs:0x28 */
+	uint64_t guard;    /* %fs:0x30 */
+	uint64_t pad[9];
+};
+_Static_assert(__builtin_offsetof(struct tcb, canary) == 0x28, "glibc x86_64 TCB: canary at fs:0x28");
+static struct tcb tcbs[MAX_CPUS];
+
+struct percpu *this_cpu(void)
+{
+	struct percpu *p;
+	__asm__ volatile("mov %%gs:0, %0" : "=r"(p));
+	return p;
+}
+
+void cpu_init_self(struct percpu *cpu)
+{
+	struct tcb *t = &tcbs[cpu->id];
+	cpu->self = cpu;
+	wrmsr(MSR_GS_BASE, (uint64_t)(uintptr_t)cpu);
+	t->self = t;
+	if (!random_bytes(&t->canary, sizeof(t->canary)))
+		panic("no entropy for the stack canary");
+	t->canary &= ~0xFFULL; /* glibc keeps a zero low byte to stop string overruns */
+	wrmsr(MSR_FS_BASE, (uint64_t)(uintptr_t)t);
+	idt_load();
+}
+
+/* ---- TSC timing, calibrated against PIT channel 2 ---- */
+static uint64_t tsc_hz = 1000000000ULL, tsc_boot;
+
+void timer_init(void)
+{
+	const uint32_t pit_hz = 1193182, ms = 20, count = pit_hz * ms / 1000;
+	tsc_boot = rdtsc();
+	outb(0x61, (uint8_t)((inb(0x61) & ~0x02) | 0x01));
+	outb(0x43, 0xB0); /* channel 2, lobyte/hibyte, mode 0 */
+	outb(0x42, (uint8_t)count);
+	outb(0x42, (uint8_t)(count >> 8));
+	uint64_t t0 = rdtsc();
+	for (uint64_t spins = 0; !(inb(0x61) & 0x20); spins++)
+		if (spins > 100000000ULL)
+			return; /* no PIT: keep the 1 GHz default */
+	uint64_t t1 = rdtsc();
+	if (t1 > t0)
+		tsc_hz = (t1 - t0) * (1000 / ms);
+}
+
+uint64_t timer_tsc_hz(void) { return tsc_hz; }
+uint64_t timer_us(void) { return (rdtsc() - tsc_boot) * 1000000ULL / tsc_hz; }
+
+/* ---- entropy ---- */
+bool random_available(void)
+{
+	struct cpuid_regs r;
+	cpuid(1, &r);
+	return r.ecx & (1u << 30);
+}
+
+static bool have_rdseed(void)
+{
+	struct cpuid_regs r;
+	cpuid_count(7, 0, &r);
+	return r.ebx & (1u << 18);
+}
+
+bool random_bytes(void *buf, size_t n)
+{
+	uint8_t *p = buf;
+	bool seed = have_rdseed();
+	if (!random_available())
+		return false;
+	while (n) {
+		uint64_t v;
+		int tries = 0;
+		while (!(seed ? rdseed64(&v) : rdrand64(&v)))
+			if (++tries > 100) /* the vendor's retry guidance is 10 for RDRAND */
+				return false;
+		size_t k = n < 8 ? n : 8;
+		memcpy(p, &v, k);
+		p += k;
+		n -= k;
+	}
+	return true;
+}
+
+/* ---- fw_cfg (QEMU docs/specs/fw_cfg.txt), port interface ---- */
+#define FW_CFG_PORT_SEL  0x510
+#define FW_CFG_PORT_DATA 0x511
+#define FW_CFG_SIGNATURE 0x0000
+#define FW_CFG_FILE_DIR  0x0019
+
+static void fw_cfg_select(uint16_t key) { outw(FW_CFG_PORT_SEL, key); }
+
+bool fw_cfg_present(void)
+{
+	char sig[4];
+	fw_cfg_select(FW_CFG_SIGNATURE);
+	for (int i = 0; i < 4; i++)
+		sig[i] = (char)inb(FW_CFG_PORT_DATA);
+	return memcmp(sig, "QEMU", 4) == 0;
+}
+
+void fw_cfg_read(uint16_t key, void *buf, uint32_t len)
+{
+	uint8_t *p = buf;
+	fw_cfg_select(key);
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = inb(FW_CFG_PORT_DATA);
+}
+
+uint16_t fw_cfg_read16(uint16_t key)
+{
+	uint16_t v;
+	fw_cfg_read(key, &v, 2);
+	return v;
+}
+
+static uint32_t be32(const uint8_t *b) { return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]; }
+
+bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size)
+{
+	uint8_t hdr[4];
+	fw_cfg_select(FW_CFG_FILE_DIR);
+	for (int i = 0; i < 4; i++)
+		hdr[i] = inb(FW_CFG_PORT_DATA);
+	uint32_t count = be32(hdr);
+	for (uint32_t i = 0; i < count && i < 4096; i++) {
+		uint8_t e[64]; /* u32 size, u16 select, u16 reserved, char name[56] */
+		for (int j = 0; j < 64; j++)
+			e[j] = inb(FW_CFG_PORT_DATA);
+		e[63] = 0;
+		if (strcmp((const char *)e + 8, name) == 0) {
+			*size = be32(e);
+			*key = (uint16_t)(e[4] << 8 | e[5]);
+			return true;
+		}
+	}
+	return false;
+}

@@ -1,0 +1,72 @@
+/*
+ * Secondary vCPUs: the boot vCPU starts them through the platform (sim:
+ * INIT-SIPI-SIPI into the trampoline; snp: a VMSA and GHCB AP creation),
+ * each sets itself up and then waits for work. smp_run_on_all() runs a
+ * function on every online vCPU (the boot vCPU included) and waits for all.
+ */
+#include "arch/x86/insn.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/platform.h"
+#include "mm/pool.h"
+
+#define AP_STACK_SIZE (64 * 1024)
+
+static void (*volatile smp_work)(struct percpu *);
+static volatile uint32_t smp_done;
+
+__noreturn void ap_main(struct percpu *cpu);
+
+__noreturn void ap_main(struct percpu *cpu)
+{
+	cpu_init_self(cpu);
+	__atomic_store_n(&cpu->online, 1, __ATOMIC_RELEASE);
+	for (uint32_t seen = 0;;) {
+		while (__atomic_load_n(&cpu->go, __ATOMIC_ACQUIRE) == seen)
+			cpu_relax();
+		seen = cpu->go;
+		smp_work(cpu);
+		__atomic_fetch_add(&smp_done, 1, __ATOMIC_RELEASE);
+	}
+}
+
+unsigned smp_start_aps(unsigned wanted)
+{
+	if (wanted > MAX_CPUS)
+		wanted = MAX_CPUS;
+	cpu_count = 1;
+	for (unsigned i = 1; i < wanted; i++) {
+		struct percpu *cpu = &percpus[i];
+		cpu->id = i;
+		cpu->apic_id = i; /* QEMU numbers a single socket's APIC IDs 0..n-1 */
+		cpu->stack_top = (vaddr_t)(uintptr_t)pool_alloc(AP_STACK_SIZE, PAGE_SIZE) + AP_STACK_SIZE;
+		cpu->ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		cpu->ghcb_gpa = (gpa_t)(uintptr_t)cpu->ghcb;
+		if (platform->start_ap(cpu) != 0) {
+			con_printf("csvsm: vCPU %u did not start; continuing with %u\n", i, cpu_count);
+			break;
+		}
+		uint64_t t0 = timer_us();
+		while (!__atomic_load_n(&cpu->online, __ATOMIC_ACQUIRE)) {
+			if (timer_us() - t0 > 2000000) {
+				con_printf("csvsm: vCPU %u did not come online in 2 s; continuing with %u\n",
+					   i, cpu_count);
+				return cpu_count;
+			}
+			cpu_relax();
+		}
+		cpu_count++;
+	}
+	return cpu_count;
+}
+
+void smp_run_on_all(void (*fn)(struct percpu *))
+{
+	smp_work = fn;
+	__atomic_store_n(&smp_done, 0, __ATOMIC_RELEASE);
+	for (unsigned i = 1; i < cpu_count; i++)
+		__atomic_fetch_add(&percpus[i].go, 1, __ATOMIC_RELEASE);
+	fn(&percpus[0]);
+	while (__atomic_load_n(&smp_done, __ATOMIC_ACQUIRE) != cpu_count - 1)
+		cpu_relax();
+}
