@@ -46,7 +46,7 @@ HOST_LIBS    := -lcmocka
 
 all:
 
-include src/build.mk mm/build.mk tpm/build.mk attest/build.mk tools/build.mk \
+include src/build.mk mm/build.mk tpm/build.mk attest/build.mk attest/measure.mk tools/build.mk \
         tests/build.mk bench/build.mk
 
 IMAGE_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(IMAGE_SRCS) $(CORE_SRCS)))

@@ -1,4 +1,6 @@
 # src/: boot, CPU set-up, console, exceptions, SMP, platforms, request loop.
 IMAGE_SRCS += src/boot.S src/exception.S src/idt.c src/console.c src/string.c src/cpu.c \
-              src/smp.c src/main.c mm/pool.c mm/pgtable.c
-CORE_SRCS  += src/fmt.c
+              src/smp.c src/main.c src/accept_boot.c src/guest.c src/platform/sim.c \
+              mm/pool.c mm/pgtable.c
+CORE_SRCS  += src/fmt.c src/requests.c src/core_proto.c src/vcpu.c mm/guest_mem.c
+include src/snp.mk

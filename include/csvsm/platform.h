@@ -12,9 +12,14 @@
 
 struct ghcb;
 struct percpu;
+struct memmap;
 
 struct platform_ops {
 	const char *name;
+	/* The RMP is the software model (mm/rmp.c), so csvsm can audit it after acceptance. */
+	bool rmp_model;
+	/* Set-up once the memory map is known (sim: the RMP model). NULL = nothing to do. */
+	int (*setup)(const struct memmap *mm, const char *cmdline, size_t cmdline_len);
 	/* PVALIDATE semantics: returns 0/FAIL_INPUT/FAIL_SIZEMISMATCH, *unchanged = CF. */
 	int (*pvalidate)(vaddr_t va, unsigned size, bool validate, bool *unchanged);
 	/* RMPADJUST semantics from VMPL0: returns 0/FAIL_INPUT/FAIL_PERMISSION/FAIL_SIZEMISMATCH. */

@@ -158,3 +158,121 @@ struct percpu;
  */
 int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *round_trips);
 #endif
+
+#ifndef SNP_GHCB_HELPERS
+#define SNP_GHCB_HELPERS
+/*
+ * GHCB helpers (src/ghcb.c). Every exchange with the hypervisor is split in
+ * a pure "fill" function (writes the request into the GHCB or builds the MSR
+ * value) and a "check" function (validates the hypervisor's reply, which is
+ * hostile input), so that both run in host unit tests. The VMGEXIT itself
+ * is platform->ghcb_call / ghcb_msr_call. 56421 §2.3 (MSR protocol), §2.5
+ * (GHCB page), Linux arch/x86/include/asm/sev-common.h, arch/x86/coco/sev/core.c.
+ */
+
+/* Additional MSR-protocol fields (56421 §2.3.1; Linux sev-common.h). */
+#define GHCB_MSR_DATA_SHIFT          12
+#define GHCB_MSR_GPA_MASK            (~0xFFFULL)
+#define GHCB_MSR_PROTO_MAX_SHIFT     48
+#define GHCB_MSR_PROTO_MIN_SHIFT     32
+#define GHCB_MSR_CBIT_SHIFT          24
+#define GHCB_MSR_VMPL_SHIFT          32
+#define GHCB_MSR_PSC_GFN_MASK        ((1ULL << 40) - 1) /* [51:12] */
+#define GHCB_MSR_PSC_OP_SHIFT        52
+#define GHCB_MSR_TERM_SET_SHIFT      12 /* [15:12] */
+#define GHCB_MSR_TERM_CODE_SHIFT     16 /* [23:16] */
+#define GHCB_HV_FT_RESTRICTED_INJ    (1ULL << 2)
+#define GHCB_HV_FT_APIC_ID_LIST      (1ULL << 4)
+
+/* Termination reason set 0 codes (Linux sev-common.h GHCB_SEV_ES_*). */
+#define GHCB_TERM_SET_GEN            0
+#define GHCB_TERM_GEN_REQ            0
+#define GHCB_TERM_PROT_UNSUPPORTED   1
+#define GHCB_TERM_SNP_UNSUPPORTED    2
+
+/* Hypervisor error codes in sw_exit_info_2 when info_1 == 2 (Linux sev-common.h). */
+#define GHCB_ERR_NOT_REGISTERED      1
+#define GHCB_ERR_INVALID_USAGE       2
+#define GHCB_ERR_INVALID_SCRATCH_AREA 3
+#define GHCB_ERR_MISSING_INPUT       4
+#define GHCB_ERR_INVALID_INPUT       5
+#define GHCB_ERR_INVALID_EVENT       6
+
+/* EVENTINJ in sw_exit_info_2 when info_1 == 1 (APM vol. 2 §15.20; Linux svm.h SVM_EVTINJ_*). */
+#define SVM_EVTINJ_VEC_MASK          0xFFULL
+#define SVM_EVTINJ_TYPE_SHIFT        8
+#define SVM_EVTINJ_TYPE_MASK         (7ULL << 8)
+#define SVM_EVTINJ_TYPE_EXEPT        (3ULL << 8)
+#define SVM_EVTINJ_VALID_ERR         (1ULL << 11)
+#define SVM_EVTINJ_VALID             (1ULL << 31)
+#define X86_TRAP_UD                  6
+#define X86_TRAP_GP                  13
+
+/* AP creation exit_info_1 layout (Linux uapi svm.h SVM_VMGEXIT_AP_VMPL_MASK GENMASK(19,16)). */
+#define SVM_VMGEXIT_AP_VMPL_MASK     (0xFULL << 16)
+#define SVM_VMGEXIT_AP_APIC_ID_SHIFT 32
+
+/* IOIO exit_info_1 (APM vol. 2 §15.10.2 figure 15-2; Linux sev.c IOIO_*). */
+#define IOIO_TYPE_IN                 (1ULL << 0)
+#define IOIO_TYPE_STR                (1ULL << 2)
+#define IOIO_REP                     (1ULL << 3)
+#define IOIO_DATA_8                  (1ULL << 4)
+#define IOIO_DATA_16                 (1ULL << 5)
+#define IOIO_DATA_32                 (1ULL << 6)
+#define IOIO_ADDR_16                 (1ULL << 7)
+#define IOIO_ADDR_32                 (1ULL << 8)
+#define IOIO_ADDR_64                 (1ULL << 9)
+#define IOIO_SEG_SHIFT               10 /* [12:10] */
+#define IOIO_PORT_SHIFT              16 /* [31:16] */
+
+/* Result of checking sw_exit_info_1 after a GHCB-page VMGEXIT (56421 §2.5, reference §4.2). */
+enum ghcb_status {
+	GHCB_STATUS_OK = 0,         /* info_1[31:0] == 0 */
+	GHCB_STATUS_EXCEPTION = 1,  /* well-formed #GP/#UD to forward (Linux verify_exception_info) */
+	GHCB_STATUS_ERROR = 2,      /* hypervisor reported an error; info_2 = GHCB_ERR_* */
+	GHCB_STATUS_MALFORMED = 3,  /* anything else: protocol violation */
+};
+
+/* Page setup and the valid bitmap (bit for a field = offset / 8). */
+void ghcb_clear(struct ghcb *g);
+void ghcb_set_valid(struct ghcb *g, size_t offset);
+bool ghcb_is_valid(const struct ghcb *g, size_t offset);
+void ghcb_set_u64(struct ghcb *g, size_t offset, uint64_t v);
+#define GHCB_SET(g, field, v) ghcb_set_u64((g), offsetof(struct ghcb, field), (v))
+#define GHCB_VALID(g, field)  ghcb_is_valid((g), offsetof(struct ghcb, field))
+/* Clear, then set sw_exit_code/info_1/info_2 (and their valid bits). */
+void ghcb_prepare(struct ghcb *g, uint64_t exit_code, uint64_t info1, uint64_t info2);
+/* Read sw_exit_info_1/2 once and classify; *info2 receives the EVENTINJ or GHCB_ERR_* value. */
+enum ghcb_status ghcb_check_result(const struct ghcb *g, uint64_t *info2);
+
+/* MSR protocol encoders and reply checks (all return 0 on success, -1 on a bad reply). */
+uint64_t ghcb_msr_sev_info_req(void);
+int ghcb_msr_sev_info_check(uint64_t resp, unsigned *cbit_pos);
+uint64_t ghcb_msr_reg_gpa_req(gpa_t ghcb_gpa);
+int ghcb_msr_reg_gpa_check(uint64_t resp, gpa_t ghcb_gpa);
+uint64_t ghcb_msr_hv_features_req(void);
+int ghcb_msr_hv_features_check(uint64_t resp, uint64_t *features);
+uint64_t ghcb_msr_vmpl_req(unsigned vmpl);
+int ghcb_msr_vmpl_check(uint64_t resp);
+uint64_t ghcb_msr_psc_req(gpa_t gpa, uint64_t op);
+int ghcb_msr_psc_check(uint64_t resp);
+uint64_t ghcb_msr_term_req(unsigned reason_set, unsigned reason_code);
+/* CPUID over the MSR protocol: [63:32] function, [31:30] register 0..3 = EAX..EDX; no subleaf. */
+#define GHCB_MSR_CPUID_REG_SHIFT 30
+uint64_t ghcb_msr_cpuid_req(uint32_t fn, unsigned reg);
+int ghcb_msr_cpuid_check(uint64_t resp, uint32_t *value);
+
+/*
+ * AP creation (exit 0x80000013, 56421 §4.1.9; Linux vmgexit_ap_control):
+ * info_1 = event | vmpl << 16 | apic_id << 32, info_2 = VMSA GPA, RAX =
+ * SEV_FEATURES (not for DESTROY). Returns -1 for bad arguments (event > 2,
+ * vmpl > 3, unaligned VMSA).
+ */
+int ghcb_ap_create_fill(struct ghcb *g, unsigned event, unsigned vmpl, uint32_t apic_id,
+			gpa_t vmsa_gpa, uint64_t sev_features);
+int ghcb_ap_create_check(const struct ghcb *g);
+
+/* Run at VMPL through the GHCB page (exit 0x80000018, Linux svsm_perform_ghcb_protocol). */
+void ghcb_run_vmpl_fill(struct ghcb *g, unsigned vmpl);
+int ghcb_run_vmpl_check(const struct ghcb *g);
+#endif

@@ -12,6 +12,8 @@
 #include "csvsm/platform.h"
 #include "csvsm/sim_hv.h"
 #include "csvsm/string.h"
+#include "mm/memmap.h"
+#include "mm/pool.h"
 #include "mm/rmp.h"
 
 #define TRAMPOLINE_BASE 0x8000
@@ -23,6 +25,37 @@
 #define DEBUG_EXIT_PORT 0xF4
 
 extern const uint8_t tramp_start[], tramp_end[], tramp_cr3[], tramp_stack[], tramp_arg[];
+
+/*
+ * The RMP model covers all guest-physical memory up to at least 4 GiB (the
+ * OVMF flash window sits just below 4 GiB). csvsm's own region starts as it
+ * would after an SNP launch: private, validated, VMPL0 only. Everything else
+ * is shared until pre-acceptance converts it. `csvsm.sim_4k_only=S-E` makes
+ * the simulated hypervisor back [S, E) with 4K pages only.
+ */
+static int sim_setup(const struct memmap *mm, const char *cmdline, size_t cmdline_len)
+{
+	gpa_t top = MAX(mm->max_gpa, 4ULL << 30);
+	size_t bytes = rmp_storage_bytes(top);
+	if (rmp_init(pool_alloc(bytes, PAGE_SIZE), bytes, top) != 0)
+		return -1;
+	gpa_t s, e;
+	int rc = memmap_parse_4k_only(cmdline, cmdline_len, &s, &e);
+	if (rc < 0 || (rc == 1 && rmp_hv_set_4k_only(s, e) != 0)) {
+		con_printf("csvsm: sim: bad csvsm.sim_4k_only= value\n");
+		return -1;
+	}
+	if (rc == 1)
+		con_printf("csvsm: sim: hypervisor backs 0x%llx-0x%llx with 4K pages only\n",
+			   (unsigned long long)s, (unsigned long long)e);
+	for (gpa_t g = mm->csvsm_start; g < mm->csvsm_end; g += PAGE_SIZE) {
+		bool unchanged;
+		if (rmp_hv_assign(g, false, true) != 0 ||
+		    rmp_pvalidate(g, RMP_PG_SIZE_4K, true, &unchanged) != 0)
+			return -1;
+	}
+	return 0;
+}
 
 static int sim_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged)
 {
@@ -99,6 +132,8 @@ static __noreturn void sim_terminate(bool success, unsigned reason_set, unsigned
 
 const struct platform_ops platform_sim = {
 	.name = "sim",
+	.rmp_model = true,
+	.setup = sim_setup,
 	.pvalidate = sim_pvalidate,
 	.rmpadjust = sim_rmpadjust,
 	.ghcb_msr_call = sim_ghcb_msr_call,

@@ -1,0 +1,33 @@
+/*
+ * The sim platform's software hypervisor (src/platform/sim_hv.c): the
+ * hypervisor side of the GHCB protocol (AMD pub. 56421) that QEMU TCG does
+ * not provide, acting on the software RMP model (mm/rmp.c). The sim platform
+ * ops (src/platform/sim.c) route ghcb_call and ghcb_msr_call here.
+ */
+#ifndef CSVSM_SIM_HV_H
+#define CSVSM_SIM_HV_H
+
+#include "csvsm/types.h"
+
+struct ghcb;
+struct percpu;
+
+/* Default number of PSC entries handled per VMGEXIT, as a real host may stop early. */
+#define SIM_HV_PSC_LIMIT 64
+
+/* Errors go to sw_exit_info_2 as GHCB_ERR_* (snp/ghcb.h) with info_1 = GHCB_RESULT_ERROR. */
+
+/* Entries per PSC round trip (1..PSC_MAX_ENTRIES; 0 = all). Set before the vCPUs run. */
+void sim_hv_set_psc_limit(unsigned limit);
+unsigned sim_hv_psc_limit(void);
+
+/*
+ * Serve one VMGEXIT with `g` = cpu's GHCB (at cpu->ghcb_gpa): dispatch on
+ * sw_exit_code, write the results into the GHCB. Never trusts the GHCB.
+ */
+void sim_hv_ghcb_exit(struct percpu *cpu, struct ghcb *g);
+
+/* One GHCB MSR protocol request (reference §4.1); returns the response. */
+uint64_t sim_hv_msr_protocol(uint64_t req);
+
+#endif

@@ -1,0 +1,46 @@
+/*
+ * SVSM request dispatch (src/requests.c) and the protocol handlers
+ * (src/core_proto.c, attestation and vTPM later). A request arrives as the
+ * guest's RAX/RCX/RDX/R8/R9 (reference §1.1); handlers return the result
+ * code for RAX and may set the output registers. Handlers decode and check
+ * everything first, then act (STYLE.md 6).
+ */
+#ifndef CSVSM_SVSM_CALL_H
+#define CSVSM_SVSM_CALL_H
+
+#include "csvsm/types.h"
+
+struct svsm_regs {
+	uint64_t rax, rcx, rdx, r8, r9;
+};
+
+/* One guest vCPU as the SVSM protocol sees it. */
+struct guest_vcpu {
+	unsigned id;
+	unsigned vmpl;  /* the guest VMPL it runs at */
+	gpa_t caa;      /* its calling area (REMAP_CA moves it) */
+	uint64_t calls; /* served requests */
+};
+
+struct svsm_protocol {
+	uint32_t id, min_version, max_version;
+	uint64_t (*call)(struct guest_vcpu *gv, uint32_t call_id, struct svsm_regs *r);
+};
+
+/*
+ * Serve one VMGEXIT that asked for VMPL0: if the vCPU's calling area has
+ * call_pending set, clear it, dispatch the request in *r and write the result
+ * code into r->rax. Returns false when no call was pending (not an SVSM call).
+ */
+bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r);
+
+/* The core protocol (0). */
+uint64_t core_protocol_call(struct guest_vcpu *gv, uint32_t call_id, struct svsm_regs *r);
+/* The protocols csvsm implements, for QUERY_PROTOCOL. */
+const struct svsm_protocol *svsm_find_protocol(uint32_t id);
+
+/* Optional protocols register here before the guest starts (NULL = not built in). */
+extern const struct svsm_protocol *svsm_attest_protocol;
+extern const struct svsm_protocol *svsm_vtpm_protocol;
+
+#endif

@@ -1,0 +1,27 @@
+/*
+ * Guest vCPUs created through the core protocol (src/vcpu.c): CREATE_VCPU
+ * turns a guest page into a VMSA csvsm owns (the guest loses access),
+ * DELETE_VCPU gives it back. The platform runs them (sim: as VMCBs).
+ */
+#ifndef CSVSM_VCPU_H
+#define CSVSM_VCPU_H
+
+#include "csvsm/svsm_call.h"
+
+#define MAX_GUEST_VCPUS 16
+
+struct guest_vmsa_slot {
+	bool used;
+	gpa_t vmsa, caa;
+	uint32_t apic_id;
+	bool running;
+};
+
+uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r);
+uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r);
+/* The registered VMSA at `vmsa`, or NULL. */
+struct guest_vmsa_slot *vcpu_find(gpa_t vmsa);
+/* SEV features the guest's VMSAs must carry (sim: none; snp: SEV_STATUS >> 2). */
+extern uint64_t vcpu_guest_sev_features;
+
+#endif

@@ -1,0 +1,31 @@
+/*
+ * Guest-memory access for request handlers (mm/guest_mem.c). Every guest
+ * address goes through here: it must lie entirely in guest RAM, outside
+ * csvsm's region and off every page csvsm uses as a VMSA/VMCB. Data is
+ * copied once into csvsm memory before it is checked or used (STYLE.md 5).
+ */
+#ifndef MM_GUEST_MEM_H
+#define MM_GUEST_MEM_H
+
+#include "csvsm/types.h"
+
+struct memmap;
+
+#define GUEST_MEM_MAX_PROTECTED 64
+
+void guest_mem_init(const struct memmap *mm);
+/* Pages the guest may not name (VMSAs, calling areas under csvsm's use...). */
+int guest_mem_protect(gpa_t page);
+void guest_mem_unprotect(gpa_t page);
+bool guest_mem_is_protected(gpa_t page);
+
+/* 0 when [gpa, gpa+len) is guest RAM outside csvsm and protected pages; -1 otherwise. */
+int guest_mem_check(gpa_t gpa, uint64_t len);
+/* Checked copies; -1 and nothing copied when the range fails guest_mem_check. */
+int guest_read(gpa_t gpa, void *dst, size_t len);
+int guest_write(gpa_t gpa, const void *src, size_t len);
+
+/* How csvsm reaches guest-physical memory (identity map on both platforms). */
+void *guest_mem_ptr(gpa_t gpa);
+
+#endif

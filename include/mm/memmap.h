@@ -1,0 +1,94 @@
+/*
+ * Guest memory map (mm/memmap.c): validates the PVH start_info memory map
+ * (Xen public/arch-x86/hvm/start_info.h, written by the hypervisor: hostile),
+ * carves csvsm's own region out of RAM, and yields the sorted RAM ranges to
+ * pre-accept plus the filtered E820 view the guest gets later.
+ *
+ * Also the sim-only command-line overrides:
+ *   csvsm.test_memmap=<addr>:<size>:<type>,...   (hex) replaces the PVH map
+ *   csvsm.sim_4k_only=<start>-<end>              (hex) 4K-only host range
+ */
+#ifndef MM_MEMMAP_H
+#define MM_MEMMAP_H
+
+#include "csvsm/pvh.h"
+#include "csvsm/types.h"
+
+#define MEMMAP_MAX_ENTRIES 128
+/* RAM ranges after carving: one entry may be split in two by csvsm. */
+#define MEMMAP_MAX_RANGES  (MEMMAP_MAX_ENTRIES + 1)
+#define MEMMAP_TYPE_RAM      1
+#define MEMMAP_TYPE_RESERVED 2
+
+/* Refusal codes (negative); memmap_strerror() names them. */
+enum memmap_err {
+	MEMMAP_OK = 0,
+	MEMMAP_ERR_TOO_MANY = -1,   /* more than MEMMAP_MAX_ENTRIES entries */
+	MEMMAP_ERR_ZERO_SIZE = -2,  /* an entry of size 0 */
+	MEMMAP_ERR_WRAP = -3,       /* addr + size wraps or exceeds 2^52 */
+	MEMMAP_ERR_UNALIGNED = -4,  /* RAM entry start not 4K aligned */
+	MEMMAP_ERR_OVERLAP = -5,    /* a RAM entry overlaps another entry */
+	MEMMAP_ERR_CSVSM = -6,      /* csvsm's region not inside one RAM entry */
+	MEMMAP_ERR_NO_RAM = -7,     /* no RAM outside csvsm */
+	MEMMAP_ERR_SYNTAX = -8,     /* malformed command-line override */
+	MEMMAP_ERR_ARG = -9,        /* bad csvsm region / NULL input (caller bug) */
+};
+
+struct mem_range {
+	gpa_t start, end; /* [start, end), page-aligned */
+};
+
+struct memmap {
+	/* the validated input, sorted by address (a copy; read once) */
+	unsigned nr_entries;
+	struct hvm_memmap_table_entry entries[MEMMAP_MAX_ENTRIES];
+	/* RAM to pre-accept: sorted, disjoint, whole pages, csvsm carved out */
+	unsigned nr_ram;
+	struct mem_range ram[MEMMAP_MAX_RANGES];
+	gpa_t csvsm_start, csvsm_end;
+	gpa_t max_gpa;     /* end of the highest RAM entry, page-aligned up */
+	int bad_index;     /* input index of the offending entry, or -1 */
+};
+
+/*
+ * Build `mm` from `n` hypervisor-provided entries at `e` (each read exactly
+ * once) and csvsm's region [csvsm_start, csvsm_end) (4K aligned). RAM entry
+ * ends are trimmed down to whole pages (QEMU reports RAM 0-0x9fc00).
+ * Returns MEMMAP_OK or a MEMMAP_ERR_* refusal; on refusal mm->bad_index names
+ * the entry.
+ */
+int memmap_build(struct memmap *mm, const struct hvm_memmap_table_entry *e, unsigned n,
+		 gpa_t csvsm_start, gpa_t csvsm_end);
+const char *memmap_strerror(int err);
+/* Total bytes in mm->ram[]. */
+uint64_t memmap_ram_bytes(const struct memmap *mm);
+/* True when [gpa, gpa+size) lies entirely in mm->ram[] (guest-visible RAM). */
+bool memmap_is_guest_ram(const struct memmap *mm, gpa_t gpa, uint64_t size);
+
+/*
+ * The guest's filtered view: the input map with csvsm's region turned into
+ * MEMMAP_TYPE_RESERVED (the RAM entry holding it is split). Writes at most
+ * `max` entries, sorted; returns the number written, or -1 if `max` is too small.
+ */
+int memmap_guest_e820(const struct memmap *mm, struct hvm_memmap_table_entry *out, unsigned max);
+
+/*
+ * Console lines for tests/tools/accept_plan.c, one per mm->ram[] range:
+ *   "csvsm: memmap: ram start=0x<hex> end=0x<hex>\n"
+ * then "csvsm: memmap: csvsm start=0x<hex> end=0x<hex>\n".
+ */
+void memmap_print(const struct memmap *mm);
+#define MEMMAP_LINE_RAM "csvsm: memmap: ram start=0x%llx end=0x%llx\n"
+
+/*
+ * csvsm.test_memmap=<addr>:<size>:<type>,... in `cmdline` (bounded by len):
+ * returns 0 when absent, the entry count (> 0) when parsed into out[],
+ * MEMMAP_ERR_TOO_MANY when it has more than `max` entries, MEMMAP_ERR_SYNTAX
+ * when malformed.
+ */
+int memmap_parse_test_override(const char *cmdline, size_t len,
+			       struct hvm_memmap_table_entry *out, unsigned max);
+/* csvsm.sim_4k_only=<start>-<end>: 0 absent, 1 parsed, MEMMAP_ERR_SYNTAX. */
+int memmap_parse_4k_only(const char *cmdline, size_t len, gpa_t *start, gpa_t *end);
+
+#endif

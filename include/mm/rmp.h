@@ -1,0 +1,103 @@
+/*
+ * Software model of the SEV-SNP Reverse Map Table (mm/rmp.c), used by the
+ * sim platform in place of the hardware RMP and by the host unit tests.
+ *
+ * One 16-bit entry per 4 KiB page of guest-physical memory (reference §5,
+ * AMD APM vol. 2 §15.36.3 "RMP"): assigned (private), validated, page size
+ * 2M, VMSA, and the VMPL1..3 permission nibbles (R, W, Xu, Xs in the order of
+ * the RMPADJUST attribute bits 8..11). VMPL0 always has full access to a
+ * validated private page. A 2 MiB RMP entry is modelled by setting the
+ * page-size bit on all 512 entries of the 2 MiB block and keeping them equal.
+ *
+ * Concurrency: every operation touches only the entries of the 2 MiB block
+ * that contains the address, so vCPUs working on disjoint 2 MiB-aligned
+ * ranges need no lock. The configuration (rmp_init, rmp_hv_set_4k_only) is
+ * done once before the vCPUs start.
+ */
+#ifndef MM_RMP_H
+#define MM_RMP_H
+
+#include "csvsm/types.h"
+
+/* Entry layout (csvsm-private encoding, not the hardware's 16-byte entry). */
+#define RMPE_ASSIGNED   (1u << 0)
+#define RMPE_VALIDATED  (1u << 1)
+#define RMPE_SIZE_2M    (1u << 2)
+#define RMPE_VMSA       (1u << 3)
+#define RMPE_PERM_SHIFT(vmpl) (4u * (unsigned)(vmpl)) /* vmpl 1..3 -> bits 4..15 */
+#define RMPE_PERM_MASK  0xFu
+
+/* Permission nibble bits, = RMPADJUST attrs bits [11:8] >> 8 (reference §5.2). */
+#define RMP_PERM_R   0x1u
+#define RMP_PERM_W   0x2u
+#define RMP_PERM_XU  0x4u
+#define RMP_PERM_XS  0x8u
+#define RMP_PERM_ALL 0xFu
+
+/* Highest guest-physical address the model accepts (52-bit physical). */
+#define RMP_MAX_GPA  (1ULL << 52)
+/* Hypervisor-declared 4K-only ranges (sim: csvsm.sim_4k_only=). */
+#define RMP_MAX_4K_ONLY 8
+
+struct rmp_entry_info {
+	bool assigned;   /* private to the guest */
+	bool validated;
+	bool size2m;     /* part of a 2 MiB RMP entry */
+	bool vmsa;
+	uint8_t perms[4]; /* RMP_PERM_* per VMPL; [0] is full when validated */
+};
+
+/* Bytes of storage rmp_init needs for guest-physical memory [0, max_gpa). */
+size_t rmp_storage_bytes(gpa_t max_gpa);
+/*
+ * Use `storage` (zeroed here) as the RMP for [0, max_gpa): every page starts
+ * unassigned (shared). Returns 0, or -1 when the storage is too small or
+ * max_gpa is not page-aligned / above RMP_MAX_GPA.
+ */
+int rmp_init(void *storage, size_t bytes, gpa_t max_gpa);
+gpa_t rmp_max_gpa(void);
+
+/*
+ * Hypervisor side. rmp_hv_set_4k_only declares [start, end) as backed by
+ * 4K pages only: a 2M page-state change that touches it creates 4K entries
+ * (the guest's 2M PVALIDATE then fails with FAIL_SIZEMISMATCH, as on a host
+ * that backs the range with small pages). Returns 0 or -1 (table full / bad).
+ */
+int rmp_hv_set_4k_only(gpa_t start, gpa_t end);
+void rmp_hv_clear_4k_only(void);
+/* True when the 2 MiB block containing gpa overlaps a 4K-only range. */
+bool rmp_hv_block_is_4k_only(gpa_t gpa);
+/*
+ * Page-state change (RMPUPDATE): private assigns the page (validated and
+ * permissions cleared, as RMPUPDATE does), shared clears the entry. A 4K
+ * change inside a 2M entry smashes it first (the 511 others keep their state).
+ * Returns 0, or -1 for a misaligned / out-of-range request.
+ */
+int rmp_hv_assign(gpa_t gpa, bool size2m, bool private);
+/* PSMASH: split the 2M entry at gpa (2M-aligned) into 512 4K entries. 0 / -1. */
+int rmp_hv_psmash(gpa_t gpa);
+
+/*
+ * Guest side, with the instructions' return codes (arch/x86/insn.h,
+ * reference §5.1/§5.2). size is RMP_PG_SIZE_4K or RMP_PG_SIZE_2M.
+ * rmp_pvalidate: 0 (with *unchanged = CF), PVALIDATE_FAIL_INPUT,
+ * PVALIDATE_FAIL_SIZEMISMATCH. A 4K request inside a 2M entry is handled as
+ * the host does on the #NPF (PSMASH, retry).
+ */
+int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged);
+/* RMPADJUST issued at VMPL0: 0, RMPADJUST_FAIL_INPUT/_PERMISSION/_SIZEMISMATCH. */
+int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs);
+
+/* Queries: 0, or -1 when gpa is beyond the model. */
+int rmp_query(gpa_t gpa, struct rmp_entry_info *out);
+/*
+ * RMP_PERM_* that `vmpl` has on private (C-bit) accesses to the page at gpa:
+ * 0 when the page is not assigned or not validated (an access would fault),
+ * RMP_PERM_ALL for VMPL0 on a validated page. Shared accesses are not
+ * checked by the RMP at all.
+ */
+unsigned rmp_vmpl_perms(gpa_t gpa, unsigned vmpl);
+/* Raw 16-bit entry (tests, accept_check); 0 beyond the model. */
+uint16_t rmp_raw(gpa_t gpa);
+
+#endif

@@ -1,0 +1,206 @@
+/*
+ * Pre-acceptance executor, pre-accepted record and post-acceptance audit
+ * (include/mm/accept.h). Runs on every vCPU in parallel, each on its own
+ * share from accept_plan(); shares never share a 2 MiB block, so the bitmap
+ * words a vCPU writes (8 x 64 bits per 2 MiB) are its own.
+ *
+ * Order per batch, as for any private conversion (reference §4.4; Linux
+ * vmgexit_psc + pvalidate_pages, coconut-svsm pvalidate_range):
+ *   1. page-state change to private through the GHCB (ghcb_psc),
+ *   2. PVALIDATE each chunk (2M, falling back to 512 x 4K on
+ *      FAIL_SIZEMISMATCH, i.e. the host backs it with 4K pages),
+ *   3. RMPADJUST guest_vmpl | RWX for each chunk (same fallback).
+ * The memory is fresh: anything else, including CF=1 ("already validated",
+ * which means someone validated it behind our back), terminates the VM.
+ */
+#include "arch/x86/insn.h"
+#include "csvsm/console.h"
+#include "csvsm/platform.h"
+#include "csvsm/string.h"
+#include "mm/accept.h"
+#include "mm/rmp.h"
+
+static struct {
+	uint64_t *bits;
+	gpa_t max_gpa;
+	unsigned guest_vmpl;
+} acc;
+
+size_t accept_bitmap_bytes(gpa_t max_gpa)
+{
+	uint64_t pages = ALIGN_UP(max_gpa, PAGE_SIZE) >> PAGE_SHIFT;
+	return (size_t)(ALIGN_UP(pages, 64) / 8);
+}
+
+int accept_init(void *storage, size_t bytes, gpa_t max_gpa, unsigned guest_vmpl)
+{
+	if (!storage || !IS_ALIGNED((uintptr_t)storage, 8) || guest_vmpl < 1 || guest_vmpl > 3 ||
+	    max_gpa > (1ULL << 52) || bytes < accept_bitmap_bytes(max_gpa))
+		return -1;
+	memset(storage, 0, accept_bitmap_bytes(max_gpa));
+	acc.bits = storage;
+	acc.max_gpa = max_gpa;
+	acc.guest_vmpl = guest_vmpl;
+	return 0;
+}
+
+static __noreturn void fail(unsigned code)
+{
+	platform->terminate(false, ACCEPT_TERM_SET, code);
+}
+
+/* Record [gpa, gpa+size) (4K or 2M, aligned); returns the pages already set. */
+static uint64_t record(gpa_t gpa, gpa_t size)
+{
+	uint64_t page = gpa >> PAGE_SHIFT, dup = 0;
+
+	if (gpa >= acc.max_gpa || size > acc.max_gpa - gpa)
+		fail(ACCEPT_TERM_PVALIDATE); /* validated memory the record cannot hold */
+	if (size == PAGE_SIZE_2M) {
+		for (unsigned w = 0; w < PAGES_PER_2M / 64; w++) {
+			uint64_t old = __atomic_fetch_or(&acc.bits[page / 64 + w], ~0ULL, __ATOMIC_RELAXED);
+			for (; old; old &= old - 1) /* popcount without libgcc */
+				dup++;
+		}
+	} else {
+		uint64_t m = 1ULL << (page % 64);
+		if (__atomic_fetch_or(&acc.bits[page / 64], m, __ATOMIC_RELAXED) & m)
+			dup++;
+	}
+	return dup;
+}
+
+static void pvalidate_4k(struct percpu *cpu, gpa_t gpa)
+{
+	bool unchanged;
+	int rc = platform->pvalidate((vaddr_t)gpa, RMP_PG_SIZE_4K, true, &unchanged);
+
+	cpu->accept_pvalidate_4k++;
+	if (rc != PVALIDATE_OK || unchanged)
+		fail(ACCEPT_TERM_PVALIDATE);
+}
+
+static void rmpadjust_4k(struct percpu *cpu, gpa_t gpa, uint64_t attrs)
+{
+	int rc = platform->rmpadjust((vaddr_t)gpa, RMP_PG_SIZE_4K, attrs);
+
+	cpu->accept_rmpadjust++;
+	if (rc != 0)
+		fail(ACCEPT_TERM_RMPADJUST);
+}
+
+/* PVALIDATE + RMPADJUST one chunk the hypervisor has just made private. */
+static void accept_chunk(struct percpu *cpu, struct accept_share *share, gpa_t gpa, bool big)
+{
+	uint64_t attrs = acc.guest_vmpl | RMPADJUST_RWX;
+
+	if (!big) {
+		pvalidate_4k(cpu, gpa);
+		rmpadjust_4k(cpu, gpa, attrs);
+	} else {
+		bool unchanged, small = false;
+		int rc = platform->pvalidate((vaddr_t)gpa, RMP_PG_SIZE_2M, true, &unchanged);
+
+		cpu->accept_pvalidate_2m++;
+		if (rc == PVALIDATE_FAIL_SIZEMISMATCH) {
+			/* 4K RMP entries under the range: 512 x 4K (coconut pvalidate_range) */
+			cpu->accept_fallbacks++;
+			small = true;
+			for (unsigned i = 0; i < PAGES_PER_2M; i++)
+				pvalidate_4k(cpu, gpa + i * PAGE_SIZE);
+		} else if (rc != PVALIDATE_OK || unchanged) {
+			fail(ACCEPT_TERM_PVALIDATE);
+		}
+		if (!small) {
+			rc = platform->rmpadjust((vaddr_t)gpa, RMP_PG_SIZE_2M, attrs);
+			cpu->accept_rmpadjust++;
+			if (rc == RMPADJUST_FAIL_SIZEMISMATCH) {
+				/* the host smashed the 2M entry after PVALIDATE */
+				cpu->accept_fallbacks++;
+				small = true;
+			} else if (rc != 0) {
+				fail(ACCEPT_TERM_RMPADJUST);
+			}
+		}
+		/* The RMP is 4K here: a 2M RMPADJUST would only fail with SIZEMISMATCH. */
+		if (small)
+			for (unsigned i = 0; i < PAGES_PER_2M; i++)
+				rmpadjust_4k(cpu, gpa + i * PAGE_SIZE, attrs);
+	}
+	gpa_t size = big ? PAGE_SIZE_2M : PAGE_SIZE;
+	share->doubles += record(gpa, size);
+	cpu->accept_bytes += size;
+}
+
+void accept_run_share(struct percpu *cpu, struct accept_share *share)
+{
+	uint64_t entries[PSC_MAX_ENTRIES];
+	struct accept_cursor c;
+	unsigned n;
+
+	if (!acc.bits)
+		panic("accept_run_share before accept_init");
+	accept_cursor_init(&c);
+	while ((n = accept_next_batch(share, &c, entries, PSC_MAX_ENTRIES))) {
+		if (ghcb_psc(cpu, entries, n, &cpu->accept_psc_calls))
+			fail(ACCEPT_TERM_PSC);
+		for (unsigned k = 0; k < n; k++)
+			accept_chunk(cpu, share, entries[k] & PSC_ENTRY_GFN_MASK,
+				     entries[k] & PSC_ENTRY_SIZE_2M);
+	}
+}
+
+static bool test_bit(uint64_t page) { return acc.bits[page / 64] & (1ULL << (page % 64)); }
+
+bool accept_is_preaccepted(gpa_t gpa, uint64_t size)
+{
+	gpa_t end;
+
+	if (!acc.bits || size == 0 || ADD_OVERFLOW(gpa, size, &end) || end > acc.max_gpa)
+		return false;
+	for (uint64_t p = gpa >> PAGE_SHIFT; p < ALIGN_UP(end, PAGE_SIZE) >> PAGE_SHIFT; p++)
+		if (!test_bit(p))
+			return false;
+	return true;
+}
+
+int accept_forget(gpa_t gpa, uint64_t size)
+{
+	gpa_t end;
+
+	if (!acc.bits || !IS_ALIGNED(gpa, PAGE_SIZE) || !IS_ALIGNED(size, PAGE_SIZE) ||
+	    ADD_OVERFLOW(gpa, size, &end) || end > acc.max_gpa)
+		return -1;
+	for (uint64_t p = gpa >> PAGE_SHIFT; p < end >> PAGE_SHIFT; p++)
+		__atomic_fetch_and(&acc.bits[p / 64], ~(1ULL << (p % 64)), __ATOMIC_RELAXED);
+	return 0;
+}
+
+void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm_end,
+		  struct accept_check_result *res)
+{
+	gpa_t top = MAX(acc.max_gpa, rmp_max_gpa());
+	unsigned ri = 0;
+
+	*res = (struct accept_check_result){ 0 };
+	for (unsigned i = 0; i < plan->nshares; i++)
+		res->double_ += plan->share[i].doubles;
+	/* One pass over every page, with a cursor into the sorted plan ranges. */
+	for (gpa_t gpa = 0; gpa < top; gpa += PAGE_SIZE) {
+		while (ri < plan->nranges && plan->ranges[ri].end <= gpa)
+			ri++;
+		bool planned = ri < plan->nranges && plan->ranges[ri].start <= gpa;
+		bool recorded = gpa < acc.max_gpa && acc.bits && test_bit(gpa >> PAGE_SHIFT);
+		uint16_t e = rmp_raw(gpa);
+		bool validated = (e & (RMPE_ASSIGNED | RMPE_VALIDATED)) == (RMPE_ASSIGNED | RMPE_VALIDATED);
+
+		if (planned) {
+			res->pages++;
+			if (!recorded || rmp_vmpl_perms(gpa, acc.guest_vmpl) != RMP_PERM_ALL)
+				res->missing++;
+		} else if (recorded ||
+			   (validated && !(gpa >= csvsm_start && gpa < csvsm_end))) {
+			res->double_++;
+		}
+	}
+}

@@ -1,0 +1,275 @@
+/*
+ * Guest memory map: validation of the PVH memory map (Xen
+ * public/arch-x86/hvm/start_info.h, struct hvm_memmap_table_entry), carving of
+ * csvsm's own region, the RAM ranges pre-acceptance works on, the guest's
+ * filtered E820 view, and the sim-only command-line overrides
+ * (include/mm/memmap.h).
+ *
+ * The map is written by the hypervisor: each entry is copied once, and only
+ * the copy is checked and used. A map that is inconsistent, or that claims
+ * csvsm's memory is anything but RAM, is refused with an error code; the
+ * caller prints memmap_strerror() and terminates.
+ */
+#include "csvsm/console.h"
+#include "csvsm/string.h"
+#include "mm/cmdline.h"
+#include "mm/memmap.h"
+
+#define MEMMAP_MAX_ADDR (1ULL << 52) /* 52-bit guest-physical address space */
+
+static gpa_t entry_end(const struct hvm_memmap_table_entry *e) { return e->addr + e->size; }
+
+static int refuse(struct memmap *mm, int err, int index)
+{
+	mm->bad_index = index;
+	mm->nr_ram = 0;
+	return err;
+}
+
+/* Add [start, end) to mm->ram, merging with an adjacent previous range. */
+static void add_ram(struct memmap *mm, gpa_t start, gpa_t end)
+{
+	if (start >= end)
+		return;
+	if (mm->nr_ram && mm->ram[mm->nr_ram - 1].end == start) {
+		mm->ram[mm->nr_ram - 1].end = end;
+		return;
+	}
+	if (mm->nr_ram == MEMMAP_MAX_RANGES)
+		panic("memmap: RAM range table overflow"); /* bounded by entries + 1 */
+	mm->ram[mm->nr_ram].start = start;
+	mm->ram[mm->nr_ram].end = end;
+	mm->nr_ram++;
+}
+
+int memmap_build(struct memmap *mm, const struct hvm_memmap_table_entry *e, unsigned n,
+		 gpa_t csvsm_start, gpa_t csvsm_end)
+{
+	uint8_t orig[MEMMAP_MAX_ENTRIES];
+
+	if (!mm)
+		return MEMMAP_ERR_ARG;
+	memset(mm, 0, sizeof(*mm));
+	mm->bad_index = -1;
+	if ((n && !e) || csvsm_start >= csvsm_end || !IS_ALIGNED(csvsm_start, PAGE_SIZE) ||
+	    !IS_ALIGNED(csvsm_end, PAGE_SIZE))
+		return refuse(mm, MEMMAP_ERR_ARG, -1);
+	if (n > MEMMAP_MAX_ENTRIES)
+		return refuse(mm, MEMMAP_ERR_TOO_MANY, MEMMAP_MAX_ENTRIES);
+	mm->csvsm_start = csvsm_start;
+	mm->csvsm_end = csvsm_end;
+
+	/* Copy once, check the copy, insertion-sort it by address. */
+	for (unsigned i = 0; i < n; i++) {
+		struct hvm_memmap_table_entry c;
+		gpa_t end;
+
+		memcpy(&c, &e[i], sizeof(c));
+		if (c.size == 0)
+			return refuse(mm, MEMMAP_ERR_ZERO_SIZE, (int)i);
+		if (ADD_OVERFLOW(c.addr, c.size, &end) || end > MEMMAP_MAX_ADDR)
+			return refuse(mm, MEMMAP_ERR_WRAP, (int)i);
+		if (c.type == MEMMAP_TYPE_RAM && !IS_ALIGNED(c.addr, PAGE_SIZE))
+			return refuse(mm, MEMMAP_ERR_UNALIGNED, (int)i);
+		unsigned j = i;
+		while (j > 0 && mm->entries[j - 1].addr > c.addr) {
+			mm->entries[j] = mm->entries[j - 1];
+			orig[j] = orig[j - 1];
+			j--;
+		}
+		mm->entries[j] = c;
+		orig[j] = (uint8_t)i;
+	}
+	mm->nr_entries = n;
+
+	/*
+	 * A RAM entry may not overlap anything: the map would then say the same
+	 * memory is two things. Overlaps among non-RAM entries do not change
+	 * what csvsm accepts or hands out, so they are passed through.
+	 */
+	for (unsigned i = 0; i < n; i++) {
+		const struct hvm_memmap_table_entry *a = &mm->entries[i];
+		for (unsigned j = i + 1; j < n && mm->entries[j].addr < entry_end(a); j++) {
+			if (a->type == MEMMAP_TYPE_RAM || mm->entries[j].type == MEMMAP_TYPE_RAM)
+				return refuse(mm, MEMMAP_ERR_OVERLAP, orig[j]);
+		}
+	}
+
+	/* csvsm's region must be RAM, all of it in one entry. */
+	int home = -1;
+	for (unsigned i = 0; i < n; i++) {
+		const struct hvm_memmap_table_entry *a = &mm->entries[i];
+		if (a->type == MEMMAP_TYPE_RAM && a->addr <= csvsm_start && csvsm_end <= entry_end(a))
+			home = (int)i;
+	}
+	if (home < 0)
+		return refuse(mm, MEMMAP_ERR_CSVSM, -1);
+
+	for (unsigned i = 0; i < n; i++) {
+		const struct hvm_memmap_table_entry *a = &mm->entries[i];
+		if (a->type != MEMMAP_TYPE_RAM)
+			continue;
+		/* Only whole pages are accepted; QEMU's low RAM ends at 0x9fc00. */
+		gpa_t end = ALIGN_DOWN(entry_end(a), PAGE_SIZE);
+		if (ALIGN_UP(entry_end(a), PAGE_SIZE) > mm->max_gpa)
+			mm->max_gpa = ALIGN_UP(entry_end(a), PAGE_SIZE);
+		if ((int)i == home) {
+			add_ram(mm, a->addr, csvsm_start);
+			add_ram(mm, csvsm_end, end);
+		} else {
+			add_ram(mm, a->addr, end);
+		}
+	}
+	if (!mm->nr_ram)
+		return refuse(mm, MEMMAP_ERR_NO_RAM, -1);
+	return MEMMAP_OK;
+}
+
+const char *memmap_strerror(int err)
+{
+	switch (err) {
+	case MEMMAP_OK:
+		return "ok";
+	case MEMMAP_ERR_TOO_MANY:
+		return "too many memory map entries";
+	case MEMMAP_ERR_ZERO_SIZE:
+		return "memory map entry of size zero";
+	case MEMMAP_ERR_WRAP:
+		return "memory map entry wraps around or exceeds 2^52";
+	case MEMMAP_ERR_UNALIGNED:
+		return "RAM entry not 4K aligned";
+	case MEMMAP_ERR_OVERLAP:
+		return "overlapping memory map entries";
+	case MEMMAP_ERR_CSVSM:
+		return "csvsm's region is not inside one RAM entry";
+	case MEMMAP_ERR_NO_RAM:
+		return "no RAM outside csvsm";
+	case MEMMAP_ERR_SYNTAX:
+		return "malformed csvsm.test_memmap / csvsm.sim_4k_only";
+	case MEMMAP_ERR_ARG:
+		return "bad arguments";
+	default:
+		return "unknown memory map error";
+	}
+}
+
+uint64_t memmap_ram_bytes(const struct memmap *mm)
+{
+	uint64_t total = 0;
+
+	for (unsigned i = 0; i < mm->nr_ram; i++)
+		total += mm->ram[i].end - mm->ram[i].start;
+	return total;
+}
+
+bool memmap_is_guest_ram(const struct memmap *mm, gpa_t gpa, uint64_t size)
+{
+	gpa_t end;
+
+	if (ADD_OVERFLOW(gpa, size, &end))
+		return false;
+	for (unsigned i = 0; i < mm->nr_ram; i++)
+		if (mm->ram[i].start <= gpa && end <= mm->ram[i].end)
+			return true;
+	return false;
+}
+
+static int put(struct hvm_memmap_table_entry *out, unsigned max, unsigned *k, gpa_t start,
+	       gpa_t end, uint32_t type)
+{
+	if (start >= end)
+		return 0;
+	if (*k == max)
+		return -1;
+	out[*k].addr = start;
+	out[*k].size = end - start;
+	out[*k].type = type;
+	out[*k].reserved = 0;
+	(*k)++;
+	return 0;
+}
+
+int memmap_guest_e820(const struct memmap *mm, struct hvm_memmap_table_entry *out, unsigned max)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < mm->nr_entries; i++) {
+		const struct hvm_memmap_table_entry *a = &mm->entries[i];
+		gpa_t end = entry_end(a);
+		int rc;
+		if (a->type == MEMMAP_TYPE_RAM && a->addr <= mm->csvsm_start && mm->csvsm_end <= end) {
+			rc = put(out, max, &k, a->addr, mm->csvsm_start, MEMMAP_TYPE_RAM);
+			rc |= put(out, max, &k, mm->csvsm_start, mm->csvsm_end, MEMMAP_TYPE_RESERVED);
+			rc |= put(out, max, &k, mm->csvsm_end, end, MEMMAP_TYPE_RAM);
+		} else {
+			rc = put(out, max, &k, a->addr, end, a->type);
+		}
+		if (rc)
+			return -1;
+	}
+	return (int)k;
+}
+
+void memmap_print(const struct memmap *mm)
+{
+	for (unsigned i = 0; i < mm->nr_ram; i++)
+		con_printf(MEMMAP_LINE_RAM, (unsigned long long)mm->ram[i].start,
+			   (unsigned long long)mm->ram[i].end);
+	con_printf("csvsm: memmap: csvsm start=0x%llx end=0x%llx\n",
+		   (unsigned long long)mm->csvsm_start, (unsigned long long)mm->csvsm_end);
+}
+
+static int expect(const char **p, const char *end, char c)
+{
+	if (*p >= end || **p != c)
+		return -1;
+	(*p)++;
+	return 0;
+}
+
+int memmap_parse_test_override(const char *cmdline, size_t len,
+			       struct hvm_memmap_table_entry *out, unsigned max)
+{
+	const char *p, *end;
+	size_t vlen;
+	unsigned n = 0;
+
+	if (!cmdline_get(cmdline, len, "csvsm.test_memmap", &p, &vlen))
+		return 0;
+	end = p + vlen;
+	for (;;) {
+		uint64_t addr, size, type;
+		if (cmdline_parse_hex(&p, end, &addr) || expect(&p, end, ':') ||
+		    cmdline_parse_hex(&p, end, &size) || expect(&p, end, ':') ||
+		    cmdline_parse_hex(&p, end, &type) || type > UINT32_MAX)
+			return MEMMAP_ERR_SYNTAX;
+		if (n == max)
+			return MEMMAP_ERR_TOO_MANY;
+		out[n].addr = addr;
+		out[n].size = size;
+		out[n].type = (uint32_t)type;
+		out[n].reserved = 0;
+		n++;
+		if (p == end)
+			return (int)n;
+		if (expect(&p, end, ','))
+			return MEMMAP_ERR_SYNTAX;
+	}
+}
+
+int memmap_parse_4k_only(const char *cmdline, size_t len, gpa_t *start, gpa_t *end)
+{
+	const char *p;
+	size_t vlen;
+	uint64_t s, e;
+
+	if (!cmdline_get(cmdline, len, "csvsm.sim_4k_only", &p, &vlen))
+		return 0;
+	const char *stop = p + vlen;
+	if (cmdline_parse_hex(&p, stop, &s) || expect(&p, stop, '-') ||
+	    cmdline_parse_hex(&p, stop, &e) || p != stop || s >= e)
+		return MEMMAP_ERR_SYNTAX;
+	*start = s;
+	*end = e;
+	return 1;
+}

@@ -1,0 +1,223 @@
+/*
+ * Software RMP model (see include/mm/rmp.h): the hardware semantics of
+ * RMPUPDATE/PSMASH (hypervisor side) and PVALIDATE/RMPADJUST (guest side,
+ * issued at VMPL0) over a compact 16-bit-per-page table in caller-provided
+ * storage. Return codes follow AMD APM vol. 3 "PVALIDATE"/"RMPADJUST" as
+ * summarised in shared/reference/snp-svsm-interfaces.md §5.
+ *
+ * Every operation reads and writes only the 512 entries of the 2 MiB block
+ * holding its address, so vCPUs on disjoint 2 MiB-aligned ranges need no lock.
+ */
+#include "arch/x86/insn.h"
+#include "csvsm/string.h"
+#include "mm/rmp.h"
+
+struct rmp_range {
+	gpa_t start, end;
+};
+
+static struct {
+	uint16_t *e;
+	gpa_t max_gpa;
+	unsigned n4k;
+	struct rmp_range only4k[RMP_MAX_4K_ONLY];
+} rmp;
+
+size_t rmp_storage_bytes(gpa_t max_gpa)
+{
+	return (size_t)(ALIGN_UP(max_gpa, PAGE_SIZE) >> PAGE_SHIFT) * sizeof(uint16_t);
+}
+
+int rmp_init(void *storage, size_t bytes, gpa_t max_gpa)
+{
+	if (!storage || !IS_ALIGNED(max_gpa, PAGE_SIZE) || max_gpa > RMP_MAX_GPA ||
+	    bytes < rmp_storage_bytes(max_gpa))
+		return -1;
+	memset(storage, 0, rmp_storage_bytes(max_gpa));
+	rmp.e = storage;
+	rmp.max_gpa = max_gpa;
+	rmp.n4k = 0;
+	return 0;
+}
+
+gpa_t rmp_max_gpa(void) { return rmp.max_gpa; }
+
+int rmp_hv_set_4k_only(gpa_t start, gpa_t end)
+{
+	if (start >= end || rmp.n4k == RMP_MAX_4K_ONLY)
+		return -1;
+	rmp.only4k[rmp.n4k].start = start;
+	rmp.only4k[rmp.n4k].end = end;
+	rmp.n4k++;
+	return 0;
+}
+
+void rmp_hv_clear_4k_only(void) { rmp.n4k = 0; }
+
+bool rmp_hv_block_is_4k_only(gpa_t gpa)
+{
+	gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M);
+
+	for (unsigned i = 0; i < rmp.n4k; i++)
+		if (rmp.only4k[i].start < b + PAGE_SIZE_2M && b < rmp.only4k[i].end)
+			return true;
+	return false;
+}
+
+static bool in_model(gpa_t gpa, gpa_t size)
+{
+	return rmp.e && gpa < rmp.max_gpa && size <= rmp.max_gpa - gpa;
+}
+
+static uint16_t *entry(gpa_t gpa) { return &rmp.e[gpa >> PAGE_SHIFT]; }
+
+/* Split the 2M entry holding gpa (if any) into 512 4K entries, keeping state. */
+static void smash(gpa_t gpa)
+{
+	uint16_t *e = entry(ALIGN_DOWN(gpa, PAGE_SIZE_2M));
+
+	if (!(e[0] & RMPE_SIZE_2M))
+		return;
+	for (unsigned i = 0; i < PAGES_PER_2M; i++)
+		e[i] &= (uint16_t)~RMPE_SIZE_2M;
+}
+
+static void set_block(gpa_t gpa, uint16_t v)
+{
+	uint16_t *e = entry(gpa);
+
+	for (unsigned i = 0; i < PAGES_PER_2M; i++)
+		e[i] = v;
+}
+
+int rmp_hv_assign(gpa_t gpa, bool size2m, bool private)
+{
+	gpa_t size = size2m ? PAGE_SIZE_2M : PAGE_SIZE;
+
+	if (!IS_ALIGNED(gpa, size) || !in_model(gpa, size))
+		return -1;
+	if (size2m) {
+		/* A 4K-only host backs the range with small pages: 512 4K entries. */
+		uint16_t v = private ? RMPE_ASSIGNED : 0;
+		if (private && !rmp_hv_block_is_4k_only(gpa))
+			v |= RMPE_SIZE_2M;
+		set_block(gpa, v);
+		return 0;
+	}
+	/* RMPUPDATE of one 4K page inside a 2M entry: the host PSMASHes first. */
+	smash(gpa);
+	*entry(gpa) = private ? RMPE_ASSIGNED : 0;
+	return 0;
+}
+
+int rmp_hv_psmash(gpa_t gpa)
+{
+	if (!IS_ALIGNED(gpa, PAGE_SIZE_2M) || !in_model(gpa, PAGE_SIZE_2M) ||
+	    !(*entry(gpa) & RMPE_SIZE_2M))
+		return -1;
+	smash(gpa);
+	return 0;
+}
+
+/* Common checks of PVALIDATE/RMPADJUST: address, size, 2M/4K entry match. */
+static int check_page(gpa_t gpa, unsigned size)
+{
+	gpa_t bytes;
+
+	if (size == RMP_PG_SIZE_4K)
+		bytes = PAGE_SIZE;
+	else if (size == RMP_PG_SIZE_2M)
+		bytes = PAGE_SIZE_2M;
+	else
+		return PVALIDATE_FAIL_INPUT;
+	if (!IS_ALIGNED(gpa, bytes) || !in_model(gpa, bytes))
+		return PVALIDATE_FAIL_INPUT;
+	uint16_t v = *entry(gpa);
+	if (!(v & RMPE_ASSIGNED))
+		return PVALIDATE_FAIL_INPUT; /* shared or never assigned */
+	if (size == RMP_PG_SIZE_2M && !(v & RMPE_SIZE_2M))
+		return PVALIDATE_FAIL_SIZEMISMATCH;
+	if (size == RMP_PG_SIZE_4K && (v & RMPE_SIZE_2M))
+		smash(gpa); /* #NPF with PFERR_GUEST_SIZEM: KVM PSMASHes and retries */
+	return 0;
+}
+
+int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged)
+{
+	*unchanged = false;
+	int rc = check_page(gpa, size);
+	if (rc)
+		return rc;
+	uint16_t *e = entry(gpa);
+	unsigned n = size == RMP_PG_SIZE_2M ? PAGES_PER_2M : 1;
+	if (!!(e[0] & RMPE_VALIDATED) == validate) {
+		*unchanged = true; /* CF=1: validated bit already in that state */
+		return 0;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (validate)
+			e[i] |= RMPE_VALIDATED;
+		else
+			e[i] &= (uint16_t)~RMPE_VALIDATED;
+	}
+	return 0;
+}
+
+int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
+{
+	unsigned vmpl = attrs & RMPADJUST_VMPL_MASK;
+	uint64_t known = RMPADJUST_VMPL_MASK | RMPADJUST_RWX | RMPADJUST_VMSA;
+
+	if (attrs & ~known)
+		return RMPADJUST_FAIL_INPUT;
+	/* The target VMPL must be numerically above the issuer's (0) and exist. */
+	if (vmpl == 0 || vmpl > 3)
+		return RMPADJUST_FAIL_PERMISSION;
+	/* A VMSA is one 4K page (the VMSA is 4 KiB, reference §5.3). */
+	if ((attrs & RMPADJUST_VMSA) && size != RMP_PG_SIZE_4K)
+		return RMPADJUST_FAIL_INPUT;
+	int rc = check_page(gpa, size);
+	if (rc)
+		return rc; /* FAIL_INPUT (1) and FAIL_SIZEMISMATCH (6) match PVALIDATE's */
+	uint16_t *e = entry(gpa);
+	if (!(e[0] & RMPE_VALIDATED))
+		return RMPADJUST_FAIL_PERMISSION;
+	unsigned n = size == RMP_PG_SIZE_2M ? PAGES_PER_2M : 1;
+	uint16_t perm = (uint16_t)(((attrs >> 8) & RMPE_PERM_MASK) << RMPE_PERM_SHIFT(vmpl));
+	uint16_t clear = (uint16_t)(RMPE_PERM_MASK << RMPE_PERM_SHIFT(vmpl)) | RMPE_VMSA;
+	for (unsigned i = 0; i < n; i++) {
+		e[i] = (uint16_t)((e[i] & ~clear) | perm);
+		if (attrs & RMPADJUST_VMSA)
+			e[i] |= RMPE_VMSA;
+	}
+	return 0;
+}
+
+int rmp_query(gpa_t gpa, struct rmp_entry_info *out)
+{
+	if (!in_model(gpa, 1))
+		return -1;
+	uint16_t v = *entry(gpa);
+	out->assigned = v & RMPE_ASSIGNED;
+	out->validated = v & RMPE_VALIDATED;
+	out->size2m = v & RMPE_SIZE_2M;
+	out->vmsa = v & RMPE_VMSA;
+	out->perms[0] = out->validated ? RMP_PERM_ALL : 0;
+	for (unsigned vmpl = 1; vmpl < 4; vmpl++)
+		out->perms[vmpl] = (v >> RMPE_PERM_SHIFT(vmpl)) & RMPE_PERM_MASK;
+	return 0;
+}
+
+unsigned rmp_vmpl_perms(gpa_t gpa, unsigned vmpl)
+{
+	if (!in_model(gpa, 1) || vmpl > 3)
+		return 0;
+	uint16_t v = *entry(gpa);
+	if ((v & (RMPE_ASSIGNED | RMPE_VALIDATED)) != (RMPE_ASSIGNED | RMPE_VALIDATED))
+		return 0;
+	if (vmpl == 0)
+		return RMP_PERM_ALL;
+	return (v >> RMPE_PERM_SHIFT(vmpl)) & RMPE_PERM_MASK;
+}
+
+uint16_t rmp_raw(gpa_t gpa) { return in_model(gpa, 1) ? *entry(gpa) : 0; }

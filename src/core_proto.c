@@ -1,0 +1,170 @@
+/*
+ * SVSM core protocol (0), reference §1.5 (AMD 58019; behaviour as coconut-svsm
+ * kernel/src/protocols/core.rs and Linux arch/x86/coco/sev/svsm.c expect).
+ * Every handler checks all of its arguments before it changes anything.
+ */
+#include "arch/x86/insn.h"
+#include "csvsm/boot.h"
+#include "csvsm/platform.h"
+#include "csvsm/string.h"
+#include "csvsm/svsm_call.h"
+#include "csvsm/vcpu.h"
+#include "mm/accept.h"
+#include "mm/guest_mem.h"
+#include "snp/svsm.h"
+
+static uint64_t core_remap_ca(struct guest_vcpu *gv, struct svsm_regs *r)
+{
+	gpa_t ca = r->rcx;
+	if (!IS_ALIGNED(ca, PAGE_SIZE))
+		return SVSM_ERR_INVALID_PARAMETER;
+	if (guest_mem_check(ca, PAGE_SIZE))
+		return SVSM_ERR_INVALID_ADDRESS;
+	static const uint8_t zero_hdr[SVSM_CA_BUFFER_OFF];
+	if (guest_write(ca, zero_hdr, sizeof(zero_hdr)))
+		return SVSM_ERR_INVALID_ADDRESS;
+	gv->caa = ca;
+	return SVSM_SUCCESS;
+}
+
+/* Map an instruction return code to the protocol's (coconut errors.rs). */
+static uint64_t insn_err(int rc) { return SVSM_ERR_PROTOCOL_BASE + (uint64_t)rc; }
+
+static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
+{
+	gpa_t gpa = entry & SVSM_PVAL_GPA_MASK;
+	bool size2m = (entry & SVSM_PVAL_PAGE_SIZE_MASK) == SVSM_PVAL_PAGE_SIZE_2M;
+	uint64_t bytes = size2m ? PAGE_SIZE_2M : PAGE_SIZE;
+	unsigned psize = size2m ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K;
+	bool unchanged = false;
+	int rc;
+
+	if (entry & SVSM_PVAL_ACTION) {
+		/* First validation of a pre-accepted page: it is already validated and
+		 * granted; report success once (DESIGN.md: edk2 re-validates RAM). */
+		if (accept_is_preaccepted(gpa, bytes)) {
+			accept_forget(gpa, bytes);
+			return SVSM_SUCCESS;
+		}
+		rc = platform->pvalidate(gpa, psize, true, &unchanged);
+		if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
+			return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
+		if (rc)
+			return insn_err(rc);
+		if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
+			return SVSM_PVALIDATE_FAIL_NO_CHANGE;
+		/* Reference §1.5: validate, zero, then grant the guest VMPL. */
+		memset(guest_mem_ptr(gpa), 0, bytes);
+		rc = platform->rmpadjust(gpa, psize, gv->vmpl | RMPADJUST_RWX);
+		if (rc)
+			return insn_err(rc);
+		return SVSM_SUCCESS;
+	}
+	/* Rescind: revoke the guest VMPLs first, then un-validate. */
+	for (unsigned v = gv->vmpl; v <= 3; v++) {
+		rc = platform->rmpadjust(gpa, psize, v);
+		if (rc)
+			return insn_err(rc);
+	}
+	accept_forget(gpa, bytes);
+	rc = platform->pvalidate(gpa, psize, false, &unchanged);
+	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
+		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
+	if (rc)
+		return insn_err(rc);
+	if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
+		return SVSM_PVALIDATE_FAIL_NO_CHANGE;
+	return SVSM_SUCCESS;
+}
+
+static uint64_t core_pvalidate(struct guest_vcpu *gv, struct svsm_regs *r)
+{
+	gpa_t list = r->rcx;
+	struct svsm_pvalidate_hdr hdr;
+	uint64_t entries[SVSM_PVALIDATE_MAX_IN_CA + 1];
+
+	/* Decode: header 8-byte aligned, list within one page (reference §1.5). */
+	if (!IS_ALIGNED(list, 8))
+		return SVSM_ERR_INVALID_PARAMETER;
+	uint64_t off = list & (PAGE_SIZE - 1);
+	if (off + sizeof(hdr) > PAGE_SIZE)
+		return SVSM_ERR_INVALID_PARAMETER;
+	if (guest_read(list, &hdr, sizeof(hdr)))
+		return SVSM_ERR_INVALID_ADDRESS;
+	uint64_t max = (PAGE_SIZE - off - sizeof(hdr)) / SVSM_PVALIDATE_ENTRY_SIZE;
+	if (hdr.entries == 0 || hdr.next >= hdr.entries || hdr.entries > max)
+		return SVSM_ERR_INVALID_PARAMETER;
+	unsigned n = hdr.entries, next = hdr.next;
+	if (guest_read(list + SVSM_PVALIDATE_ENTRY_OFF, entries, n * SVSM_PVALIDATE_ENTRY_SIZE))
+		return SVSM_ERR_INVALID_ADDRESS;
+	/* Check every remaining entry before acting on any (copied once above). */
+	for (unsigned i = next; i < n; i++) {
+		uint64_t e = entries[i], size = e & SVSM_PVAL_PAGE_SIZE_MASK;
+		gpa_t gpa = e & SVSM_PVAL_GPA_MASK;
+		if (size > SVSM_PVAL_PAGE_SIZE_2M || (e & SVSM_PVAL_RSVD_MASK))
+			return SVSM_ERR_INVALID_PARAMETER;
+		uint64_t bytes = size ? PAGE_SIZE_2M : PAGE_SIZE;
+		if (!IS_ALIGNED(gpa, bytes))
+			return SVSM_ERR_INVALID_PARAMETER;
+		if (guest_mem_check(gpa, bytes))
+			return SVSM_ERR_INVALID_ADDRESS;
+		/* The list itself is guest memory; rescinding it mid-call is allowed
+		 * but it cannot be written back afterwards: refuse that combination. */
+		if (!(e & SVSM_PVAL_ACTION) && list >= gpa && list < gpa + bytes)
+			return SVSM_ERR_INVALID_PARAMETER;
+	}
+	uint64_t rc = SVSM_SUCCESS;
+	for (; next < n; next++) {
+		rc = pvalidate_one(gv, entries[next]);
+		if (rc != SVSM_SUCCESS)
+			break;
+	}
+	uint16_t out = (uint16_t)next;
+	if (guest_write(list + 2, &out, sizeof(out)))
+		return SVSM_ERR_INVALID_ADDRESS;
+	return rc;
+}
+
+static uint64_t core_query_protocol(struct svsm_regs *r)
+{
+	uint32_t id = (uint32_t)(r->rcx >> 32), version = (uint32_t)r->rcx;
+	const struct svsm_protocol *p = svsm_find_protocol(id);
+	if (p && version >= p->min_version && version <= p->max_version)
+		r->rcx = svsm_query_protocol_out(p->min_version, p->max_version);
+	else
+		r->rcx = 0;
+	return SVSM_SUCCESS;
+}
+
+static uint64_t core_configure_vtom(struct svsm_regs *r)
+{
+	if (r->rcx & SVSM_CONFIGURE_VTOM_QUERY) {
+		r->rcx = 0; /* vTOM not supported */
+		return SVSM_SUCCESS;
+	}
+	return SVSM_ERR_INVALID_REQUEST;
+}
+
+uint64_t core_protocol_call(struct guest_vcpu *gv, uint32_t call_id, struct svsm_regs *r)
+{
+	switch (call_id) {
+	case SVSM_CORE_REMAP_CA:
+		return core_remap_ca(gv, r);
+	case SVSM_CORE_PVALIDATE:
+		return core_pvalidate(gv, r);
+	case SVSM_CORE_CREATE_VCPU:
+		return vcpu_create(gv, r);
+	case SVSM_CORE_DELETE_VCPU:
+		return vcpu_delete(gv, r);
+	case SVSM_CORE_QUERY_PROTOCOL:
+		return core_query_protocol(r);
+	case SVSM_CORE_CONFIGURE_VTOM:
+		return core_configure_vtom(r);
+	case SVSM_CORE_DEPOSIT_MEM:
+	case SVSM_CORE_WITHDRAW_MEM:
+		/* Unconfirmed layouts (reference §10.1); coconut does the same. */
+		return SVSM_ERR_UNSUPPORTED_CALL;
+	default:
+		return SVSM_ERR_UNSUPPORTED_CALL;
+	}
+}
