@@ -58,7 +58,8 @@ static uint64_t record(gpa_t gpa, gpa_t size)
 		fail(ACCEPT_TERM_PVALIDATE); /* validated memory the record cannot hold */
 	if (size == PAGE_SIZE_2M) {
 		for (unsigned w = 0; w < PAGES_PER_2M / 64; w++) {
-			uint64_t old = __atomic_fetch_or(&acc.bits[page / 64 + w], ~0ULL, __ATOMIC_RELAXED);
+			uint64_t old =
+			    __atomic_fetch_or(&acc.bits[page / 64 + w], ~0ULL, __ATOMIC_RELAXED);
 			for (; old; old &= old - 1) /* popcount without libgcc */
 				dup++;
 		}
@@ -150,7 +151,10 @@ void accept_run_share(struct percpu *cpu, struct accept_share *share)
 	}
 }
 
-static bool test_bit(uint64_t page) { return acc.bits[page / 64] & (1ULL << (page % 64)); }
+static bool test_bit(uint64_t page)
+{
+	return acc.bits[page / 64] & (1ULL << (page % 64));
+}
 
 bool accept_is_preaccepted(gpa_t gpa, uint64_t size)
 {
@@ -182,7 +186,7 @@ void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm
 	gpa_t top = MAX(acc.max_gpa, rmp_max_gpa());
 	unsigned ri = 0;
 
-	*res = (struct accept_check_result){ 0 };
+	*res = (struct accept_check_result){0};
 	for (unsigned i = 0; i < plan->nshares; i++)
 		res->double_ += plan->share[i].doubles;
 	/* One pass over every page, with a cursor into the sorted plan ranges. */
@@ -192,14 +196,14 @@ void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm
 		bool planned = ri < plan->nranges && plan->ranges[ri].start <= gpa;
 		bool recorded = gpa < acc.max_gpa && acc.bits && test_bit(gpa >> PAGE_SHIFT);
 		uint16_t e = rmp_raw(gpa);
-		bool validated = (e & (RMPE_ASSIGNED | RMPE_VALIDATED)) == (RMPE_ASSIGNED | RMPE_VALIDATED);
+		bool validated =
+		    (e & (RMPE_ASSIGNED | RMPE_VALIDATED)) == (RMPE_ASSIGNED | RMPE_VALIDATED);
 
 		if (planned) {
 			res->pages++;
 			if (!recorded || rmp_vmpl_perms(gpa, acc.guest_vmpl) != RMP_PERM_ALL)
 				res->missing++;
-		} else if (recorded ||
-			   (validated && !(gpa >= csvsm_start && gpa < csvsm_end))) {
+		} else if (recorded || (validated && !(gpa >= csvsm_start && gpa < csvsm_end))) {
 			res->double_++;
 		}
 	}

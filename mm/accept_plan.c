@@ -64,7 +64,9 @@ int accept_plan(struct accept_plan *plan, const struct mem_range *ranges, unsign
 		if (i + 1 < nvcpus) {
 			/* total < 2^52 and i < 64: no overflow */
 			uint64_t off = total * (i + 1) / nvcpus;
-			next = off < total ? ALIGN_UP(gpa_at_offset(ranges, nranges, off), PAGE_SIZE_2M) : top;
+			next = off < total
+				   ? ALIGN_UP(gpa_at_offset(ranges, nranges, off), PAGE_SIZE_2M)
+				   : top;
 			if (next < prev)
 				next = prev;
 		}
@@ -122,7 +124,7 @@ void accept_predict(const struct accept_plan *plan, const struct mem_range *only
 {
 	uint64_t entries[PSC_MAX_ENTRIES];
 
-	*out = (struct accept_totals){ 0 };
+	*out = (struct accept_totals){0};
 	for (unsigned i = 0; i < plan->nshares; i++) {
 		struct accept_cursor c;
 		unsigned n;
@@ -155,7 +157,7 @@ void accept_predict(const struct accept_plan *plan, const struct mem_range *only
 
 void accept_totals_sum(const struct percpu *cpus, unsigned n, struct accept_totals *out)
 {
-	*out = (struct accept_totals){ 0 };
+	*out = (struct accept_totals){0};
 	for (unsigned i = 0; i < n; i++) {
 		out->bytes += cpus[i].accept_bytes;
 		out->pvalidate_2m += cpus[i].accept_pvalidate_2m;
@@ -168,8 +170,10 @@ void accept_totals_sum(const struct percpu *cpus, unsigned n, struct accept_tota
 
 int accept_totals_format(char *buf, size_t size, const struct accept_totals *t)
 {
-	return fmt_snprintf(buf, size, "bytes=%llu pvalidate_2m=%llu pvalidate_4k=%llu rmpadjust=%llu psc_calls=%llu",
-			    (unsigned long long)t->bytes, (unsigned long long)t->pvalidate_2m,
-			    (unsigned long long)t->pvalidate_4k, (unsigned long long)t->rmpadjust,
-			    (unsigned long long)t->psc_calls);
+	return fmt_snprintf(
+	    buf, size,
+	    "bytes=%llu pvalidate_2m=%llu pvalidate_4k=%llu rmpadjust=%llu psc_calls=%llu",
+	    (unsigned long long)t->bytes, (unsigned long long)t->pvalidate_2m,
+	    (unsigned long long)t->pvalidate_4k, (unsigned long long)t->rmpadjust,
+	    (unsigned long long)t->psc_calls);
 }

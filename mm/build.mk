@@ -11,3 +11,4 @@ csvsm-accept-plan_SRCS := tests/tools/accept_plan.c
 csvsm-accept-plan_LIBS :=
 
 test_accept_LIBS := -lpthread
+test_rmp_LIBS := -lpthread

@@ -6,7 +6,10 @@
 #include "csvsm/string.h"
 #include "mm/cmdline.h"
 
-static bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+static bool is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 bool cmdline_get(const char *cmdline, size_t len, const char *key, const char **val, size_t *vlen)
 {

@@ -17,7 +17,10 @@
 
 #define MEMMAP_MAX_ADDR (1ULL << 52) /* 52-bit guest-physical address space */
 
-static gpa_t entry_end(const struct hvm_memmap_table_entry *e) { return e->addr + e->size; }
+static gpa_t entry_end(const struct hvm_memmap_table_entry *e)
+{
+	return e->addr + e->size;
+}
 
 static int refuse(struct memmap *mm, int err, int index)
 {
@@ -99,7 +102,8 @@ int memmap_build(struct memmap *mm, const struct hvm_memmap_table_entry *e, unsi
 	int home = -1;
 	for (unsigned i = 0; i < n; i++) {
 		const struct hvm_memmap_table_entry *a = &mm->entries[i];
-		if (a->type == MEMMAP_TYPE_RAM && a->addr <= csvsm_start && csvsm_end <= entry_end(a))
+		if (a->type == MEMMAP_TYPE_RAM && a->addr <= csvsm_start &&
+		    csvsm_end <= entry_end(a))
 			home = (int)i;
 	}
 	if (home < 0)
@@ -197,9 +201,11 @@ int memmap_guest_e820(const struct memmap *mm, struct hvm_memmap_table_entry *ou
 		const struct hvm_memmap_table_entry *a = &mm->entries[i];
 		gpa_t end = entry_end(a);
 		int rc;
-		if (a->type == MEMMAP_TYPE_RAM && a->addr <= mm->csvsm_start && mm->csvsm_end <= end) {
+		if (a->type == MEMMAP_TYPE_RAM && a->addr <= mm->csvsm_start &&
+		    mm->csvsm_end <= end) {
 			rc = put(out, max, &k, a->addr, mm->csvsm_start, MEMMAP_TYPE_RAM);
-			rc |= put(out, max, &k, mm->csvsm_start, mm->csvsm_end, MEMMAP_TYPE_RESERVED);
+			rc |=
+			    put(out, max, &k, mm->csvsm_start, mm->csvsm_end, MEMMAP_TYPE_RESERVED);
 			rc |= put(out, max, &k, mm->csvsm_end, end, MEMMAP_TYPE_RAM);
 		} else {
 			rc = put(out, max, &k, a->addr, end, a->type);
@@ -227,8 +233,8 @@ static int expect(const char **p, const char *end, char c)
 	return 0;
 }
 
-int memmap_parse_test_override(const char *cmdline, size_t len,
-			       struct hvm_memmap_table_entry *out, unsigned max)
+int memmap_parse_test_override(const char *cmdline, size_t len, struct hvm_memmap_table_entry *out,
+			       unsigned max)
 {
 	const char *p, *end;
 	size_t vlen;

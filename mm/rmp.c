@@ -6,7 +6,8 @@
  * summarised in shared/reference/snp-svsm-interfaces.md §5.
  *
  * Every operation reads and writes only the 512 entries of the 2 MiB block
- * holding its address, so vCPUs on disjoint 2 MiB-aligned ranges need no lock.
+ * holding its address, under that block's lock byte (uncontended when vCPUs
+ * work on disjoint 2 MiB ranges, as pre-acceptance does).
  */
 #include "arch/x86/insn.h"
 #include "csvsm/string.h"
@@ -18,14 +19,20 @@ struct rmp_range {
 
 static struct {
 	uint16_t *e;
+	uint8_t *lock; /* one per 2 MiB block, after the entries */
 	gpa_t max_gpa;
 	unsigned n4k;
 	struct rmp_range only4k[RMP_MAX_4K_ONLY];
 } rmp;
 
-size_t rmp_storage_bytes(gpa_t max_gpa)
+static size_t entry_bytes(gpa_t max_gpa)
 {
 	return (size_t)(ALIGN_UP(max_gpa, PAGE_SIZE) >> PAGE_SHIFT) * sizeof(uint16_t);
+}
+
+size_t rmp_storage_bytes(gpa_t max_gpa)
+{
+	return entry_bytes(max_gpa) + (size_t)(ALIGN_UP(max_gpa, PAGE_SIZE_2M) >> PAGE_SHIFT_2M);
 }
 
 int rmp_init(void *storage, size_t bytes, gpa_t max_gpa)
@@ -35,12 +42,16 @@ int rmp_init(void *storage, size_t bytes, gpa_t max_gpa)
 		return -1;
 	memset(storage, 0, rmp_storage_bytes(max_gpa));
 	rmp.e = storage;
+	rmp.lock = (uint8_t *)storage + entry_bytes(max_gpa);
 	rmp.max_gpa = max_gpa;
 	rmp.n4k = 0;
 	return 0;
 }
 
-gpa_t rmp_max_gpa(void) { return rmp.max_gpa; }
+gpa_t rmp_max_gpa(void)
+{
+	return rmp.max_gpa;
+}
 
 int rmp_hv_set_4k_only(gpa_t start, gpa_t end)
 {
@@ -52,7 +63,10 @@ int rmp_hv_set_4k_only(gpa_t start, gpa_t end)
 	return 0;
 }
 
-void rmp_hv_clear_4k_only(void) { rmp.n4k = 0; }
+void rmp_hv_clear_4k_only(void)
+{
+	rmp.n4k = 0;
+}
 
 bool rmp_hv_block_is_4k_only(gpa_t gpa)
 {
@@ -69,7 +83,24 @@ static bool in_model(gpa_t gpa, gpa_t size)
 	return rmp.e && gpa < rmp.max_gpa && size <= rmp.max_gpa - gpa;
 }
 
-static uint16_t *entry(gpa_t gpa) { return &rmp.e[gpa >> PAGE_SHIFT]; }
+static uint16_t *entry(gpa_t gpa)
+{
+	return &rmp.e[gpa >> PAGE_SHIFT];
+}
+
+/* The 2 MiB block's lock (gpa already checked by in_model). */
+static void block_lock(gpa_t gpa)
+{
+	uint8_t *l = &rmp.lock[gpa >> PAGE_SHIFT_2M];
+
+	while (__atomic_exchange_n(l, 1, __ATOMIC_ACQUIRE))
+		cpu_relax();
+}
+
+static void block_unlock(gpa_t gpa)
+{
+	__atomic_store_n(&rmp.lock[gpa >> PAGE_SHIFT_2M], 0, __ATOMIC_RELEASE);
+}
 
 /* Split the 2M entry holding gpa (if any) into 512 4K entries, keeping state. */
 static void smash(gpa_t gpa)
@@ -96,27 +127,35 @@ int rmp_hv_assign(gpa_t gpa, bool size2m, bool private)
 
 	if (!IS_ALIGNED(gpa, size) || !in_model(gpa, size))
 		return -1;
+	block_lock(gpa);
 	if (size2m) {
 		/* A 4K-only host backs the range with small pages: 512 4K entries. */
 		uint16_t v = private ? RMPE_ASSIGNED : 0;
 		if (private && !rmp_hv_block_is_4k_only(gpa))
 			v |= RMPE_SIZE_2M;
 		set_block(gpa, v);
-		return 0;
+	} else {
+		/* RMPUPDATE of one 4K page inside a 2M entry: the host PSMASHes first. */
+		smash(gpa);
+		*entry(gpa) = private ? RMPE_ASSIGNED : 0;
 	}
-	/* RMPUPDATE of one 4K page inside a 2M entry: the host PSMASHes first. */
-	smash(gpa);
-	*entry(gpa) = private ? RMPE_ASSIGNED : 0;
+	block_unlock(gpa);
 	return 0;
 }
 
 int rmp_hv_psmash(gpa_t gpa)
 {
-	if (!IS_ALIGNED(gpa, PAGE_SIZE_2M) || !in_model(gpa, PAGE_SIZE_2M) ||
-	    !(*entry(gpa) & RMPE_SIZE_2M))
+	int rc = -1;
+
+	if (!IS_ALIGNED(gpa, PAGE_SIZE_2M) || !in_model(gpa, PAGE_SIZE_2M))
 		return -1;
-	smash(gpa);
-	return 0;
+	block_lock(gpa);
+	if (*entry(gpa) & RMPE_SIZE_2M) {
+		smash(gpa);
+		rc = 0;
+	}
+	block_unlock(gpa);
+	return rc;
 }
 
 /* Common checks of PVALIDATE/RMPADJUST: address, size, 2M/4K entry match. */
@@ -142,7 +181,7 @@ static int check_page(gpa_t gpa, unsigned size)
 	return 0;
 }
 
-int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged)
+static int pvalidate_locked(gpa_t gpa, unsigned size, bool validate, bool *unchanged)
 {
 	*unchanged = false;
 	int rc = check_page(gpa, size);
@@ -163,7 +202,7 @@ int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged)
 	return 0;
 }
 
-int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
+static int adjust_locked(gpa_t gpa, unsigned size, uint64_t attrs)
 {
 	unsigned vmpl = attrs & RMPADJUST_VMPL_MASK;
 	uint64_t known = RMPADJUST_VMPL_MASK | RMPADJUST_RWX | RMPADJUST_VMSA;
@@ -173,9 +212,13 @@ int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
 	/* The target VMPL must be numerically above the issuer's (0) and exist. */
 	if (vmpl == 0 || vmpl > 3)
 		return RMPADJUST_FAIL_PERMISSION;
-	/* A VMSA is one 4K page (the VMSA is 4 KiB, reference §5.3). */
+	/*
+	 * VMSA rule: a VMSA is one 4 KiB page (reference §5.3), so the VMSA bit
+	 * is refused on a 2M RMPADJUST. The hardware's exact code for this is
+	 * not in the reference; the model uses FAIL_PERMISSION.
+	 */
 	if ((attrs & RMPADJUST_VMSA) && size != RMP_PG_SIZE_4K)
-		return RMPADJUST_FAIL_INPUT;
+		return RMPADJUST_FAIL_PERMISSION;
 	int rc = check_page(gpa, size);
 	if (rc)
 		return rc; /* FAIL_INPUT (1) and FAIL_SIZEMISMATCH (6) match PVALIDATE's */
@@ -191,6 +234,28 @@ int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
 			e[i] |= RMPE_VMSA;
 	}
 	return 0;
+}
+
+/* check_page() validates gpa before any entry is touched; lock only a real block. */
+int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged)
+{
+	*unchanged = false;
+	if (!in_model(gpa, 1))
+		return PVALIDATE_FAIL_INPUT;
+	block_lock(gpa);
+	int rc = pvalidate_locked(gpa, size, validate, unchanged);
+	block_unlock(gpa);
+	return rc;
+}
+
+int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
+{
+	if (!in_model(gpa, 1))
+		return RMPADJUST_FAIL_INPUT;
+	block_lock(gpa);
+	int rc = adjust_locked(gpa, size, attrs);
+	block_unlock(gpa);
+	return rc;
 }
 
 int rmp_query(gpa_t gpa, struct rmp_entry_info *out)
@@ -220,4 +285,7 @@ unsigned rmp_vmpl_perms(gpa_t gpa, unsigned vmpl)
 	return (v >> RMPE_PERM_SHIFT(vmpl)) & RMPE_PERM_MASK;
 }
 
-uint16_t rmp_raw(gpa_t gpa) { return in_model(gpa, 1) ? *entry(gpa) : 0; }
+uint16_t rmp_raw(gpa_t gpa)
+{
+	return in_model(gpa, 1) ? *entry(gpa) : 0;
+}

@@ -16,7 +16,7 @@
 
 #define GHCB_PSC_MAX_STALLS 8
 
-#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define READ_ONCE(x)	 __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 /*

@@ -27,17 +27,17 @@
 /* platform->terminate(false, ACCEPT_TERM_SET, code) reasons. Set 1 codes 1/2
  * are Linux's GHCB_TERM_PSC / GHCB_TERM_PVALIDATE (sev-common.h); 0x40 is
  * csvsm's own, outside the range Linux uses. */
-#define ACCEPT_TERM_SET        1
-#define ACCEPT_TERM_PSC        1
-#define ACCEPT_TERM_PVALIDATE  2
-#define ACCEPT_TERM_RMPADJUST  0x40
+#define ACCEPT_TERM_SET	      1
+#define ACCEPT_TERM_PSC	      1
+#define ACCEPT_TERM_PVALIDATE 2
+#define ACCEPT_TERM_RMPADJUST 0x40
 
 struct accept_share {
 	const struct mem_range *ranges; /* the whole sorted RAM list */
 	unsigned nranges;
-	gpa_t start, end;  /* this vCPU's 2M-aligned window [start, end) */
-	uint64_t bytes;    /* RAM bytes inside the window */
-	uint64_t doubles;  /* pages found already recorded; written by its vCPU only */
+	gpa_t start, end; /* this vCPU's 2M-aligned window [start, end) */
+	uint64_t bytes;	  /* RAM bytes inside the window */
+	uint64_t doubles; /* pages found already recorded; written by its vCPU only */
 };
 
 struct accept_plan {
@@ -58,7 +58,7 @@ struct accept_totals {
 };
 
 struct accept_check_result {
-	uint64_t pages;   /* RAM pages outside csvsm */
+	uint64_t pages;	  /* RAM pages outside csvsm */
 	uint64_t missing; /* of those, not validated + granted to the guest VMPL, or not recorded */
 	uint64_t double_; /* recorded twice, or validated/recorded outside the plan */
 };

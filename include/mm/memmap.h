@@ -16,22 +16,22 @@
 
 #define MEMMAP_MAX_ENTRIES 128
 /* RAM ranges after carving: one entry may be split in two by csvsm. */
-#define MEMMAP_MAX_RANGES  (MEMMAP_MAX_ENTRIES + 1)
-#define MEMMAP_TYPE_RAM      1
+#define MEMMAP_MAX_RANGES    (MEMMAP_MAX_ENTRIES + 1)
+#define MEMMAP_TYPE_RAM	     1
 #define MEMMAP_TYPE_RESERVED 2
 
 /* Refusal codes (negative); memmap_strerror() names them. */
 enum memmap_err {
 	MEMMAP_OK = 0,
-	MEMMAP_ERR_TOO_MANY = -1,   /* more than MEMMAP_MAX_ENTRIES entries */
-	MEMMAP_ERR_ZERO_SIZE = -2,  /* an entry of size 0 */
-	MEMMAP_ERR_WRAP = -3,       /* addr + size wraps or exceeds 2^52 */
-	MEMMAP_ERR_UNALIGNED = -4,  /* RAM entry start not 4K aligned */
-	MEMMAP_ERR_OVERLAP = -5,    /* a RAM entry overlaps another entry */
-	MEMMAP_ERR_CSVSM = -6,      /* csvsm's region not inside one RAM entry */
-	MEMMAP_ERR_NO_RAM = -7,     /* no RAM outside csvsm */
-	MEMMAP_ERR_SYNTAX = -8,     /* malformed command-line override */
-	MEMMAP_ERR_ARG = -9,        /* bad csvsm region / NULL input (caller bug) */
+	MEMMAP_ERR_TOO_MANY = -1,  /* more than MEMMAP_MAX_ENTRIES entries */
+	MEMMAP_ERR_ZERO_SIZE = -2, /* an entry of size 0 */
+	MEMMAP_ERR_WRAP = -3,	   /* addr + size wraps or exceeds 2^52 */
+	MEMMAP_ERR_UNALIGNED = -4, /* RAM entry start not 4K aligned */
+	MEMMAP_ERR_OVERLAP = -5,   /* a RAM entry overlaps another entry */
+	MEMMAP_ERR_CSVSM = -6,	   /* csvsm's region not inside one RAM entry */
+	MEMMAP_ERR_NO_RAM = -7,	   /* no RAM outside csvsm */
+	MEMMAP_ERR_SYNTAX = -8,	   /* malformed command-line override */
+	MEMMAP_ERR_ARG = -9,	   /* bad csvsm region / NULL input (caller bug) */
 };
 
 struct mem_range {
@@ -46,8 +46,8 @@ struct memmap {
 	unsigned nr_ram;
 	struct mem_range ram[MEMMAP_MAX_RANGES];
 	gpa_t csvsm_start, csvsm_end;
-	gpa_t max_gpa;     /* end of the highest RAM entry, page-aligned up */
-	int bad_index;     /* input index of the offending entry, or -1 */
+	gpa_t max_gpa; /* end of the highest RAM entry, page-aligned up */
+	int bad_index; /* input index of the offending entry, or -1 */
 };
 
 /*
@@ -86,8 +86,8 @@ void memmap_print(const struct memmap *mm);
  * MEMMAP_ERR_TOO_MANY when it has more than `max` entries, MEMMAP_ERR_SYNTAX
  * when malformed.
  */
-int memmap_parse_test_override(const char *cmdline, size_t len,
-			       struct hvm_memmap_table_entry *out, unsigned max);
+int memmap_parse_test_override(const char *cmdline, size_t len, struct hvm_memmap_table_entry *out,
+			       unsigned max);
 /* csvsm.sim_4k_only=<start>-<end>: 0 absent, 1 parsed, MEMMAP_ERR_SYNTAX. */
 int memmap_parse_4k_only(const char *cmdline, size_t len, gpa_t *start, gpa_t *end);
 

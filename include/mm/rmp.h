@@ -10,22 +10,25 @@
  * page-size bit on all 512 entries of the 2 MiB block and keeping them equal.
  *
  * Concurrency: every operation touches only the entries of the 2 MiB block
- * that contains the address, so vCPUs working on disjoint 2 MiB-aligned
- * ranges need no lock. The configuration (rmp_init, rmp_hv_set_4k_only) is
- * done once before the vCPUs start.
+ * that contains the address and holds that block's lock (one byte per 2 MiB
+ * in the same storage) while it does, as the hardware makes RMP updates
+ * atomic; vCPUs on disjoint 2 MiB ranges (pre-acceptance) never contend.
+ * Queries read one entry without the lock. The configuration (rmp_init,
+ * rmp_hv_set_4k_only) is done once before the vCPUs start.
  */
 #ifndef MM_RMP_H
 #define MM_RMP_H
 
+#include "arch/x86/insn.h" /* RMP_PG_SIZE_*, PVALIDATE_* / RMPADJUST_* codes */
 #include "csvsm/types.h"
 
 /* Entry layout (csvsm-private encoding, not the hardware's 16-byte entry). */
-#define RMPE_ASSIGNED   (1u << 0)
-#define RMPE_VALIDATED  (1u << 1)
-#define RMPE_SIZE_2M    (1u << 2)
-#define RMPE_VMSA       (1u << 3)
+#define RMPE_ASSIGNED	      (1u << 0)
+#define RMPE_VALIDATED	      (1u << 1)
+#define RMPE_SIZE_2M	      (1u << 2)
+#define RMPE_VMSA	      (1u << 3)
 #define RMPE_PERM_SHIFT(vmpl) (4u * (unsigned)(vmpl)) /* vmpl 1..3 -> bits 4..15 */
-#define RMPE_PERM_MASK  0xFu
+#define RMPE_PERM_MASK	      0xFu
 
 /* Permission nibble bits, = RMPADJUST attrs bits [11:8] >> 8 (reference §5.2). */
 #define RMP_PERM_R   0x1u
@@ -35,14 +38,14 @@
 #define RMP_PERM_ALL 0xFu
 
 /* Highest guest-physical address the model accepts (52-bit physical). */
-#define RMP_MAX_GPA  (1ULL << 52)
+#define RMP_MAX_GPA (1ULL << 52)
 /* Hypervisor-declared 4K-only ranges (sim: csvsm.sim_4k_only=). */
 #define RMP_MAX_4K_ONLY 8
 
 struct rmp_entry_info {
-	bool assigned;   /* private to the guest */
+	bool assigned; /* private to the guest */
 	bool validated;
-	bool size2m;     /* part of a 2 MiB RMP entry */
+	bool size2m; /* part of a 2 MiB RMP entry */
 	bool vmsa;
 	uint8_t perms[4]; /* RMP_PERM_* per VMPL; [0] is full when validated */
 };

@@ -13,13 +13,19 @@
 #include "mm/rmp.h"
 #include "snp/ghcb.h"
 
-#define READ_ONCE(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define READ_ONCE(x)	 __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
 static unsigned psc_limit = SIM_HV_PSC_LIMIT;
 
-void sim_hv_set_psc_limit(unsigned limit) { psc_limit = limit; }
-unsigned sim_hv_psc_limit(void) { return psc_limit; }
+void sim_hv_set_psc_limit(unsigned limit)
+{
+	psc_limit = limit;
+}
+unsigned sim_hv_psc_limit(void)
+{
+	return psc_limit;
+}
 
 static void set_result(struct ghcb *g, uint64_t info1, uint64_t info2)
 {
@@ -122,7 +128,8 @@ uint64_t sim_hv_msr_protocol(uint64_t req)
 	case GHCB_MSR_REG_GPA_REQ:
 		return data | GHCB_MSR_REG_GPA_RESP; /* GFN echoed = accepted */
 	case GHCB_MSR_HV_FT_REQ:
-		return ((GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL) << 12) |
+		return ((GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL)
+			<< 12) |
 		       GHCB_MSR_HV_FT_RESP;
 	case GHCB_MSR_PSC_REQ: {
 		/* [55:52] op (1 private, 2 shared), [51:12] GFN; resp [63:32] error */
