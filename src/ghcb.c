@@ -88,7 +88,8 @@ enum ghcb_status ghcb_check_result(const struct ghcb *g, uint64_t *info2)
 	case GHCB_RESULT_OK:
 		return GHCB_STATUS_OK;
 	case GHCB_RESULT_EXCEPTION:
-		if ((i2 & SVM_EVTINJ_VALID) && (i2 & SVM_EVTINJ_TYPE_MASK) == SVM_EVTINJ_TYPE_EXEPT &&
+		if ((i2 & SVM_EVTINJ_VALID) &&
+		    (i2 & SVM_EVTINJ_TYPE_MASK) == SVM_EVTINJ_TYPE_EXEPT &&
 		    (vec == X86_TRAP_GP || vec == X86_TRAP_UD))
 			return GHCB_STATUS_EXCEPTION;
 		return GHCB_STATUS_MALFORMED;
@@ -101,9 +102,15 @@ enum ghcb_status ghcb_check_result(const struct ghcb *g, uint64_t *info2)
 
 /* --- MSR protocol (56421 §2.3.1, reference §4.1) --- */
 
-static inline uint64_t msr_info(uint64_t v) { return v & GHCB_MSR_INFO_MASK; }
+static inline uint64_t msr_info(uint64_t v)
+{
+	return v & GHCB_MSR_INFO_MASK;
+}
 
-uint64_t ghcb_msr_sev_info_req(void) { return GHCB_MSR_SEV_INFO_REQ; }
+uint64_t ghcb_msr_sev_info_req(void)
+{
+	return GHCB_MSR_SEV_INFO_REQ;
+}
 
 /*
  * SEV_INFO reply: [63:48] max version, [47:32] min version, [31:24] C-bit.
@@ -139,7 +146,10 @@ int ghcb_msr_reg_gpa_check(uint64_t resp, gpa_t ghcb_gpa)
 	return (resp & GHCB_MSR_GPA_MASK) == ghcb_gpa ? 0 : -1;
 }
 
-uint64_t ghcb_msr_hv_features_req(void) { return GHCB_MSR_HV_FT_REQ; }
+uint64_t ghcb_msr_hv_features_req(void)
+{
+	return GHCB_MSR_HV_FT_REQ;
+}
 
 /*
  * HV features reply: [63:12] feature bitmap (GHCB v2). An SVSM at VMPL0
@@ -176,11 +186,13 @@ int ghcb_msr_vmpl_check(uint64_t resp)
 	return (resp >> GHCB_MSR_DATA_SHIFT) == 0 ? 0 : -1;
 }
 
-/* One-page PSC: [55:52] op, [51:12] GFN; reply 0x015 with [63:32] = 0 (Linux GHCB_MSR_PSC_REQ_GFN). */
+/* One-page PSC: [55:52] op, [51:12] GFN; reply 0x015 with [63:32] = 0 (Linux GHCB_MSR_PSC_REQ_GFN).
+ */
 uint64_t ghcb_msr_psc_req(gpa_t gpa, uint64_t op)
 {
 	return ((op & 0xF) << GHCB_MSR_PSC_OP_SHIFT) |
-	       (((gpa >> PAGE_SHIFT) & GHCB_MSR_PSC_GFN_MASK) << GHCB_MSR_DATA_SHIFT) | GHCB_MSR_PSC_REQ;
+	       (((gpa >> PAGE_SHIFT) & GHCB_MSR_PSC_GFN_MASK) << GHCB_MSR_DATA_SHIFT) |
+	       GHCB_MSR_PSC_REQ;
 }
 
 int ghcb_msr_psc_check(uint64_t resp)
@@ -197,10 +209,12 @@ uint64_t ghcb_msr_term_req(unsigned reason_set, unsigned reason_code)
 	       ((uint64_t)(reason_code & 0xFF) << GHCB_MSR_TERM_CODE_SHIFT);
 }
 
-/* CPUID request: [63:32] function, [31:30] register (Linux GHCB_CPUID_REQ); reply 0x005, value in [63:32]. */
+/* CPUID request: [63:32] function, [31:30] register (Linux GHCB_CPUID_REQ); reply 0x005, value in
+ * [63:32]. */
 uint64_t ghcb_msr_cpuid_req(uint32_t fn, unsigned reg)
 {
-	return ((uint64_t)fn << 32) | ((uint64_t)(reg & 3) << GHCB_MSR_CPUID_REG_SHIFT) | GHCB_MSR_CPUID_REQ;
+	return ((uint64_t)fn << 32) | ((uint64_t)(reg & 3) << GHCB_MSR_CPUID_REG_SHIFT) |
+	       GHCB_MSR_CPUID_REQ;
 }
 
 int ghcb_msr_cpuid_check(uint64_t resp, uint32_t *value)

@@ -16,13 +16,16 @@
 #include "snp/ghcb.h"
 #include "snp/snp.h"
 #include "csvsm/console.h"
+#include "csvsm/exception.h"
 #include "csvsm/percpu.h"
 #include "csvsm/platform.h"
 #include "csvsm/string.h"
 
+#define VC_MSR_GS_BASE	0xC0000101u
 #define X86_CR4_OSXSAVE (1ULL << 18)
-#define X86_CR4_PKE     (1ULL << 22)
-#define XSAVE_LEGACY_SIZE 0x240 /* legacy area + header, APM vol. 3 App. E.3.8 (Linux uses it as-is) */
+#define X86_CR4_PKE	(1ULL << 22)
+/* Legacy area + header, APM vol. 3 appendix E.3.8 (Linux uses the constant as-is). */
+#define XSAVE_LEGACY_SIZE 0x240
 
 /* --- port I/O --- */
 
@@ -44,7 +47,8 @@ int vc_decode_ioio(const uint8_t *insn, size_t avail, struct vc_ioio_insn *out)
 			opsize16 = true;
 		else if (op == 0x67)
 			addr32 = true;
-		else if (op == 0x26 || op == 0x2E || op == 0x36 || op == 0x3E || op == 0x64 || op == 0x65)
+		else if (op == 0x26 || op == 0x2E || op == 0x36 || op == 0x3E || op == 0x64 ||
+			 op == 0x65)
 			; /* segment override: no effect on non-string I/O */
 		else if (op == 0xF2 || op == 0xF3)
 			return VC_ERR_UNSUPPORTED; /* REP: only meaningful for string I/O */
@@ -59,15 +63,24 @@ int vc_decode_ioio(const uint8_t *insn, size_t avail, struct vc_ioio_insn *out)
 	}
 	i++; /* opcode */
 	switch (op) {
-	case 0x6C: case 0x6D: case 0x6E: case 0x6F:
+	case 0x6C:
+	case 0x6D:
+	case 0x6E:
+	case 0x6F:
 		return VC_ERR_UNSUPPORTED; /* INS/OUTS */
-	case 0xE4: case 0xE5: case 0xE6: case 0xE7:
+	case 0xE4:
+	case 0xE5:
+	case 0xE6:
+	case 0xE7:
 		if (i >= max)
 			return VC_ERR_DECODE; /* imm8 missing */
 		out->port_imm = insn[i++];
 		out->port_in_dx = false;
 		break;
-	case 0xEC: case 0xED: case 0xEE: case 0xEF:
+	case 0xEC:
+	case 0xED:
+	case 0xEE:
+	case 0xEF:
 		out->port_in_dx = true;
 		break;
 	default:
@@ -88,7 +101,8 @@ uint64_t vc_ioio_exitinfo(const struct vc_ioio_insn *io, uint16_t dx)
 	if (io->in)
 		info |= IOIO_TYPE_IN;
 	info |= io->size == 1 ? IOIO_DATA_8 : io->size == 2 ? IOIO_DATA_16 : IOIO_DATA_32;
-	/* Linux vc_ioio_exitinfo sets the address size of the decoded insn; segment 0 (ES) for non-string. */
+	/* Linux vc_ioio_exitinfo sets the address size of the decoded insn; segment 0 (ES) for
+	 * non-string. */
 	info |= io->addr_size == 4 ? IOIO_ADDR_32 : IOIO_ADDR_64;
 	return info;
 }
@@ -137,8 +151,21 @@ int vc_ioio_complete(const struct ghcb *g, const struct vc_ioio_insn *io, struct
 static bool cpuid_is_indexed(uint32_t fn)
 {
 	switch (fn) {
-	case 0x4: case 0x7: case 0xB: case 0xD: case 0xF: case 0x10: case 0x12: case 0x14:
-	case 0x17: case 0x18: case 0x1D: case 0x1E: case 0x1F: case 0x24: case 0x8000001D:
+	case 0x4:
+	case 0x7:
+	case 0xB:
+	case 0xD:
+	case 0xF:
+	case 0x10:
+	case 0x12:
+	case 0x14:
+	case 0x17:
+	case 0x18:
+	case 0x1D:
+	case 0x1E:
+	case 0x1F:
+	case 0x24:
+	case 0x8000001D:
 		return true;
 	default:
 		return false;
@@ -201,7 +228,8 @@ static uint32_t xsave_size(const struct snp_cpuid_page *page, uint64_t xfeatures
 	return size;
 }
 
-static void range_max(const struct snp_cpuid_page *page, uint32_t *std, uint32_t *hyp, uint32_t *ext)
+static void range_max(const struct snp_cpuid_page *page, uint32_t *std, uint32_t *hyp,
+		      uint32_t *ext)
 {
 	*std = *hyp = *ext = 0;
 	for (unsigned i = 0; i < page_count(page); i++) {
@@ -228,9 +256,9 @@ static int cpuid_postprocess(const struct vc_cpuid_env *env, uint32_t fn, uint32
 		if ((rc = env->hv_cpuid(env->hv_ctx, fn, 0, &hv)))
 			return rc;
 		r->ebx = (hv.ebx & 0xFF000000u) | (r->ebx & 0x00FFFFFFu); /* initial APIC ID */
-		r->edx = (hv.edx & (1u << 9)) | (r->edx & ~(1u << 9));    /* APIC enabled */
+		r->edx = (hv.edx & (1u << 9)) | (r->edx & ~(1u << 9));	  /* APIC enabled */
 		if (env->cr4 & X86_CR4_OSXSAVE)
-			r->ecx |= 1u << 27;                                /* OSXSAVE */
+			r->ecx |= 1u << 27; /* OSXSAVE */
 		break;
 	case 0x7:
 		/* OSPKE; Linux applies it to every subleaf, it only exists in subleaf 0. */
@@ -271,9 +299,9 @@ static int cpuid_postprocess(const struct vc_cpuid_env *env, uint32_t fn, uint32
 	case 0x8000001E:
 		if ((rc = env->hv_cpuid(env->hv_ctx, fn, 0, &hv)))
 			return rc;
-		r->eax = hv.eax;                                          /* extended APIC ID */
-		r->ebx = (r->ebx & 0xFFFFFF00u) | (hv.ebx & 0xFFu);       /* compute unit ID */
-		r->ecx = (r->ecx & 0xFFFFFF00u) | (hv.ecx & 0xFFu);       /* node ID */
+		r->eax = hv.eax;				    /* extended APIC ID */
+		r->ebx = (r->ebx & 0xFFFFFF00u) | (hv.ebx & 0xFFu); /* compute unit ID */
+		r->ecx = (r->ecx & 0xFFFFFF00u) | (hv.ecx & 0xFFu); /* node ID */
 		break;
 	default:
 		break;
@@ -286,7 +314,8 @@ static int cpuid_postprocess(const struct vc_cpuid_env *env, uint32_t fn, uint32
  * may omit all-zero leaves); inside a valid range it is still post-processed,
  * outside every range the zeros are returned as they are.
  */
-int vc_snp_cpuid(const struct vc_cpuid_env *env, uint32_t fn, uint32_t subfn, struct cpuid_regs *out)
+int vc_snp_cpuid(const struct vc_cpuid_env *env, uint32_t fn, uint32_t subfn,
+		 struct cpuid_regs *out)
 {
 	uint32_t std, hyp, ext;
 
@@ -295,13 +324,15 @@ int vc_snp_cpuid(const struct vc_cpuid_env *env, uint32_t fn, uint32_t subfn, st
 	if (!vc_cpuid_page_lookup(env->page, fn, subfn, out)) {
 		memset(out, 0, sizeof(*out));
 		range_max(env->page, &std, &hyp, &ext);
-		if (!(fn <= std || (fn >= 0x40000000 && fn <= hyp) || (fn >= 0x80000000 && fn <= ext)))
+		if (!(fn <= std || (fn >= 0x40000000 && fn <= hyp) ||
+		      (fn >= 0x80000000 && fn <= ext)))
 			return VC_OK;
 	}
 	return cpuid_postprocess(env, fn, subfn, out);
 }
 
-/* Linux vc_handle_cpuid: RAX, RCX, XCR0 in (XCR0 = 1 without OSXSAVE); all four outputs must be valid. */
+/* Linux vc_handle_cpuid: RAX, RCX, XCR0 in (XCR0 = 1 without OSXSAVE); all four outputs must be
+ * valid. */
 void vc_cpuid_hv_fill(struct ghcb *g, uint32_t fn, uint32_t subfn, uint64_t xcr0)
 {
 	ghcb_prepare(g, SVM_EXIT_CPUID, 0, 0);
@@ -320,12 +351,13 @@ int vc_cpuid_hv_check(const struct ghcb *g, struct cpuid_regs *out)
 	default:
 		return VC_ERR_HV;
 	}
-	if (!GHCB_VALID(g, rax) || !GHCB_VALID(g, rbx) || !GHCB_VALID(g, rcx) || !GHCB_VALID(g, rdx))
+	if (!GHCB_VALID(g, rax) || !GHCB_VALID(g, rbx) || !GHCB_VALID(g, rcx) ||
+	    !GHCB_VALID(g, rdx))
 		return VC_ERR_HV;
-	out->eax = (uint32_t)*(const volatile uint64_t *)&g->rax;
-	out->ebx = (uint32_t)*(const volatile uint64_t *)&g->rbx;
-	out->ecx = (uint32_t)*(const volatile uint64_t *)&g->rcx;
-	out->edx = (uint32_t)*(const volatile uint64_t *)&g->rdx;
+	out->eax = (uint32_t) * (const volatile uint64_t *)&g->rax;
+	out->ebx = (uint32_t) * (const volatile uint64_t *)&g->rbx;
+	out->ecx = (uint32_t) * (const volatile uint64_t *)&g->rcx;
+	out->edx = (uint32_t) * (const volatile uint64_t *)&g->rdx;
 	return VC_OK;
 }
 
@@ -364,15 +396,16 @@ void vc_set_xstate(uint64_t cr4, uint64_t xcr0, uint64_t xss)
 static int vc_hv_cpuid(void *ctx, uint32_t fn, uint32_t subfn, struct cpuid_regs *out)
 {
 	struct percpu *cpu = ctx;
-	uint32_t *regs[4] = { &out->eax, &out->ebx, &out->ecx, &out->edx };
+	uint32_t *regs[4] = {&out->eax, &out->ebx, &out->ecx, &out->edx};
 
-	if (cpu && cpu->ghcb) {
+	if (snp_ghcb_usable(cpu)) {
 		vc_cpuid_hv_fill(cpu->ghcb, fn, subfn, (vc_cr4 & X86_CR4_OSXSAVE) ? vc_xcr0 : 1);
 		snp_ghcb_call(cpu, cpu->ghcb);
 		return vc_cpuid_hv_check(cpu->ghcb, out);
 	}
 	if (subfn)
-		return VC_ERR_UNSUPPORTED; /* the MSR protocol has no subleaf (Linux __sev_cpuid_hv_msr) */
+		return VC_ERR_UNSUPPORTED; /* the MSR protocol has no subleaf (Linux
+					      __sev_cpuid_hv_msr) */
 	for (unsigned r = 0; r < 4; r++)
 		if (ghcb_msr_cpuid_check(snp_ghcb_msr_call(ghcb_msr_cpuid_req(fn, r)), regs[r]))
 			return VC_ERR_HV;
@@ -383,8 +416,12 @@ static int vc_handle_cpuid(struct vc_regs *regs, struct percpu *cpu)
 {
 	const uint8_t *ip = (const uint8_t *)(uintptr_t)regs->rip;
 	struct vc_cpuid_env env = {
-		.page = &vc_cpuid_copy, .cr4 = vc_cr4, .xcr0 = vc_xcr0, .xss = vc_xss,
-		.hv_cpuid = vc_hv_cpuid, .hv_ctx = cpu,
+	    .page = &vc_cpuid_copy,
+	    .cr4 = vc_cr4,
+	    .xcr0 = vc_xcr0,
+	    .xss = vc_xss,
+	    .hv_cpuid = vc_hv_cpuid,
+	    .hv_ctx = cpu,
 	};
 	struct cpuid_regs r;
 	int rc;
@@ -411,7 +448,7 @@ static int vc_handle_ioio(struct vc_regs *regs, struct percpu *cpu)
 	rc = vc_decode_ioio((const uint8_t *)(uintptr_t)regs->rip, VC_INSN_MAX, &io);
 	if (rc)
 		return rc;
-	if (!cpu || !cpu->ghcb)
+	if (!snp_ghcb_usable(cpu))
 		return VC_ERR_UNSUPPORTED; /* IOIO has no MSR-protocol form */
 	vc_ioio_fill(cpu->ghcb, &io, regs);
 	snp_ghcb_call(cpu, cpu->ghcb);
@@ -427,9 +464,8 @@ int vc_handle(struct vc_regs *regs, uint64_t exit_code, struct percpu *cpu)
 	uint8_t *save = NULL;
 	int rc;
 
-	if (cpu && cpu->ghcb) {
-		if (cpu->id >= MAX_CPUS)
-			panic("vc: cpu id %u out of range", cpu->id);
+	/* A GHCB page that is not shared yet must not be touched (snp_ghcb_init). */
+	if (snp_ghcb_usable(cpu)) {
 		save = vc_ghcb_backup[cpu->id];
 		memcpy(save, cpu->ghcb, GHCB_SHARED_BUF_OFF);
 	}
@@ -456,6 +492,48 @@ int vc_handle(struct vc_regs *regs, uint64_t exit_code, struct percpu *cpu)
  */
 void vc_entry(struct vc_regs *regs, uint64_t exit_code)
 {
-	if (vc_handle(regs, exit_code, this_cpu()) != VC_OK)
+	/*
+	 * this_cpu() reads %gs:0; an AP can take a #VC (CPUID in
+	 * cpu_enable_fpu) before its GS base is set. FS/GS base MSRs are
+	 * swapped VMSA state, not intercepted, so reading them raises no #VC.
+	 */
+	struct percpu *cpu = rdmsr(VC_MSR_GS_BASE) ? this_cpu() : NULL;
+
+	if (vc_handle(regs, exit_code, cpu) != VC_OK)
 		platform_snp.terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
+}
+
+/*
+ * Adapter for src/idt.c exception_dispatch (exception_vc_handler): the
+ * exception frame carries the same registers; the error code of #VC is the
+ * exit code (56421 §4.1). Returns true when handled (else terminates).
+ */
+bool vc_exception(struct exc_frame *f)
+{
+	struct vc_regs r = {
+	    .rax = f->rax,
+	    .rbx = f->rbx,
+	    .rcx = f->rcx,
+	    .rdx = f->rdx,
+	    .rsi = f->rsi,
+	    .rdi = f->rdi,
+	    .rbp = f->rbp,
+	    .r8 = f->r8,
+	    .r9 = f->r9,
+	    .r10 = f->r10,
+	    .r11 = f->r11,
+	    .r12 = f->r12,
+	    .r13 = f->r13,
+	    .r14 = f->r14,
+	    .r15 = f->r15,
+	    .rip = f->rip,
+	};
+
+	vc_entry(&r, f->error_code);
+	f->rax = r.rax;
+	f->rbx = r.rbx;
+	f->rcx = r.rcx;
+	f->rdx = r.rdx;
+	f->rip = r.rip;
+	return true;
 }

@@ -16,19 +16,19 @@ struct snp_cpuid_fn {
 	uint32_t ecx_in;   /* 0x04 */
 	uint64_t xcr0_in;  /* 0x08 */
 	uint64_t xss_in;   /* 0x10 */
-	uint32_t eax;      /* 0x18 */
-	uint32_t ebx;      /* 0x1C */
-	uint32_t ecx;      /* 0x20 */
-	uint32_t edx;      /* 0x24 */
+	uint32_t eax;	   /* 0x18 */
+	uint32_t ebx;	   /* 0x1C */
+	uint32_t ecx;	   /* 0x20 */
+	uint32_t edx;	   /* 0x24 */
 	uint64_t reserved; /* 0x28 */
 } __packed;
 
 struct snp_cpuid_page {
-	uint32_t count;    /* 0x00 */
-	uint32_t rsvd1;    /* 0x04 */
-	uint64_t rsvd2;    /* 0x08 */
+	uint32_t count;				     /* 0x00 */
+	uint32_t rsvd1;				     /* 0x04 */
+	uint64_t rsvd2;				     /* 0x08 */
 	struct snp_cpuid_fn fn[SNP_CPUID_COUNT_MAX]; /* 0x10 */
-	uint8_t  rsvd3[4096 - 16 - 48 * SNP_CPUID_COUNT_MAX];
+	uint8_t rsvd3[4096 - 16 - 48 * SNP_CPUID_COUNT_MAX];
 } __packed;
 
 _Static_assert(sizeof(struct snp_cpuid_fn) == 48, "SNP ABI 56860 CPUID function entry: 48 bytes");

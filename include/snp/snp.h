@@ -19,7 +19,7 @@ struct percpu;
  * struct percpu * of the AP (first C argument of the AP entry, SysV ABI).
  */
 struct snp_ap_context {
-	uint64_t rip;          /* AP entry, 64-bit code */
+	uint64_t rip; /* AP entry, 64-bit code */
 	uint64_t rsp;
 	uint64_t rdi;
 	uint64_t cr0, cr3, cr4, efer;
@@ -29,7 +29,7 @@ struct snp_ap_context {
 	uint16_t idtr_limit;
 	uint16_t cs_sel;       /* 64-bit code selector in that GDT */
 	uint16_t ds_sel;       /* flat data selector (ES/SS/DS/FS/GS) */
-	uint64_t g_pat;        /* 0 = use the reset value 0x0007040600070406 */
+	uint64_t g_pat;	       /* 0 = use the reset value 0x0007040600070406 */
 	uint64_t sev_features; /* SEV_STATUS >> 2 (reference §4.5) */
 };
 
@@ -40,12 +40,14 @@ void snp_set_ap_context(const struct snp_ap_context *tmpl);
 /* VMGEXIT with `cpu`'s GHCB page (MSR_GHCB = cpu->ghcb_gpa). */
 void snp_ghcb_call(struct percpu *cpu, struct ghcb *ghcb);
 /*
- * Make cpu's GHCB page shared, check SEV_INFO (version 2) and the HV
- * features (SNP, MULTI_VMPL), and register its GPA; must run on `cpu`
- * itself. snp_ghcb_call does this on first use; 0 or -1.
+ * Make cpu's GHCB page shared (PVALIDATE rescind + MSR page-state change),
+ * check SEV_INFO (version 2) and the HV features (SNP, MULTI_VMPL), and
+ * register its GPA. Must run on `cpu` itself, before anything is written to
+ * the page. platform_snp.setup does it for the boot vCPU. 0 or -1.
  */
 int snp_ghcb_init(struct percpu *cpu);
-bool snp_ghcb_ready(const struct percpu *cpu);
+/* The page is shared (registration, if still missing, happens on the next call). */
+bool snp_ghcb_usable(const struct percpu *cpu);
 /* One MSR-protocol round trip; the previous MSR_GHCB value is restored. */
 uint64_t snp_ghcb_msr_call(uint64_t request);
 /* The VMSA page start_ap uses for vCPU `id` (never 2 MiB aligned, SNP erratum). */
@@ -57,8 +59,8 @@ struct vmsa *snp_ap_vmsa_page(unsigned id);
  * Under SEV-ES/SNP every CPUID raises #VC: call these only once the #VC
  * handler can serve CPUID (vc_init done), or decide by the entry path.
  */
-bool snp_platform_detect(void);      /* SEV_STATUS bit 2 (SNP) */
-bool platform_detect_sim(void);      /* SVM + NPT, no SEV */
+bool snp_platform_detect(void);			  /* SEV_STATUS bit 2 (SNP) */
+bool platform_detect_sim(void);			  /* SVM + NPT, no SEV */
 const struct platform_ops *platform_detect(void); /* &platform_snp, &platform_sim, or NULL */
 
 #endif

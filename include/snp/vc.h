@@ -32,22 +32,22 @@ _Static_assert(offsetof(struct vc_regs, rip) == 0x78, "vc_regs layout used by th
 
 enum vc_result {
 	VC_OK = 0,
-	VC_ERR_DECODE = -1,      /* malformed or truncated instruction */
+	VC_ERR_DECODE = -1,	 /* malformed or truncated instruction */
 	VC_ERR_UNSUPPORTED = -2, /* string/REP I/O, unknown exit code, no CPUID page */
-	VC_ERR_HV = -3,          /* the hypervisor broke the protocol or failed */
-	VC_ERR_EXCEPTION = -4,   /* the hypervisor asked to inject #GP/#UD */
-	VC_ERR_CPUID = -5,       /* CPUID page cannot answer (e.g. XSAVE size) */
+	VC_ERR_HV = -3,		 /* the hypervisor broke the protocol or failed */
+	VC_ERR_EXCEPTION = -4,	 /* the hypervisor asked to inject #GP/#UD */
+	VC_ERR_CPUID = -5,	 /* CPUID page cannot answer (e.g. XSAVE size) */
 };
 
 /* --- port I/O --- */
 #define VC_INSN_MAX 15
 
 struct vc_ioio_insn {
-	uint8_t len;        /* instruction length in bytes */
-	uint8_t size;       /* data size: 1, 2 or 4 */
-	uint8_t addr_size;  /* 8, or 4 with a 0x67 prefix */
-	bool in;            /* IN (true) or OUT */
-	bool port_in_dx;    /* port from DX, else port_imm */
+	uint8_t len;	   /* instruction length in bytes */
+	uint8_t size;	   /* data size: 1, 2 or 4 */
+	uint8_t addr_size; /* 8, or 4 with a 0x67 prefix */
+	bool in;	   /* IN (true) or OUT */
+	bool port_in_dx;   /* port from DX, else port_imm */
 	uint8_t port_imm;
 };
 
@@ -63,7 +63,7 @@ int vc_ioio_complete(const struct ghcb *g, const struct vc_ioio_insn *io, struct
 /* --- CPUID --- */
 struct vc_cpuid_env {
 	const struct snp_cpuid_page *page;
-	uint64_t cr4, xcr0, xss;    /* the vCPU's current values */
+	uint64_t cr4, xcr0, xss; /* the vCPU's current values */
 	/* Hypervisor CPUID for the host-owned fields (APIC IDs): 0 or a VC_ERR_*. */
 	int (*hv_cpuid)(void *ctx, uint32_t fn, uint32_t subfn, struct cpuid_regs *out);
 	void *hv_ctx;
@@ -73,7 +73,8 @@ struct vc_cpuid_env {
 bool vc_cpuid_page_lookup(const struct snp_cpuid_page *page, uint32_t fn, uint32_t subfn,
 			  struct cpuid_regs *out);
 /* Full SNP CPUID (Linux sev-shared.c snp_cpuid + snp_cpuid_postprocess). */
-int vc_snp_cpuid(const struct vc_cpuid_env *env, uint32_t fn, uint32_t subfn, struct cpuid_regs *out);
+int vc_snp_cpuid(const struct vc_cpuid_env *env, uint32_t fn, uint32_t subfn,
+		 struct cpuid_regs *out);
 /* GHCB CPUID exit (0x72) used for the hypervisor's part. */
 void vc_cpuid_hv_fill(struct ghcb *g, uint32_t fn, uint32_t subfn, uint64_t xcr0);
 int vc_cpuid_hv_check(const struct ghcb *g, struct cpuid_regs *out);
@@ -87,5 +88,8 @@ void vc_set_xstate(uint64_t cr4, uint64_t xcr0, uint64_t xss);
 int vc_handle(struct vc_regs *regs, uint64_t exit_code, struct percpu *cpu);
 /* Called by the #VC entry stub: vc_handle, terminate the VM on failure. */
 void vc_entry(struct vc_regs *regs, uint64_t exit_code);
+/* For src/idt.c: `exception_vc_handler = vc_exception;` on the snp platform. */
+struct exc_frame;
+bool vc_exception(struct exc_frame *f);
 
 #endif

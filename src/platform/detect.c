@@ -15,10 +15,10 @@
 #include "arch/x86/insn.h"
 #include "csvsm/platform.h"
 
-#define CPUID_EXT_MAX       0x80000000u
-#define CPUID_EXT_FEATURES  0x80000001u
-#define CPUID_SVM_FEATURES  0x8000000Au
-#define CPUID_SEV_FEATURES  0x8000001Fu
+#define CPUID_EXT_MAX	       0x80000000u
+#define CPUID_EXT_FEATURES     0x80000001u
+#define CPUID_SVM_FEATURES     0x8000000Au
+#define CPUID_SEV_FEATURES     0x8000001Fu
 #define CPUID_80000001_ECX_SVM (1u << 2)
 #define CPUID_8000000A_EDX_NP  (1u << 0)
 #define CPUID_8000001F_EAX_SEV (1u << 1)

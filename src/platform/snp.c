@@ -24,12 +24,12 @@
 
 /* Reset values every VMSA starts from (APM vol. 2 table 14-1; coconut init_svsm_vmsa). */
 #define VMSA_RFLAGS_RESET 0x2ULL
-#define VMSA_DR6_RESET    0xFFFF0FF0ULL
-#define VMSA_DR7_RESET    0x400ULL
-#define VMSA_PAT_RESET    0x0007040600070406ULL
+#define VMSA_DR6_RESET	  0xFFFF0FF0ULL
+#define VMSA_DR7_RESET	  0x400ULL
+#define VMSA_PAT_RESET	  0x0007040600070406ULL
 #define VMSA_MXCSR_RESET  0x1F80u
-#define VMSA_FTW_RESET    0x5555u /* coconut x87_ftw (abridged tag encoding as stored by the VMSA) */
-#define VMSA_FCW_RESET    0x0040u /* coconut x87_fcw */
+#define VMSA_FTW_RESET	  0x5555u /* coconut init_svsm_vmsa x87_ftw */
+#define VMSA_FCW_RESET	  0x0040u /* coconut init_svsm_vmsa x87_fcw */
 
 static int snp_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged)
 {
@@ -66,8 +66,10 @@ uint64_t snp_ghcb_msr_call(uint64_t request)
  *   1 -> 2  the vCPU that owns it checks the protocol version and the
  *           hypervisor features and registers the GPA (mandatory under SNP)
  *           from its own GHCB MSR.
- * Both happen on the first use, so neither boot nor AP code has to call
- * anything. The page must be mapped without the C-bit (mm/).
+ * The boot vCPU's page is set up by platform_snp.setup (snp_setup), an
+ * AP's page is made shared by start_ap before the AP runs, and the AP
+ * registers it on its first GHCB call. The page must be shared before the
+ * first byte is written to it, and mapped without the C-bit (mm/).
  */
 enum { GHCB_PRIVATE = 0, GHCB_SHARED = 1, GHCB_REGISTERED = 2 };
 static uint8_t snp_ghcb_state[MAX_CPUS];
@@ -90,53 +92,60 @@ static int snp_ghcb_make_shared(struct percpu *cpu)
 	return 0;
 }
 
+static int snp_ghcb_register(struct percpu *cpu)
+{
+	if (ghcb_msr_sev_info_check(snp_ghcb_msr_call(ghcb_msr_sev_info_req()), NULL))
+		return -1;
+	if (ghcb_msr_hv_features_check(snp_ghcb_msr_call(ghcb_msr_hv_features_req()), NULL))
+		return -1;
+	/* Registration leaves the GHCB GPA in the MSR (snp_ghcb_msr_call would restore the old
+	 * value). */
+	wrmsr(MSR_GHCB, ghcb_msr_reg_gpa_req(cpu->ghcb_gpa));
+	vmgexit();
+	if (ghcb_msr_reg_gpa_check(rdmsr(MSR_GHCB), cpu->ghcb_gpa))
+		return -1;
+	wrmsr(MSR_GHCB, cpu->ghcb_gpa);
+	snp_ghcb_state[cpu->id] = GHCB_REGISTERED;
+	return 0;
+}
+
 int snp_ghcb_init(struct percpu *cpu)
 {
-	if (cpu->id >= MAX_CPUS)
+	if (!cpu || cpu->id >= MAX_CPUS)
 		return -1;
 	if (snp_ghcb_state[cpu->id] == GHCB_REGISTERED)
 		return 0;
 	if (snp_ghcb_make_shared(cpu))
 		return -1;
-	if (ghcb_msr_sev_info_check(snp_ghcb_msr_call(ghcb_msr_sev_info_req()), NULL))
-		return -1;
-	if (ghcb_msr_hv_features_check(snp_ghcb_msr_call(ghcb_msr_hv_features_req()), NULL))
-		return -1;
-	/* Registration leaves the GHCB GPA in the MSR; snp_ghcb_msr_call would restore the old value. */
-	wrmsr(MSR_GHCB, ghcb_msr_reg_gpa_req(cpu->ghcb_gpa));
-	vmgexit();
-	if (ghcb_msr_reg_gpa_check(rdmsr(MSR_GHCB), cpu->ghcb_gpa))
-		return -1;
-	memset(cpu->ghcb, 0, sizeof(*cpu->ghcb));
-	snp_ghcb_state[cpu->id] = GHCB_REGISTERED;
-	return 0;
+	return snp_ghcb_register(cpu);
 }
 
-bool snp_ghcb_ready(const struct percpu *cpu)
+bool snp_ghcb_usable(const struct percpu *cpu)
 {
-	return cpu && cpu->id < MAX_CPUS && snp_ghcb_state[cpu->id] == GHCB_REGISTERED;
+	return cpu && cpu->ghcb && cpu->id < MAX_CPUS && snp_ghcb_state[cpu->id] != GHCB_PRIVATE;
 }
 
 /*
  * The GHCB the caller filled goes to the hypervisor. A vCPU whose GHCB
- * cannot be set up cannot talk to the hypervisor at all: terminate
+ * cannot be registered cannot talk to the hypervisor at all: terminate
  * (DESIGN.md: a hypervisor that breaks the protocol is an attack).
  */
 void snp_ghcb_call(struct percpu *cpu, struct ghcb *ghcb)
 {
 	if (ghcb != cpu->ghcb || cpu->id >= MAX_CPUS)
 		panic("snp: GHCB %p is not cpu %u's", (void *)ghcb, cpu->id);
-	if (snp_ghcb_state[cpu->id] != GHCB_REGISTERED) {
-		struct ghcb saved_req;
-
-		/* Registration zeroes the page: keep the request the caller wrote. */
-		memcpy(&saved_req, ghcb, sizeof(saved_req));
-		if (snp_ghcb_init(cpu))
-			platform_snp.terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
-		memcpy(ghcb, &saved_req, sizeof(saved_req));
-	}
+	if (snp_ghcb_state[cpu->id] == GHCB_PRIVATE)
+		panic("snp: cpu %u used its GHCB before snp_ghcb_init", cpu->id);
+	if (snp_ghcb_state[cpu->id] == GHCB_SHARED && snp_ghcb_register(cpu))
+		platform_snp.terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
 	wrmsr(MSR_GHCB, cpu->ghcb_gpa);
 	vmgexit();
+}
+
+/* platform_ops.setup: the boot vCPU's GHCB (allocated by then) is made shared and registered. */
+static int snp_setup(const struct memmap *mm, const char *cmdline, size_t cmdline_len)
+{
+	return snp_ghcb_init(this_cpu());
 }
 
 /*
@@ -149,16 +158,23 @@ void snp_ghcb_call(struct percpu *cpu, struct ghcb *ghcb)
 void snp_build_ap_vmsa(struct vmsa *v, const struct snp_ap_context *ctx)
 {
 	const struct vmsa_seg code = {
-		.selector = ctx->cs_sel, .attrib = VMSA_ATTR_CODE64, .limit = 0xFFFFFFFFu, .base = 0,
+	    .selector = ctx->cs_sel,
+	    .attrib = VMSA_ATTR_CODE64,
+	    .limit = 0xFFFFFFFFu,
+	    .base = 0,
 	};
 	const struct vmsa_seg data = {
-		.selector = ctx->ds_sel, .attrib = VMSA_ATTR_DATA, .limit = 0xFFFFFFFFu, .base = 0,
+	    .selector = ctx->ds_sel,
+	    .attrib = VMSA_ATTR_DATA,
+	    .limit = 0xFFFFFFFFu,
+	    .base = 0,
 	};
 
 	memset(v, 0, sizeof(*v));
 	v->cs = code;
 	v->es = v->ss = v->ds = v->fs = v->gs = data;
-	/* GS base = the AP's struct percpu (this_cpu() reads %gs:0) for a #VC before cpu_init_self. */
+	/* GS base = the AP's struct percpu (this_cpu() reads %gs:0) for a #VC before cpu_init_self.
+	 */
 	v->gs.base = ctx->rdi;
 	v->gdtr.base = ctx->gdtr_base;
 	v->gdtr.limit = ctx->gdtr_limit;
@@ -222,7 +238,8 @@ void snp_set_ap_context(const struct snp_ap_context *tmpl)
  */
 static int snp_set_vmsa(struct vmsa *v, bool make)
 {
-	return rmpadjust_insn((vaddr_t)(uintptr_t)v, RMP_PG_SIZE_4K, 1 | (make ? RMPADJUST_VMSA : 0));
+	return rmpadjust_insn((vaddr_t)(uintptr_t)v, RMP_PG_SIZE_4K,
+			      1 | (make ? RMPADJUST_VMSA : 0));
 }
 
 /*
@@ -283,11 +300,13 @@ static void snp_ghcb_call_op(struct percpu *cpu, struct ghcb *ghcb)
 }
 
 const struct platform_ops platform_snp = {
-	.name = "snp",
-	.pvalidate = snp_pvalidate,
-	.rmpadjust = snp_rmpadjust,
-	.ghcb_msr_call = snp_ghcb_msr_call,
-	.ghcb_call = snp_ghcb_call_op,
-	.start_ap = snp_start_ap,
-	.terminate = snp_terminate,
+    .name = "snp",
+    .rmp_model = false,
+    .setup = snp_setup,
+    .pvalidate = snp_pvalidate,
+    .rmpadjust = snp_rmpadjust,
+    .ghcb_msr_call = snp_ghcb_msr_call,
+    .ghcb_call = snp_ghcb_call_op,
+    .start_ap = snp_start_ap,
+    .terminate = snp_terminate,
 };
