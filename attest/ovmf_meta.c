@@ -17,31 +17,33 @@
 #include <attest/ovmf_meta.h>
 #include <csvsm/string.h>
 
-#define FOOTER_SKIP    32  /* bytes after the footer GUID (reset vector) */
-#define ENTRY_TRAILER  (2 + OVMF_GUID_LEN)
-#define META_HDR_LEN   16
-#define META_ITEM_LEN  12
+#define FOOTER_SKIP   32 /* bytes after the footer GUID (reset vector) */
+#define ENTRY_TRAILER (2 + OVMF_GUID_LEN)
+#define META_HDR_LEN  16
+#define META_ITEM_LEN 12
 
 /* Canonical GUID text a-b-c-d, stored in EFI byte order (a, b, c LE). */
-#define EFI_GUID(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                    \
-	{ (a) & 0xff, ((a) >> 8) & 0xff, ((a) >> 16) & 0xff, ((a) >> 24) & 0xff, (b) & 0xff, \
-	  ((b) >> 8) & 0xff, (c) & 0xff, ((c) >> 8) & 0xff, d0, d1, d2, d3, d4, d5, d6, d7 }
+#define EFI_GUID(a, b, c, d0, d1, d2, d3, d4, d5, d6, d7)                                          \
+	{                                                                                          \
+		(a) & 0xff, ((a) >> 8) & 0xff, ((a) >> 16) & 0xff, ((a) >> 24) & 0xff, (b)&0xff,   \
+		    ((b) >> 8) & 0xff, (c)&0xff, ((c) >> 8) & 0xff, d0, d1, d2, d3, d4, d5, d6, d7 \
+	}
 
 /* 96b582de-1fb2-45f7-baea-a366c55a082d */
 const uint8_t ovmf_guid_footer_table[OVMF_GUID_LEN] =
-	EFI_GUID(0x96b582de, 0x1fb2, 0x45f7, 0xba, 0xea, 0xa3, 0x66, 0xc5, 0x5a, 0x08, 0x2d);
+    EFI_GUID(0x96b582de, 0x1fb2, 0x45f7, 0xba, 0xea, 0xa3, 0x66, 0xc5, 0x5a, 0x08, 0x2d);
 /* 00f771de-1a7e-4fcb-890e-68c77e2fb44e */
 const uint8_t ovmf_guid_sev_es_reset_block[OVMF_GUID_LEN] =
-	EFI_GUID(0x00f771de, 0x1a7e, 0x4fcb, 0x89, 0x0e, 0x68, 0xc7, 0x7e, 0x2f, 0xb4, 0x4e);
+    EFI_GUID(0x00f771de, 0x1a7e, 0x4fcb, 0x89, 0x0e, 0x68, 0xc7, 0x7e, 0x2f, 0xb4, 0x4e);
 /* dc886566-984a-4798-a75e-5585a7bf67cc */
 const uint8_t ovmf_guid_sev_metadata[OVMF_GUID_LEN] =
-	EFI_GUID(0xdc886566, 0x984a, 0x4798, 0xa7, 0x5e, 0x55, 0x85, 0xa7, 0xbf, 0x67, 0xcc);
+    EFI_GUID(0xdc886566, 0x984a, 0x4798, 0xa7, 0x5e, 0x55, 0x85, 0xa7, 0xbf, 0x67, 0xcc);
 /* 7255371f-3a3b-4b04-927b-1da6efa8d454 */
 const uint8_t ovmf_guid_sev_hash_table[OVMF_GUID_LEN] =
-	EFI_GUID(0x7255371f, 0x3a3b, 0x4b04, 0x92, 0x7b, 0x1d, 0xa6, 0xef, 0xa8, 0xd4, 0x54);
+    EFI_GUID(0x7255371f, 0x3a3b, 0x4b04, 0x92, 0x7b, 0x1d, 0xa6, 0xef, 0xa8, 0xd4, 0x54);
 /* a789a612-0597-4c4b-a49f-cbb1fe9d1ddd */
 const uint8_t ovmf_guid_svsm_info[OVMF_GUID_LEN] =
-	EFI_GUID(0xa789a612, 0x0597, 0x4c4b, 0xa4, 0x9f, 0xcb, 0xb1, 0xfe, 0x9d, 0x1d, 0xdd);
+    EFI_GUID(0xa789a612, 0x0597, 0x4c4b, 0xa4, 0x9f, 0xcb, 0xb1, 0xfe, 0x9d, 0x1d, 0xdd);
 
 static uint16_t rd16(const uint8_t *p)
 {
@@ -120,8 +122,7 @@ int ovmf_footer_find(const struct ovmf_footer *f, const uint8_t guid[OVMF_GUID_L
 	return OVMF_META_ERR_NOT_FOUND;
 }
 
-int ovmf_footer_u32(const struct ovmf_footer *f, const uint8_t guid[OVMF_GUID_LEN],
-		    uint32_t *val)
+int ovmf_footer_u32(const struct ovmf_footer *f, const uint8_t guid[OVMF_GUID_LEN], uint32_t *val)
 {
 	const uint8_t *d;
 	size_t n;

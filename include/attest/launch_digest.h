@@ -15,33 +15,33 @@
 #include <csvsm/types.h>
 #include <attest/ovmf_meta.h>
 
-#define LD_SHA384_LEN   48
-#define LD_SHA256_LEN   32
+#define LD_SHA384_LEN	 48
+#define LD_SHA256_LEN	 32
 #define LD_PAGE_INFO_LEN 0x70
 
 /* SNP ABI (AMD 56860) PAGE_INFO.PAGE_TYPE, §8. */
-#define LD_PAGE_NORMAL      0x01
-#define LD_PAGE_VMSA        0x02
-#define LD_PAGE_ZERO        0x03
-#define LD_PAGE_UNMEASURED  0x04
-#define LD_PAGE_SECRETS     0x05
-#define LD_PAGE_CPUID       0x06
+#define LD_PAGE_NORMAL	   0x01
+#define LD_PAGE_VMSA	   0x02
+#define LD_PAGE_ZERO	   0x03
+#define LD_PAGE_UNMEASURED 0x04
+#define LD_PAGE_SECRETS	   0x05
+#define LD_PAGE_CPUID	   0x06
 
 /* Every VMSA is recorded at GPA (u64)-1, page aligned, bits 63:52 clear. */
-#define LD_VMSA_GPA         0xFFFFFFFFF000ULL
-#define LD_FOUR_GB          0x100000000ULL
-#define LD_BSP_EIP          0xFFFFFFF0U
+#define LD_VMSA_GPA 0xFFFFFFFFF000ULL
+#define LD_FOUR_GB  0x100000000ULL
+#define LD_BSP_EIP  0xFFFFFFF0U
 
 enum ld_err {
 	LD_OK = 0,
-	LD_ERR_INVAL = -1,       /* bad argument */
-	LD_ERR_ALIGN = -2,       /* length/GPA not a multiple of 4 KiB */
-	LD_ERR_RANGE = -3,       /* GPA range overflows / does not fit */
-	LD_ERR_NO_RESET = -4,    /* firmware lacks the SEV-ES reset block */
-	LD_ERR_NO_HASHES = -5,   /* kernel given, firmware lacks the hashes section */
-	LD_ERR_SECTION = -6,     /* unknown or malformed metadata section */
-	LD_ERR_NO_SVSM_INFO = -7,/* SVSM image lacks the SVSM info entry */
-	LD_ERR_FIRMWARE = -8,    /* firmware metadata could not be parsed */
+	LD_ERR_INVAL = -1,	  /* bad argument */
+	LD_ERR_ALIGN = -2,	  /* length/GPA not a multiple of 4 KiB */
+	LD_ERR_RANGE = -3,	  /* GPA range overflows / does not fit */
+	LD_ERR_NO_RESET = -4,	  /* firmware lacks the SEV-ES reset block */
+	LD_ERR_NO_HASHES = -5,	  /* kernel given, firmware lacks the hashes section */
+	LD_ERR_SECTION = -6,	  /* unknown or malformed metadata section */
+	LD_ERR_NO_SVSM_INFO = -7, /* SVSM image lacks the SVSM info entry */
+	LD_ERR_FIRMWARE = -8,	  /* firmware metadata could not be parsed */
 };
 
 /* The one primitive the computation needs: SHA-384 of a buffer. */
@@ -80,8 +80,8 @@ void launch_digest_vmsa_page(struct launch_digest *ld, const uint8_t page[PAGE_S
 void launch_digest_build_vmsa(uint8_t page[PAGE_SIZE], uint32_t eip, uint64_t sev_features,
 			      uint32_t vcpu_sig);
 /* sev-snp-measure's VMSA_SVSM: 32-bit flat, RIP = SVSM entry (FCW 0, §8 quirk). */
-void launch_digest_build_vmsa_svsm(uint8_t page[PAGE_SIZE], uint64_t rip,
-				   uint64_t sev_features, uint32_t vcpu_sig);
+void launch_digest_build_vmsa_svsm(uint8_t page[PAGE_SIZE], uint64_t rip, uint64_t sev_features,
+				   uint32_t vcpu_sig);
 
 /*
  * Kernel-hashes page (sev_hashes.py construct_page; QEMU's SEV hash table):
@@ -95,10 +95,10 @@ int launch_digest_hashes_page(uint8_t page[PAGE_SIZE], uint32_t offset_in_page,
 
 /* Parameters of an OVMF-only SNP launch (guest.py snp_calc_launch_digest). */
 struct ld_snp_launch {
-	const uint8_t *ovmf;          /* whole flash image, mapped at 4 GiB - len */
+	const uint8_t *ovmf; /* whole flash image, mapped at 4 GiB - len */
 	size_t ovmf_len;
 	const struct ovmf_info *info; /* ovmf_info_parse() of the same image */
-	const uint8_t *seed;          /* NULL, or the snp:ovmf-hash value (skips OVMF pages) */
+	const uint8_t *seed;	      /* NULL, or the snp:ovmf-hash value (skips OVMF pages) */
 	const uint8_t *hashes_page;   /* NULL (no kernel: ZERO pages) or a built page */
 	uint32_t vcpus;
 	uint32_t vcpu_sig;
@@ -108,16 +108,16 @@ int launch_digest_snp(const struct ld_hash_ops *hash, const struct ld_snp_launch
 		      uint8_t out[LD_SHA384_LEN]);
 
 /* snp:ovmf-hash: LD after only the OVMF NORMAL pages. */
-int launch_digest_ovmf_hash(const struct ld_hash_ops *hash, const uint8_t *ovmf,
-			    size_t ovmf_len, uint8_t out[LD_SHA384_LEN]);
+int launch_digest_ovmf_hash(const struct ld_hash_ops *hash, const uint8_t *ovmf, size_t ovmf_len,
+			    uint8_t out[LD_SHA384_LEN]);
 
 /* sev-snp-measure snp:svsm (guest.py svsm_calc_launch_digest, §8 SVSM mode). */
 struct ld_svsm_launch {
 	const uint8_t *ovmf;
 	size_t ovmf_len;
-	const uint8_t *svsm;              /* SVSM image, ends at OVMF GPA - vars_size */
+	const uint8_t *svsm; /* SVSM image, ends at OVMF GPA - vars_size */
 	size_t svsm_len;
-	const struct ovmf_info *svsm_info;/* ovmf_info_parse() of the SVSM image */
+	const struct ovmf_info *svsm_info; /* ovmf_info_parse() of the SVSM image */
 	uint64_t vars_size;
 	uint32_t vcpus;
 	uint32_t vcpu_sig;
@@ -134,7 +134,7 @@ int launch_digest_svsm(const struct ld_hash_ops *hash, const struct ld_svsm_laun
  */
 struct ld_segment {
 	uint64_t paddr;
-	const uint8_t *data;   /* filesz bytes */
+	const uint8_t *data; /* filesz bytes */
 	uint64_t filesz;
 	uint64_t memsz;
 };

@@ -14,27 +14,27 @@
 
 #include <csvsm/types.h>
 
-#define OVMF_GUID_LEN              16
-#define OVMF_FOOTER_MAX_ENTRIES    32
-#define OVMF_SEV_META_MAX_ITEMS    64
+#define OVMF_GUID_LEN		16
+#define OVMF_FOOTER_MAX_ENTRIES 32
+#define OVMF_SEV_META_MAX_ITEMS 64
 
 enum ovmf_meta_err {
 	OVMF_META_OK = 0,
-	OVMF_META_ERR_INVAL = -1,       /* bad argument (NULL pointer) */
-	OVMF_META_ERR_NO_FOOTER = -2,   /* image too small or no footer GUID */
-	OVMF_META_ERR_BAD_TABLE = -3,   /* footer/entry sizes inconsistent */
-	OVMF_META_ERR_TOO_MANY = -4,    /* more entries/items than we hold */
-	OVMF_META_ERR_NOT_FOUND = -5,   /* requested entry absent */
-	OVMF_META_ERR_BAD_META = -6,    /* SEV metadata section malformed */
+	OVMF_META_ERR_INVAL = -1,	/* bad argument (NULL pointer) */
+	OVMF_META_ERR_NO_FOOTER = -2,	/* image too small or no footer GUID */
+	OVMF_META_ERR_BAD_TABLE = -3,	/* footer/entry sizes inconsistent */
+	OVMF_META_ERR_TOO_MANY = -4,	/* more entries/items than we hold */
+	OVMF_META_ERR_NOT_FOUND = -5,	/* requested entry absent */
+	OVMF_META_ERR_BAD_META = -6,	/* SEV metadata section malformed */
 	OVMF_META_ERR_SHORT_ENTRY = -7, /* entry data shorter than its format */
 };
 
 /* SEV metadata section types (edk2 OvmfPkg/ResetVector, coconut firmware.rs). */
-#define OVMF_SECTION_SNP_SEC_MEM        1
-#define OVMF_SECTION_SNP_SECRETS        2
-#define OVMF_SECTION_CPUID              3
-#define OVMF_SECTION_SVSM_CAA           4
-#define OVMF_SECTION_SNP_KERNEL_HASHES  0x10
+#define OVMF_SECTION_SNP_SEC_MEM       1
+#define OVMF_SECTION_SNP_SECRETS       2
+#define OVMF_SECTION_CPUID	       3
+#define OVMF_SECTION_SVSM_CAA	       4
+#define OVMF_SECTION_SNP_KERNEL_HASHES 0x10
 
 /* GUIDs in EFI (mixed-endian) byte order, as stored in the image. */
 extern const uint8_t ovmf_guid_footer_table[OVMF_GUID_LEN];
@@ -71,12 +71,12 @@ struct ovmf_sev_meta {
 struct ovmf_info {
 	struct ovmf_footer footer;
 	bool has_reset_eip;
-	uint32_t reset_eip;        /* SEV-ES reset block: AP reset EIP */
+	uint32_t reset_eip; /* SEV-ES reset block: AP reset EIP */
 	bool has_hash_table;
-	uint32_t hash_table_gpa;   /* kernel-hashes table GPA and size */
+	uint32_t hash_table_gpa; /* kernel-hashes table GPA and size */
 	uint32_t hash_table_size;
 	bool has_svsm_info;
-	uint32_t svsm_entry_off;   /* SVSM info: entry point offset */
+	uint32_t svsm_entry_off; /* SVSM info: entry point offset */
 	bool has_sev_meta;
 	struct ovmf_sev_meta meta;
 };
@@ -87,13 +87,12 @@ struct ovmf_info {
  */
 int ovmf_footer_parse(const uint8_t *img, size_t len, struct ovmf_footer *out);
 
-/* Look up an entry by GUID; *data/*len point into the image. */
+/* Look up an entry by GUID; data and len point into the image. */
 int ovmf_footer_find(const struct ovmf_footer *f, const uint8_t guid[OVMF_GUID_LEN],
 		     const uint8_t **data, size_t *len);
 
 /* First little-endian u32 of an entry's data. */
-int ovmf_footer_u32(const struct ovmf_footer *f, const uint8_t guid[OVMF_GUID_LEN],
-		    uint32_t *val);
+int ovmf_footer_u32(const struct ovmf_footer *f, const uint8_t guid[OVMF_GUID_LEN], uint32_t *val);
 
 /*
  * Parse the SEV metadata section the footer's metadata entry points to.

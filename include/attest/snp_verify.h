@@ -1,0 +1,144 @@
+/*
+ * Host-side SEV-SNP evidence verification on mbedTLS 2.28 (csvsm-verify and
+ * its tests; HOST_SRCS, link with -lmbedx509 -lmbedcrypto).
+ *
+ * Every check is a separate function returning true/false with a one-line
+ * detail, so a verifier can report each by name:
+ *   signature  ECDSA P-384/SHA-384 over report bytes 0x000-0x29F, R and S
+ *              little-endian at 0x2A0/0x2E8 (interfaces §7)
+ *   chain      ARK self-signed and pinned by SHA-256(DER) per product,
+ *              ASK/ASVK signed by ARK, VCEK/VLEK signed by ASK/ASVK, all with
+ *              RSASSA-PSS SHA-384 / MGF1-SHA-384 / salt 48, validity at a time
+ *   tcb        VCEK/VLEK SPL extensions (1.3.6.1.4.1.3704.1.3.*) equal
+ *              REPORTED_TCB (Turin layout with fmcSPL)
+ *   chip_id    hwID extension (1.3.6.1.4.1.3704.1.4) equals CHIP_ID
+ *              (first 8 bytes on Turin)
+ * The policy checks (debug, vmpl, min_tcb, measurement, report_data) are in
+ * snp_verify_run(), which runs them all into a result list.
+ */
+#ifndef ATTEST_SNP_VERIFY_H
+#define ATTEST_SNP_VERIFY_H
+
+#include <attest/report.h>
+#include <mbedtls/x509_crt.h>
+
+#define SNP_FP_LEN 32 /* SHA-256 of a certificate's DER */
+#define SNP_MAX_TRUSTED_ARKS 8
+#define SNP_DETAIL_LEN 256
+#define SNP_MAX_CHECKS 16
+
+/* AMD extension values found in a VCEK/VLEK (interfaces §7 OID table). */
+struct snp_amd_ext {
+	bool has_bl, has_tee, has_snp, has_ucode, has_fmc, has_hwid;
+	uint8_t bl, tee, snp, ucode, fmc;
+	uint8_t hwid[64];
+	size_t hwid_len;
+	char product_name[32]; /* productName (.2), "" if absent */
+};
+
+/* Verification time, UTC. */
+struct snp_time {
+	int year, mon, day, hour, min, sec;
+};
+
+/* The three certificates, parsed once and reused for many reports. */
+struct snp_chain {
+	mbedtls_x509_crt ark, ask, leaf;
+	bool have_ark, have_ask, have_leaf;
+};
+
+struct snp_verify_opts {
+	struct snp_time at;
+	uint8_t trusted_ark[SNP_MAX_TRUSTED_ARKS][SNP_FP_LEN]; /* --trust-ark */
+	size_t n_trusted_ark;
+	enum snp_product product_hint; /* --product, or UNKNOWN */
+	bool allow_debug;
+	uint32_t vmpl;
+	bool have_min_tcb;
+	struct snp_tcb min_tcb;
+	bool have_measurement;
+	uint8_t measurement[48];
+	bool have_report_data;
+	uint8_t report_data[64];
+	const struct snp_quote_in *quote; /* optional TPM quote check */
+};
+
+enum snp_check_state { SNP_CHECK_FAIL = 0, SNP_CHECK_PASS = 1, SNP_CHECK_SKIP = 2 };
+
+struct snp_check {
+	const char *name;
+	enum snp_check_state state;
+	char detail[SNP_DETAIL_LEN];
+};
+
+struct snp_verify_result {
+	struct snp_check checks[SNP_MAX_CHECKS];
+	size_t n;
+	bool verified;              /* no check failed */
+	enum snp_product product;   /* the product line the TCB was decoded for */
+};
+
+/* Pinned AMD ARK fingerprints (fixtures README; KDS cert_chain). */
+enum snp_product snp_pinned_ark_product(const uint8_t fp[SNP_FP_LEN]);
+const uint8_t *snp_pinned_ark_fp(enum snp_product p);
+
+/* Parse exactly one certificate, DER or PEM. 0 on success. */
+int snp_cert_parse(mbedtls_x509_crt *crt, const uint8_t *buf, size_t len);
+void snp_cert_fingerprint(const mbedtls_x509_crt *crt, uint8_t fp[SNP_FP_LEN]);
+
+void snp_chain_init(struct snp_chain *c);
+void snp_chain_free(struct snp_chain *c);
+
+/* Product named by "ARK-<P>", "SEV-<P>", "SEV-VLEK-<P>" subject CNs. */
+enum snp_product snp_cert_cn_product(const mbedtls_x509_crt *crt);
+/* Subject CN into buf ("" if none). */
+void snp_cert_cn(const mbedtls_x509_crt *crt, char *buf, size_t n);
+bool snp_cert_is_vlek(const mbedtls_x509_crt *leaf);
+
+/* Strict parse of the AMD extensions; false on malformed or duplicate. */
+bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
+		       char *detail, size_t n);
+/* Strict DER INTEGER 0..255 (minimal, non-negative), whole buffer. */
+bool snp_der_spl(const uint8_t *p, size_t len, uint8_t *out);
+
+bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf,
+			  char *detail, size_t n);
+bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
+		      const struct snp_verify_opts *o, enum snp_product *product,
+		      char *detail, size_t n);
+bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
+		    enum snp_product product, char *detail, size_t n);
+/* Returns SNP_CHECK_SKIP for VLEK or MASK_CHIP_KEY reports. */
+enum snp_check_state snp_verify_chip_id(const struct snp_report *r,
+					const mbedtls_x509_crt *leaf,
+					enum snp_product product, char *detail, size_t n);
+
+/*
+ * Run every check on a decoded report (parse_err from snp_report_check())
+ * into res. The chain is not changed: call it many times with one chain.
+ */
+void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_chain *c,
+		    const struct snp_verify_opts *o, struct snp_verify_result *res);
+
+/*
+ * TPM 2.0 quote check, as tpm2_checkquote does (TPM 2.0 Part 2 10.12
+ * TPMS_ATTEST, 11.3.4 TPMT_SIGNATURE): msg is the TPMS_ATTEST that
+ * `tpm2_quote -m` writes, sig the TPMT_SIGNATURE (`-s`), pcrs the PCR file
+ * in tpm2-tools' default "serialized" format (`-o`: host-order
+ * TPML_PCR_SELECTION, a UINT32 count, then that many TPML_DIGEST), ak the
+ * AK public key (PEM or DER SubjectPublicKeyInfo), nonce the qualifying data.
+ * Checks: magic and type, extraData == nonce, the signature (RSASSA,
+ * RSAPSS, ECDSA; SHA-1/256/384/512) over the message, the PCR file's
+ * selection equals the quote's, and pcrDigest == H(selected PCR values).
+ */
+struct snp_quote_in {
+	const uint8_t *msg, *sig, *pcrs, *ak, *nonce;
+	size_t msg_len, sig_len, pcrs_len, ak_len, nonce_len;
+};
+bool snp_verify_quote(const struct snp_quote_in *q, char *detail, size_t n);
+
+/* The product line to use for a report: chain CN, report CPUID, hint. */
+enum snp_product snp_verify_product(const struct snp_chain *c, const struct snp_report *r,
+				    enum snp_product hint);
+
+#endif

@@ -1,0 +1,352 @@
+#!/usr/bin/env bash
+# csvsm-verify against the real SEV-SNP fixtures ($SHARED/fixtures/snp) and
+# against tampered copies made here in a temp dir. TAP output ("ok N - ...").
+# The fixtures are read in place, never copied into the repository.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+SHARED=${SHARED:-$ROOT/../shared}
+case "$SHARED" in /*) ;; *) SHARED=$ROOT/$SHARED ;; esac
+FX=$SHARED/fixtures/snp
+V=${CSVSM_VERIFY:-$ROOT/build/csvsm-verify}
+n=0; failed=0
+
+if [ ! -d "$FX/reports" ] || [ ! -d "$FX/roots" ]; then
+	echo "# SKIP: fixtures not found at $FX/reports and $FX/roots"
+	echo "1..0 # SKIP no SEV-SNP fixtures"
+	exit 0
+fi
+if [ ! -x "$V" ]; then
+	echo "not ok 1 - csvsm-verify not built ($V)"
+	exit 1
+fi
+T=$(mktemp -d); [ -n "${KEEP_TMP:-}" ] && echo "# temp dir $T" || trap 'rm -rf "$T"' EXIT
+R=$FX/reports; K=$FX/roots
+
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+
+# run DESC EXPECTED_RC [CHECK=STATE ...] -- ARGS...: runs with --json, checks
+# the exit status, that the JSON parses, and the named checks' outcome.
+run() {
+	local desc=$1 want=$2; shift 2
+	local expect=()
+	while [ "$1" != "--" ]; do expect+=("$1"); shift; done; shift
+	"$V" --json "$@" >"$T/out.json" 2>"$T/err"; local rc=$?
+	if [ "$rc" != "$want" ]; then
+		nok "$desc (exit $rc, want $want)"; sed 's/^/# /' "$T/err" "$T/out.json" | head -40; return
+	fi
+	if [ "$want" != 2 ] && ! python3 -m json.tool "$T/out.json" >/dev/null 2>&1; then
+		nok "$desc (JSON does not parse)"; return
+	fi
+	for e in "${expect[@]}"; do
+		local name=${e%=*} st=${e#*=}
+		local got
+		got=$(python3 -c '
+import json,sys
+d=json.load(open(sys.argv[1]))
+for c in d["checks"]:
+    if c["name"]==sys.argv[2]:
+        print("skip" if c.get("skipped") else ("pass" if c["ok"] else "fail")); break
+else: print("absent")' "$T/out.json" "$name" 2>/dev/null)
+		if [ "$got" != "$st" ]; then
+			nok "$desc ($name is $got, want $st)"; head -c 3000 "$T/out.json" | sed 's/^/# /'; return
+		fi
+	done
+	ok "$desc"
+}
+
+prod() { case $1 in milan*) echo milan ;; genoa*|siena*) echo genoa ;; turin*) echo turin ;; esac; }
+
+# --- every fixture verifies with the right options --------------------------
+for f in milan-v2 milan-v2-tcbdiff milan-v3 milan-v3-b genoa-v5 turin-v5 siena-v3; do
+	p=$(prod $f)
+	run "$f verifies (explicit --ark/--ask)" 0 parse=pass signature=pass chain=pass tcb=pass chip_id=pass \
+		policy.debug=pass policy.vmpl=pass -- \
+		--report $R/$f.report.bin --vcek $R/$f.vcek.der --ark $K/${p}_ark.pem --ask $K/${p}_ask.pem
+	run "$f verifies (--roots, product detected)" 0 chain=pass -- \
+		--report $R/$f.report.bin --vcek $R/$f.vcek.der --roots $K
+done
+run "genoa-tsm verifies from its certificate table (PEM, RFC-4122 GUIDs)" 0 \
+	parse=pass signature=pass chain=pass tcb=pass chip_id=pass -- \
+	--report $R/genoa-tsm.report.bin --cert-table $R/genoa-tsm.certtable.bin
+run "siena-v3 verifies with --product genoa" 0 chain=pass -- \
+	--report $R/siena-v3.report.bin --vcek $R/siena-v3.vcek.der --roots $K --product genoa
+run "turin-v5 under --product milan fails chain (product mismatch)" 1 chain=fail -- \
+	--report $R/turin-v5.report.bin --vcek $R/turin-v5.vcek.der --ark $K/turin_ark.pem \
+	--ask $K/turin_ask.pem --product milan
+
+# --- snpguest --certs layout ------------------------------------------------
+mkdir -p "$T/certs"
+cp $K/milan_ark.pem "$T/certs/ark.pem"; cp $K/milan_ask.pem "$T/certs/ask.pem"
+cp $R/milan-v3.vcek.der "$T/certs/vcek.der"
+run "milan-v3 verifies with --certs DIR" 0 chain=pass signature=pass -- \
+	--report $R/milan-v3.report.bin --certs "$T/certs"
+openssl x509 -inform der -in $R/milan-v3.vcek.der -out "$T/vcek.pem"
+run "milan-v3 verifies with a PEM VCEK" 0 signature=pass chain=pass -- \
+	--report $R/milan-v3.report.bin --vcek "$T/vcek.pem" --roots $K
+
+# --- policy: debug ----------------------------------------------------------
+run "milan-v2-debug fails policy.debug by default" 1 signature=pass chain=pass policy.debug=fail -- \
+	--report $R/milan-v2-debug.report.bin --vcek $R/milan-v2-debug.vcek.der --roots $K
+run "milan-v2-debug passes with --allow-debug" 0 policy.debug=pass -- \
+	--report $R/milan-v2-debug.report.bin --vcek $R/milan-v2-debug.vcek.der --roots $K --allow-debug
+
+# --- VLEK -------------------------------------------------------------------
+VL="--report $R/milan-vlek-vmpl1.report.bin --vlek $R/milan-vlek-vmpl1.vlek.der --ark $K/milan_ark.pem"
+run "milan-vlek-vmpl1 passes with --time 2025-06-01, ASVK, --vmpl 1" 0 signature=pass chain=pass tcb=pass \
+	chip_id=skip policy.vmpl=pass -- $VL --asvk $K/milan_asvk.pem --time 2025-06-01 --vmpl 1
+run "milan-vlek-vmpl1 fails policy.vmpl by default" 1 policy.vmpl=fail -- \
+	$VL --asvk $K/milan_asvk.pem --time 2025-06-01
+run "milan-vlek-vmpl1 fails chain now (VLEK expired 2025-12-10)" 1 chain=fail -- \
+	$VL --asvk $K/milan_asvk.pem --time 2025-12-11 --vmpl 1
+run "milan-vlek-vmpl1 fails chain with the ASK instead of the ASVK" 1 chain=fail -- \
+	$VL --ask $K/milan_ask.pem --time 2025-06-01 --vmpl 1
+run "milan-vlek-vmpl1 passes with --roots (ASVK picked)" 0 chain=pass -- \
+	--report $R/milan-vlek-vmpl1.report.bin --vlek $R/milan-vlek-vmpl1.vlek.der --roots $K \
+	--time 2025-06-01 --vmpl 1
+run "VLEK report with a VCEK certificate fails signature" 1 signature=fail -- \
+	--report $R/milan-vlek-vmpl1.report.bin --vcek $R/milan-v3.vcek.der --roots $K --time 2025-06-01 --vmpl 1
+
+# --- tampered copies --------------------------------------------------------
+flip() { # flip SRC DST OFFSET [XOR]
+	python3 -c 'import sys
+b=bytearray(open(sys.argv[1],"rb").read()); o=int(sys.argv[3],0); b[o]^=int(sys.argv[4],0)
+open(sys.argv[2],"wb").write(b)' "$1" "$2" "$3" "${4:-0x01}"
+}
+M3="--vcek $R/milan-v3.vcek.der --roots $K"
+flip $R/milan-v3.report.bin "$T/meas.bin" 0x90
+run "flipped MEASUREMENT byte fails signature" 1 parse=pass signature=fail -- --report "$T/meas.bin" $M3
+flip $R/milan-v3.report.bin "$T/rd.bin" 0x50
+run "flipped REPORT_DATA byte fails signature" 1 signature=fail -- --report "$T/rd.bin" $M3
+flip $R/milan-v3.report.bin "$T/sig.bin" 0x2A0
+run "flipped signature R byte fails signature" 1 signature=fail -- --report "$T/sig.bin" $M3
+flip $R/milan-v3.report.bin "$T/sigs.bin" 0x2E8
+run "flipped signature S byte fails signature" 1 signature=fail -- --report "$T/sigs.bin" $M3
+flip $R/milan-v3.report.bin "$T/sighi.bin" 0x2D0
+run "non-zero R high byte fails parse and signature" 1 parse=fail signature=fail -- --report "$T/sighi.bin" $M3
+run "another chip's VCEK fails signature and chip_id" 1 signature=fail chip_id=fail chain=pass -- \
+	--report $R/milan-v3.report.bin --vcek $R/milan-v3-b.vcek.der --roots $K
+flip $R/milan-v3.report.bin "$T/rsv.bin" 0x208
+run "reserved byte 0x208 set fails parse" 1 parse=fail -- --report "$T/rsv.bin" $M3
+flip $R/milan-v3.report.bin "$T/rsv2.bin" 0x400
+run "reserved byte 0x400 (unsigned area) set fails parse, signature still passes" 1 parse=fail signature=pass -- \
+	--report "$T/rsv2.bin" $M3
+flip $R/milan-v2.report.bin "$T/rsv3.bin" 0x188
+run "v2: CPUID byte 0x188 (reserved in v2) set fails parse" 1 parse=fail -- \
+	--report "$T/rsv3.bin" --vcek $R/milan-v2.vcek.der --roots $K
+flip $R/milan-v3.report.bin "$T/ver.bin" 0x0 0x05
+run "unknown VERSION 6 fails parse" 1 parse=fail -- --report "$T/ver.bin" $M3
+flip $R/milan-v3.report.bin "$T/alg.bin" 0x34 0x03
+run "SIGNATURE_ALGO 2 fails parse and signature" 1 parse=fail signature=fail -- --report "$T/alg.bin" $M3
+head -c 1000 $R/milan-v3.report.bin >"$T/short.bin"
+run "truncated report exits 2" 2 -- --report "$T/short.bin" $M3
+cat $R/milan-v3.report.bin $R/milan-v3.report.bin >"$T/long.bin"
+run "over-long report exits 2" 2 -- --report "$T/long.bin" $M3
+run "missing report file exits 2" 2 -- --report "$T/nonexistent.bin" $M3
+run "missing ASK exits 2" 2 -- --report $R/milan-v3.report.bin --vcek $R/milan-v3.vcek.der --ark $K/milan_ark.pem
+run "unknown option exits 2" 2 -- --report $R/milan-v3.report.bin $M3 --bogus
+
+# --- wrong roots ------------------------------------------------------------
+run "Genoa ARK with the Milan chain fails chain" 1 chain=fail signature=pass -- \
+	--report $R/milan-v3.report.bin --vcek $R/milan-v3.vcek.der --ark $K/genoa_ark.pem --ask $K/milan_ask.pem
+run "Genoa ASK under the Milan ARK fails chain" 1 chain=fail -- \
+	--report $R/milan-v3.report.bin --vcek $R/milan-v3.vcek.der --ark $K/milan_ark.pem --ask $K/genoa_ask.pem
+# A self-made root with AMD's name and PSS parameters is not pinned.
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/fake.key" -out "$T/fake_ark.pem" -days 30 \
+	-subj "/OU=Engineering/C=US/L=Santa Clara/ST=CA/O=Advanced Micro Devices/CN=ARK-Milan" \
+	-sha384 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:48 >/dev/null 2>&1
+run "unpinned ARK fails chain" 1 chain=fail -- \
+	--report $R/milan-v3.report.bin --vcek $R/milan-v3.vcek.der --ark "$T/fake_ark.pem" --ask $K/milan_ask.pem
+run "--trust-ark of an unrelated root does not rescue the AMD ASK" 1 chain=fail -- \
+	--report $R/milan-v3.report.bin --vcek $R/milan-v3.vcek.der --trust-ark "$T/fake_ark.pem" --ask $K/milan_ask.pem
+run "expired chain at --time 2050-01-01 fails chain" 1 chain=fail -- \
+	--report $R/milan-v3.report.bin $M3 --time 2050-01-01
+
+# --- measurement / report_data / min_tcb ------------------------------------
+MEAS=$(python3 -c 'import sys;print(open(sys.argv[1],"rb").read()[0x90:0xC0].hex())' $R/milan-v3.report.bin)
+RDATA=$(python3 -c 'import sys;print(open(sys.argv[1],"rb").read()[0x50:0x90].hex())' $R/milan-v3.report.bin)
+run "--measurement equal passes" 0 measurement=pass -- --report $R/milan-v3.report.bin $M3 --measurement $MEAS
+run "milan-v3-b has the same MEASUREMENT" 0 measurement=pass -- \
+	--report $R/milan-v3-b.report.bin --vcek $R/milan-v3-b.vcek.der --roots $K --measurement $MEAS
+BAD=$(python3 -c 'import sys;b=bytearray.fromhex(sys.argv[1]);b[0]^=1;print(b.hex())' $MEAS)
+run "--measurement mismatch fails measurement" 1 measurement=fail signature=pass -- \
+	--report $R/milan-v3.report.bin $M3 --measurement $BAD
+run "--report-data equal passes" 0 report_data=pass -- --report $R/milan-v3.report.bin $M3 --report-data $RDATA
+run "--report-data mismatch fails report_data" 1 report_data=fail -- \
+	--report $R/milan-v3.report.bin $M3 --report-data 00
+run "--min-tcb equal to REPORTED_TCB passes" 0 policy.min_tcb=pass -- \
+	--report $R/milan-v3.report.bin $M3 --min-tcb bl=4,tee=0,snp=24,ucode=219
+run "--min-tcb too high fails policy.min_tcb" 1 policy.min_tcb=fail -- \
+	--report $R/milan-v3.report.bin $M3 --min-tcb bl=4,tee=0,snp=25,ucode=219
+run "turin --min-tcb fmc too high fails policy.min_tcb" 1 policy.min_tcb=fail tcb=pass -- \
+	--report $R/turin-v5.report.bin --vcek $R/turin-v5.vcek.der --roots $K --min-tcb fmc=1
+run "--min-tcb malformed exits 2" 2 -- --report $R/milan-v3.report.bin $M3 --min-tcb bl=300
+run "--measurement short exits 2" 2 -- --report $R/milan-v3.report.bin $M3 --measurement abcd
+
+# --- certificate table: hostile copies --------------------------------------
+python3 - "$R/genoa-tsm.certtable.bin" "$T" <<'PY'
+import sys, struct
+src, t = sys.argv[1], sys.argv[2]
+b = bytearray(open(src, "rb").read())
+# entry 2 (VCEK) length past the end
+x = bytearray(b); struct.pack_into("<I", x, 2*24+20, len(b)); open(t+"/ct_bounds.bin","wb").write(x)
+# no terminator: truncate right after the entries
+open(t+"/ct_noend.bin","wb").write(bytes(b[:3*24+10]))
+# offset into the entry array
+x = bytearray(b); struct.pack_into("<I", x, 0*24+16, 8); open(t+"/ct_overlap.bin","wb").write(x)
+PY
+run "cert table with an out-of-bounds length exits 2" 2 -- --report $R/genoa-tsm.report.bin --cert-table "$T/ct_bounds.bin"
+run "cert table without a terminator exits 2" 2 -- --report $R/genoa-tsm.report.bin --cert-table "$T/ct_noend.bin"
+run "cert table with data overlapping its entries exits 2" 2 -- --report $R/genoa-tsm.report.bin --cert-table "$T/ct_overlap.bin"
+run "genoa-tsm report with the milan-v3 VCEK fails signature" 1 signature=fail -- \
+	--report $R/genoa-tsm.report.bin --cert-table $R/genoa-tsm.certtable.bin --vcek $R/milan-v3.vcek.der
+
+# --- a self-made chain admitted with --trust-ark (as csvsm's simulated PSP) --
+# One RSA-4096 key serves the test ARK and ASK (keygen is slow); the VCEK is
+# P-384 with AMD's SPL/hwID/productName extensions; the report is v3 Milan
+# with REPORT_DATA = SHA-512(nonce || manifest), signed with openssl.
+S=$T/sim; mkdir -p "$S"
+DN="/OU=Engineering/C=US/L=Santa Clara/ST=CA/O=Advanced Micro Devices/CN"
+CHIP=$(python3 -c 'print(bytes(range(64)).hex())')
+HWID=$(python3 -c 'print(":".join("%02x" % i for i in range(64)))')
+{
+openssl genpkey -algorithm RSA -pkeyopt rsa_keygen_bits:4096 -out "$S/ca.key" &&
+openssl req -x509 -new -key "$S/ca.key" -out "$S/ark.pem" -days 365 -subj "$DN=ARK-Milan" -sha384 \
+	-sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:48 -sigopt rsa_mgf1_md:sha384 \
+	-addext "basicConstraints=critical,CA:true" -addext "keyUsage=critical,keyCertSign,cRLSign" &&
+openssl req -new -key "$S/ca.key" -out "$S/ask.csr" -subj "$DN=SEV-Milan" &&
+printf 'basicConstraints=critical,CA:true,pathlen:0\nkeyUsage=critical,keyCertSign\n' >"$S/ask.ext" &&
+openssl x509 -req -in "$S/ask.csr" -CA "$S/ark.pem" -CAkey "$S/ca.key" -set_serial 2 -days 365 \
+	-sha384 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:48 -sigopt rsa_mgf1_md:sha384 \
+	-extfile "$S/ask.ext" -out "$S/ask.pem" &&
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-384 -out "$S/vcek.key" &&
+openssl req -new -key "$S/vcek.key" -out "$S/vcek.csr" -subj "$DN=SEV-VCEK" &&
+cat >"$S/vcek.ext" <<EXT &&
+1.3.6.1.4.1.3704.1.1 = DER:02:01:01
+1.3.6.1.4.1.3704.1.2 = DER:16:08:4d:69:6c:61:6e:2d:42:30
+1.3.6.1.4.1.3704.1.3.1 = DER:02:01:04
+1.3.6.1.4.1.3704.1.3.2 = DER:02:01:00
+1.3.6.1.4.1.3704.1.3.3 = DER:02:01:18
+1.3.6.1.4.1.3704.1.3.8 = DER:02:02:00:db
+1.3.6.1.4.1.3704.1.4 = DER:$HWID
+EXT
+openssl x509 -req -in "$S/vcek.csr" -CA "$S/ask.pem" -CAkey "$S/ca.key" -set_serial 3 -days 365 \
+	-sha384 -sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:48 -sigopt rsa_mgf1_md:sha384 \
+	-extfile "$S/vcek.ext" -out "$S/vcek.pem"
+} >"$S/log" 2>&1 || { nok "test chain generation failed"; sed 's/^/# /' "$S/log" | tail -20; }
+printf 'csvsm services manifest (test)' >"$S/manifest.bin"
+NONCE=00112233445566778899aabbccddeeff
+python3 - "$S" "$NONCE" "$CHIP" <<'PY'
+import sys, struct, hashlib
+s, nonce, chip = sys.argv[1], bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3])
+r = bytearray(0x4A0)
+struct.pack_into("<IIQ", r, 0, 3, 0, 0x30000)
+struct.pack_into("<II", r, 0x30, 0, 1)
+tcb = bytes([4, 0, 0, 0, 0, 0, 24, 219])
+r[0x38:0x40] = tcb; r[0x180:0x188] = tcb; r[0x1E0:0x1E8] = tcb; r[0x1F0:0x1F8] = tcb
+r[0x50:0x90] = hashlib.sha512(nonce + open(s + "/manifest.bin", "rb").read()).digest()
+r[0x90:0xC0] = bytes([0x5A]) * 48
+r[0x188:0x18B] = bytes([0x19, 0x01, 0x01])
+r[0x1A0:0x1E0] = chip
+open(s + "/signed.bin", "wb").write(r[:0x2A0]); open(s + "/unsigned.bin", "wb").write(r)
+PY
+openssl dgst -sha384 -sign "$S/vcek.key" -out "$S/sig.der" "$S/signed.bin"
+python3 - "$S" <<'PY'
+import sys
+s = sys.argv[1]
+r = bytearray(open(s + "/unsigned.bin", "rb").read()); d = open(s + "/sig.der", "rb").read()
+def rd(d, i):                       # one DER INTEGER at i (short lengths only)
+    assert d[i] == 2; l = d[i + 1]; return int.from_bytes(d[i + 2:i + 2 + l], "big"), i + 2 + l
+assert d[0] == 0x30
+i = 2 if d[1] < 0x80 else 3
+R, i = rd(d, i); S_, i = rd(d, i)
+r[0x2A0:0x2A0 + 72] = R.to_bytes(72, "little"); r[0x2E8:0x2E8 + 72] = S_.to_bytes(72, "little")
+open(s + "/report.bin", "wb").write(r)
+PY
+SIM="--report $S/report.bin --vcek $S/vcek.pem --ask $S/ask.pem"
+run "test chain verifies with --trust-ark (nonce+manifest binding)" 0 parse=pass signature=pass chain=pass \
+	tcb=pass chip_id=pass report_data=pass -- $SIM --trust-ark "$S/ark.pem" --nonce $NONCE --manifest "$S/manifest.bin"
+run "test chain: the same root as --ark without --trust-ark fails chain (not pinned)" 1 chain=fail signature=pass -- \
+	$SIM --ark "$S/ark.pem"
+run "test chain: wrong nonce fails report_data" 1 report_data=fail -- \
+	$SIM --trust-ark "$S/ark.pem" --nonce ${NONCE}00 --manifest "$S/manifest.bin"
+printf 'tampered manifest' >"$S/manifest2.bin"
+run "test chain: other manifest fails report_data" 1 report_data=fail -- \
+	$SIM --trust-ark "$S/ark.pem" --nonce $NONCE --manifest "$S/manifest2.bin"
+run "test chain: AMD VCEK under the test ASK fails chain" 1 chain=fail -- \
+	--report $S/report.bin --vcek $R/milan-v3.vcek.der --ask $S/ask.pem --trust-ark "$S/ark.pem"
+run "test chain: test VCEK under AMD's Milan chain fails chain" 1 chain=fail signature=pass -- \
+	--report $S/report.bin --vcek $S/vcek.pem --roots $K
+
+# --- TPM quote check against tpm2_quote output from swtpm --------------------
+qtests() {
+	local Q=$T/quote PORT SPID rc
+	mkdir -p "$Q/state"
+	PORT=$(python3 -c 'import socket,random
+for _ in range(50):
+    p=random.randint(20000,60000)
+    try:
+        a=socket.socket(); a.bind(("127.0.0.1",p)); b=socket.socket(); b.bind(("127.0.0.1",p+1)); a.close(); b.close(); print(p); break
+    except OSError: pass')
+	swtpm socket --tpmstate dir="$Q/state" --tpm2 --server type=tcp,port=$PORT \
+		--ctrl type=tcp,port=$((PORT + 1)) --flags not-need-init,startup-clear >"$Q/swtpm.log" 2>&1 &
+	SPID=$!
+	export TPM2TOOLS_TCTI=swtpm:port=$PORT
+	for _ in 1 2 3 4 5 6 7 8 9 10; do tpm2_getrandom 4 >/dev/null 2>&1 && break; sleep 0.3; done
+	{
+	tpm2_createek -c "$Q/ek.ctx" -G rsa -u "$Q/ek.pub" && tpm2_flushcontext -t &&
+	tpm2_createak -C "$Q/ek.ctx" -c "$Q/ak.ctx" -G ecc -g sha256 -s ecdsa -u "$Q/ak.pem" -f pem -n "$Q/ak.name" &&
+	tpm2_flushcontext -t && tpm2_flushcontext -s &&
+	tpm2_createak -C "$Q/ek.ctx" -c "$Q/akr.ctx" -G rsa -g sha256 -s rsassa -u "$Q/akr.pem" -f pem -n "$Q/akr.name" &&
+	tpm2_flushcontext -t && tpm2_flushcontext -s &&
+	tpm2_pcrextend 0:sha256=$(printf '%064x' 1) &&
+	tpm2_quote -c "$Q/ak.ctx" -l sha256:0,1,2,7 -q 0011223344 -m "$Q/e.msg" -s "$Q/e.sig" -o "$Q/e.pcrs" -g sha256 &&
+	tpm2_flushcontext -t &&
+	tpm2_quote -c "$Q/akr.ctx" -l sha1:0,1,2,3+sha256:0,1,2,3,4,5,6,7,8,9,10,16 -q abcd -m "$Q/r.msg" \
+		-s "$Q/r.sig" -o "$Q/r.pcrs" -g sha256 &&
+	tpm2_checkquote -u "$Q/ak.pem" -m "$Q/e.msg" -s "$Q/e.sig" -f "$Q/e.pcrs" -g sha256 -q 0011223344 &&
+	tpm2_checkquote -u "$Q/akr.pem" -m "$Q/r.msg" -s "$Q/r.sig" -f "$Q/r.pcrs" -g sha256 -q abcd
+	} >"$Q/log" 2>&1; rc=$?
+	kill "$SPID" 2>/dev/null; wait "$SPID" 2>/dev/null
+	if [ $rc != 0 ]; then nok "quote: generating quotes with swtpm + tpm2_quote"; tail -5 "$Q/log" | sed 's/^/# /'; return; fi
+	local B="--report $R/milan-v3.report.bin $M3"
+	local E="--quote-msg $Q/e.msg --quote-sig $Q/e.sig --ak $Q/ak.pem"
+	run "quote: ECDSA P-256 quote verifies (tpm2_checkquote agrees)" 0 quote=pass -- \
+		$B $E --quote-pcrs "$Q/e.pcrs" --quote-nonce 0011223344
+	run "quote: RSASSA quote over sha1+sha256 banks, 16 PCRs, verifies" 0 quote=pass -- \
+		$B --quote-msg "$Q/r.msg" --quote-sig "$Q/r.sig" --ak "$Q/akr.pem" --quote-pcrs "$Q/r.pcrs" --quote-nonce abcd
+	run "quote: wrong nonce fails quote" 1 quote=fail -- $B $E --quote-pcrs "$Q/e.pcrs" --quote-nonce 0011223345
+	run "quote: wrong AK fails quote" 1 quote=fail -- \
+		$B --quote-msg "$Q/e.msg" --quote-sig "$Q/e.sig" --ak "$Q/akr.pem" --quote-pcrs "$Q/e.pcrs" --quote-nonce 0011223344
+	python3 - "$Q" <<'PY'
+import sys
+q = sys.argv[1]
+p = bytearray(open(q + "/e.pcrs", "rb").read()); p[142] ^= 1; open(q + "/bad.pcrs", "wb").write(p)
+m = bytearray(open(q + "/e.msg", "rb").read()); m[-1] ^= 1; open(q + "/bad.msg", "wb").write(m)
+open(q + "/short.msg", "wb").write(m[:20])
+PY
+	run "quote: a changed PCR value fails quote (pcrDigest)" 1 quote=fail -- \
+		$B $E --quote-pcrs "$Q/bad.pcrs" --quote-nonce 0011223344
+	run "quote: another quote's PCR selection fails quote" 1 quote=fail -- \
+		$B $E --quote-pcrs "$Q/r.pcrs" --quote-nonce 0011223344
+	run "quote: a changed message fails quote (signature)" 1 quote=fail -- \
+		$B --quote-msg "$Q/bad.msg" --quote-sig "$Q/e.sig" --ak "$Q/ak.pem" --quote-pcrs "$Q/e.pcrs" --quote-nonce 0011223344
+	run "quote: a truncated message fails quote" 1 quote=fail -- \
+		$B --quote-msg "$Q/short.msg" --quote-sig "$Q/e.sig" --ak "$Q/ak.pem" --quote-pcrs "$Q/e.pcrs" --quote-nonce 0011223344
+	run "quote: incomplete quote options exit 2" 2 -- $B $E --quote-nonce 0011223344
+}
+if command -v swtpm >/dev/null && command -v tpm2_quote >/dev/null && command -v tpm2_checkquote >/dev/null; then
+	qtests
+else
+	echo "# SKIP quote tests: swtpm or tpm2-tools not installed"
+fi
+
+# --- human output and exit codes without --json -----------------------------
+out=$("$V" --report $R/milan-v2.report.bin --vcek $R/milan-v2.vcek.der --roots $K); rc=$?
+if [ $rc = 0 ] && grep -q '^VERIFIED' <<<"$out" && grep -q '\[PASS\] signature' <<<"$out"; then
+	ok "human summary says VERIFIED"; else nok "human summary (rc=$rc)"; fi
+"$V" --report $R/milan-v3.report.bin $M3 --repeat 5 >/dev/null 2>"$T/rep"; rc=$?
+if [ $rc = 0 ] && grep -q 'reports/s' "$T/rep"; then ok "--repeat runs and reports a rate"; else nok "--repeat (rc=$rc)"; fi
+
+echo "1..$n"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,648 @@
+/*
+ * csvsm-measure: the expected SEV-SNP launch MEASUREMENT of a guest, with
+ * the command-line interface of virtee/sev-snp-measure (sevsnpmeasure/cli.py)
+ * so that its users can switch. Also computes csvsm's own sim launch digest
+ * (--mode csvsm-sim, docs/measure.md), which the simulated PSP reproduces.
+ *
+ * Exit status: 0 with the digest alone on stdout; 2 on a usage error; 1 when
+ * an input cannot be read or does not have what the mode needs.
+ */
+#include <attest/launch_digest.h>
+#include <attest/ovmf_meta.h>
+
+#include <elf.h>
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define EXIT_USAGE	      2
+#define CSVSM_MEASURE_VERSION "0.1"
+
+enum mode { MODE_SNP, MODE_SNP_OVMF_HASH, MODE_SNP_SVSM, MODE_CSVSM_SIM };
+
+struct vcpu_type {
+	const char *name;
+	unsigned family, model, stepping;
+};
+
+/* QEMU CPU models (interfaces digest §8.1; sevsnpmeasure/vcpu_types.py). */
+static const struct vcpu_type vcpu_types[] = {
+    {"EPYC", 23, 1, 2},		 {"EPYC-v1", 23, 1, 2},	      {"EPYC-v2", 23, 1, 2},
+    {"EPYC-IBPB", 23, 1, 2},	 {"EPYC-v3", 23, 1, 2},	      {"EPYC-v4", 23, 1, 2},
+    {"EPYC-Rome", 23, 49, 0},	 {"EPYC-Rome-v1", 23, 49, 0}, {"EPYC-Rome-v2", 23, 49, 0},
+    {"EPYC-Rome-v3", 23, 49, 0}, {"EPYC-Milan", 25, 1, 1},    {"EPYC-Milan-v1", 25, 1, 1},
+    {"EPYC-Milan-v2", 25, 1, 1}, {"EPYC-Genoa", 25, 17, 0},   {"EPYC-Genoa-v1", 25, 17, 0},
+};
+
+static const char *prog = "csvsm-measure";
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s --mode snp|snp:svsm|snp:ovmf-hash|csvsm-sim --ovmf FILE [options]\n"
+		"  --vcpus N                 number of vCPUs (snp, snp:svsm, csvsm-sim)\n"
+		"  --vcpu-type NAME          QEMU CPU model (EPYC-v4, EPYC-Milan, ...)\n"
+		"  --vcpu-sig N              CPUID(1).EAX signature\n"
+		"  --vcpu-family/--vcpu-model/--vcpu-stepping N\n"
+		"  --vmm-type qemu           (only QEMU is supported)\n"
+		"  --kernel FILE [--initrd FILE] [--append CMDLINE]\n"
+		"  --guest-features N        SEV_FEATURES (default 0x1)\n"
+		"  --snp-ovmf-hash HEX       precomputed OVMF hash (snp mode)\n"
+		"  --svsm FILE               SVSM image (snp:svsm) or csvsm ELF (csvsm-sim)\n"
+		"  --vars-size N | --vars-file FILE   OVMF vars size (snp:svsm)\n"
+		"  --output-format hex|base64\n"
+		"  --dump-vmsa               write vmsa<i>.bin to the current directory\n"
+		"  -v, --verbose             label the output line\n"
+		"  --version\n",
+		prog);
+}
+
+static int usage_err(const char *fmt, const char *arg)
+{
+	fprintf(stderr, "%s: ", prog);
+	fprintf(stderr, fmt, arg ? arg : "");
+	fputc('\n', stderr);
+	usage(stderr);
+	return EXIT_USAGE;
+}
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	*out = strtoull(s, &end, 0);
+	return (errno || *end) ? -1 : 0;
+}
+
+static int parse_hex(const char *s, uint8_t *out, size_t n)
+{
+	if (s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+		s += 2;
+	if (strlen(s) != 2 * n)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+		char b[3] = {s[2 * i], s[2 * i + 1], 0};
+		char *end;
+
+		if (!strchr("0123456789abcdefABCDEF", b[0]) ||
+		    !strchr("0123456789abcdefABCDEF", b[1]))
+			return -1;
+		v = (unsigned)strtoul(b, &end, 16);
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *buf = NULL;
+	size_t cap = 0, n = 0;
+
+	if (!f) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		return NULL;
+	}
+	for (;;) {
+		if (n == cap) {
+			uint8_t *nb;
+
+			cap = cap ? cap * 2 : 1 << 20;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				fprintf(stderr, "%s: %s: out of memory\n", prog, path);
+				goto fail;
+			}
+			buf = nb;
+		}
+		size_t r = fread(buf + n, 1, cap - n, f);
+
+		n += r;
+		if (r == 0) {
+			if (ferror(f)) {
+				fprintf(stderr, "%s: %s: read error\n", prog, path);
+				goto fail;
+			}
+			break;
+		}
+	}
+	fclose(f);
+	*len = n;
+	return buf ? buf : calloc(1, 1);
+fail:
+	free(buf);
+	fclose(f);
+	return NULL;
+}
+
+static uint32_t cpu_sig(uint64_t family, uint64_t model, uint64_t stepping)
+{
+	uint32_t fam_lo = family > 0xF ? 0xF : (uint32_t)family;
+	uint32_t fam_hi = family > 0xF ? (uint32_t)(family - 0xF) & 0xFF : 0;
+
+	return (fam_hi << 20) | ((uint32_t)(model >> 4) & 0xF) << 16 | (fam_lo << 8) |
+	       ((uint32_t)model & 0xF) << 4 | ((uint32_t)stepping & 0xF);
+}
+
+static void print_digest(const uint8_t *d, size_t n, bool base64)
+{
+	static const char b64[] =
+	    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+	if (!base64) {
+		for (size_t i = 0; i < n; i++)
+			printf("%02x", d[i]);
+		putchar('\n');
+		return;
+	}
+	for (size_t i = 0; i < n; i += 3) {
+		uint32_t v = (uint32_t)d[i] << 16;
+		size_t left = n - i;
+
+		if (left > 1)
+			v |= (uint32_t)d[i + 1] << 8;
+		if (left > 2)
+			v |= d[i + 2];
+		putchar(b64[(v >> 18) & 63]);
+		putchar(b64[(v >> 12) & 63]);
+		putchar(left > 1 ? b64[(v >> 6) & 63] : '=');
+		putchar(left > 2 ? b64[v & 63] : '=');
+	}
+	putchar('\n');
+}
+
+static int load_firmware(const char *path, uint8_t **img, size_t *len, struct ovmf_info *info,
+			 bool need_meta)
+{
+	int rc;
+
+	*img = read_file(path, len);
+	if (!*img)
+		return 1;
+	if (*len == 0 || *len % PAGE_SIZE || *len > LD_FOUR_GB) {
+		fprintf(stderr, "%s: %s: size %zu is not a non-zero multiple of 4096 below 4 GiB\n",
+			prog, path, *len);
+		return 1;
+	}
+	rc = ovmf_info_parse(*img, *len, info);
+	if (rc && (need_meta || rc != OVMF_META_ERR_NO_FOOTER)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, ovmf_meta_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+#define MAX_SEGS 32
+
+/* PT_LOAD segments of csvsm's ELF, bounds-checked against the file. */
+static int elf_segments(const char *path, const uint8_t *img, size_t len, struct ld_segment *segs,
+			size_t *n)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
+
+	*n = 0;
+	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
+	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB) {
+		fprintf(stderr, "%s: %s: not a little-endian ELF64 file\n", prog, path);
+		return 1;
+	}
+	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > len ||
+	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff) {
+		fprintf(stderr, "%s: %s: bad program header table\n", prog, path);
+		return 1;
+	}
+	for (unsigned i = 0; i < eh->e_phnum; i++) {
+		Elf64_Phdr ph;
+
+		memcpy(&ph, img + eh->e_phoff + i * sizeof(ph), sizeof(ph));
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset ||
+		    ph.p_filesz > ph.p_memsz) {
+			fprintf(stderr, "%s: %s: PT_LOAD %u outside the file\n", prog, path, i);
+			return 1;
+		}
+		if (*n == MAX_SEGS) {
+			fprintf(stderr, "%s: %s: too many PT_LOAD segments\n", prog, path);
+			return 1;
+		}
+		segs[*n] = (struct ld_segment){.paddr = ph.p_paddr,
+					       .data = img + ph.p_offset,
+					       .filesz = ph.p_filesz,
+					       .memsz = ph.p_memsz};
+		(*n)++;
+	}
+	if (*n == 0) {
+		fprintf(stderr, "%s: %s: no PT_LOAD segment\n", prog, path);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * --dump-vmsa: write vmsa<i>.bin in the current directory, the pages the
+ * digest measured (guest.py dump_vmsa).
+ */
+static int write_vmsas(enum mode mode, uint32_t vcpus, uint32_t sig, uint64_t features,
+		       const struct ovmf_info *info, size_t ovmf_len, size_t svsm_len,
+		       uint64_t vars_size)
+{
+	static uint8_t page[PAGE_SIZE];
+
+	for (uint32_t i = 0; i < vcpus; i++) {
+		char name[32];
+		FILE *f;
+
+		if (mode == MODE_SNP_SVSM)
+			launch_digest_build_vmsa_svsm(page,
+						      LD_FOUR_GB - ovmf_len - vars_size - svsm_len +
+							  info->svsm_entry_off,
+						      features, sig);
+		else
+			launch_digest_build_vmsa(page, i == 0 ? LD_BSP_EIP : info->reset_eip,
+						 features, sig);
+		snprintf(name, sizeof(name), "vmsa%u.bin", i);
+		f = fopen(name, "wb");
+		if (!f || fwrite(page, 1, PAGE_SIZE, f) != PAGE_SIZE || fclose(f)) {
+			fprintf(stderr, "%s: %s: %s\n", prog, name, strerror(errno));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+enum {
+	OPT_MODE = 256,
+	OPT_VCPUS,
+	OPT_VCPU_TYPE,
+	OPT_VCPU_SIG,
+	OPT_VCPU_FAMILY,
+	OPT_VCPU_MODEL,
+	OPT_VCPU_STEPPING,
+	OPT_VMM_TYPE,
+	OPT_OVMF,
+	OPT_KERNEL,
+	OPT_INITRD,
+	OPT_APPEND,
+	OPT_GUEST_FEATURES,
+	OPT_SNP_OVMF_HASH,
+	OPT_SVSM,
+	OPT_VARS_SIZE,
+	OPT_VARS_FILE,
+	OPT_OUTPUT_FORMAT,
+	OPT_DUMP_VMSA,
+	OPT_VERSION,
+};
+
+static const struct option long_opts[] = {
+    {"mode", required_argument, NULL, OPT_MODE},
+    {"vcpus", required_argument, NULL, OPT_VCPUS},
+    {"vcpu-type", required_argument, NULL, OPT_VCPU_TYPE},
+    {"vcpu-sig", required_argument, NULL, OPT_VCPU_SIG},
+    {"vcpu-family", required_argument, NULL, OPT_VCPU_FAMILY},
+    {"vcpu-model", required_argument, NULL, OPT_VCPU_MODEL},
+    {"vcpu-stepping", required_argument, NULL, OPT_VCPU_STEPPING},
+    {"vmm-type", required_argument, NULL, OPT_VMM_TYPE},
+    {"ovmf", required_argument, NULL, OPT_OVMF},
+    {"kernel", required_argument, NULL, OPT_KERNEL},
+    {"initrd", required_argument, NULL, OPT_INITRD},
+    {"append", required_argument, NULL, OPT_APPEND},
+    {"guest-features", required_argument, NULL, OPT_GUEST_FEATURES},
+    {"snp-ovmf-hash", required_argument, NULL, OPT_SNP_OVMF_HASH},
+    {"svsm", required_argument, NULL, OPT_SVSM},
+    {"vars-size", required_argument, NULL, OPT_VARS_SIZE},
+    {"vars-file", required_argument, NULL, OPT_VARS_FILE},
+    {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
+    {"dump-vmsa", no_argument, NULL, OPT_DUMP_VMSA},
+    {"verbose", no_argument, NULL, 'v'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+int main(int argc, char **argv)
+{
+	const char *mode_s = NULL, *vcpu_type = NULL, *ovmf_path = NULL, *kernel = NULL;
+	const char *initrd = NULL, *append = NULL, *svsm_path = NULL, *vars_file = NULL;
+	const char *seed_s = NULL;
+	uint64_t vcpus = 0, sig = 0, fam = 0, model = 0, step = 0, features = 0x1, vars_size = 0;
+	bool have_vcpus = false, have_sig = false, have_fam = false, have_model = false;
+	bool have_step = false, have_vars_size = false, base64 = false;
+	bool verbose = false, dump_vmsa = false;
+	uint8_t seed[LD_SHA384_LEN], digest[LD_SHA384_LEN];
+	uint8_t *ovmf = NULL, *svsm = NULL;
+	size_t ovmf_len = 0, svsm_len = 0;
+	static struct ovmf_info ovmf_info, svsm_info;
+	enum mode mode;
+	int c, rc = 1;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "hv", long_opts, NULL)) != -1) {
+		uint64_t *num = NULL;
+		bool *flag = NULL;
+
+		switch (c) {
+		case OPT_MODE:
+			mode_s = optarg;
+			break;
+		case OPT_VCPUS:
+			num = &vcpus;
+			flag = &have_vcpus;
+			break;
+		case OPT_VCPU_TYPE:
+			vcpu_type = optarg;
+			break;
+		case OPT_VCPU_SIG:
+			num = &sig;
+			flag = &have_sig;
+			break;
+		case OPT_VCPU_FAMILY:
+			num = &fam;
+			flag = &have_fam;
+			break;
+		case OPT_VCPU_MODEL:
+			num = &model;
+			flag = &have_model;
+			break;
+		case OPT_VCPU_STEPPING:
+			num = &step;
+			flag = &have_step;
+			break;
+		case OPT_VMM_TYPE:
+			if (strcasecmp(optarg, "qemu"))
+				return usage_err("unsupported --vmm-type '%s' (only qemu)", optarg);
+			break;
+		case OPT_OVMF:
+			ovmf_path = optarg;
+			break;
+		case OPT_KERNEL:
+			kernel = optarg;
+			break;
+		case OPT_INITRD:
+			initrd = optarg;
+			break;
+		case OPT_APPEND:
+			append = optarg;
+			break;
+		case OPT_GUEST_FEATURES:
+			if (parse_u64(optarg, &features))
+				return usage_err("bad --guest-features '%s'", optarg);
+			break;
+		case OPT_SNP_OVMF_HASH:
+			seed_s = optarg;
+			break;
+		case OPT_SVSM:
+			svsm_path = optarg;
+			break;
+		case OPT_VARS_SIZE:
+			num = &vars_size;
+			flag = &have_vars_size;
+			break;
+		case OPT_VARS_FILE:
+			vars_file = optarg;
+			break;
+		case OPT_OUTPUT_FORMAT:
+			if (!strcmp(optarg, "base64"))
+				base64 = true;
+			else if (strcmp(optarg, "hex"))
+				return usage_err("bad --output-format '%s' (hex|base64)", optarg);
+			break;
+		case OPT_DUMP_VMSA:
+			dump_vmsa = true;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case OPT_VERSION:
+			printf("%s %s\n", prog, CSVSM_MEASURE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return usage_err("unknown or incomplete option '%s'", argv[optind - 1]);
+		}
+		if (num && parse_u64(optarg, num))
+			return usage_err("bad number '%s'", optarg);
+		if (flag)
+			*flag = true;
+	}
+	if (optind < argc)
+		return usage_err("unexpected argument '%s'", argv[optind]);
+
+	if (!mode_s)
+		return usage_err("--mode is required%s", NULL);
+	if (!strcmp(mode_s, "snp"))
+		mode = MODE_SNP;
+	else if (!strcmp(mode_s, "snp:ovmf-hash"))
+		mode = MODE_SNP_OVMF_HASH;
+	else if (!strcmp(mode_s, "snp:svsm"))
+		mode = MODE_SNP_SVSM;
+	else if (!strcmp(mode_s, "csvsm-sim"))
+		mode = MODE_CSVSM_SIM;
+	else
+		return usage_err("unsupported --mode '%s'", mode_s);
+	if (!ovmf_path)
+		return usage_err("--ovmf is required%s", NULL);
+
+	if (mode != MODE_SNP_OVMF_HASH) {
+		const struct vcpu_type *vt = NULL;
+
+		if (!have_vcpus || vcpus == 0 || vcpus > 512)
+			return usage_err("--vcpus N (1..512) is required%s", NULL);
+		if (vcpu_type) {
+			for (size_t i = 0; i < ARRAY_SIZE(vcpu_types); i++)
+				if (!strcasecmp(vcpu_types[i].name, vcpu_type))
+					vt = &vcpu_types[i];
+			if (!vt)
+				return usage_err("unknown --vcpu-type '%s'", vcpu_type);
+		}
+		/* sev-snp-measure cli.py precedence: family/model/stepping, then
+		 * --vcpu-sig, then --vcpu-type. */
+		if (have_fam || have_model || have_step) {
+			if (!have_fam || !have_model || !have_step)
+				return usage_err(
+				    "--vcpu-family, --vcpu-model and --vcpu-stepping go together%s",
+				    NULL);
+			if (fam > 0xFF + 0xF || model > 0xFF || step > 0xF)
+				return usage_err("vCPU family/model/stepping out of range%s", NULL);
+			sig = cpu_sig(fam, model, step);
+		} else if (have_sig) {
+			if (sig > 0xFFFFFFFFULL)
+				return usage_err("--vcpu-sig does not fit 32 bits%s", NULL);
+		} else if (vt) {
+			sig = cpu_sig(vt->family, vt->model, vt->stepping);
+		} else if (mode == MODE_CSVSM_SIM) {
+			sig = cpu_sig(23, 1, 2); /* the sim runs -cpu EPYC */
+		} else {
+			return usage_err("one of --vcpu-type, --vcpu-sig, "
+					 "--vcpu-family/model/stepping is required%s",
+					 NULL);
+		}
+	}
+	/* Python tests these arguments' truthiness: an empty string is absent. */
+	if (kernel && !*kernel)
+		kernel = NULL;
+	if (initrd && !*initrd)
+		initrd = NULL;
+	if (append && !*append)
+		append = NULL;
+	if ((initrd || append) && !kernel) {
+		/* sev-snp-measure ignores them too; say so. */
+		fprintf(stderr, "%s: warning: --initrd/--append ignored without --kernel\n", prog);
+		initrd = append = NULL;
+	}
+	if (kernel && mode != MODE_SNP)
+		return usage_err("--kernel is only supported in snp mode%s", NULL);
+	if (seed_s) {
+		if (mode != MODE_SNP)
+			return usage_err("--snp-ovmf-hash works only with --mode snp%s", NULL);
+		if (parse_hex(seed_s, seed, sizeof(seed)))
+			return usage_err("bad --snp-ovmf-hash '%s' (96 hex digits)", seed_s);
+	}
+	if ((mode == MODE_SNP_SVSM || mode == MODE_CSVSM_SIM) && !svsm_path)
+		return usage_err("--svsm is required in this mode%s", NULL);
+	if (mode == MODE_SNP_SVSM && !have_vars_size && !vars_file)
+		return usage_err("--vars-size or --vars-file is required in snp:svsm mode%s", NULL);
+	if (have_vars_size && vars_file)
+		return usage_err("give --vars-size or --vars-file, not both%s", NULL);
+
+	if (load_firmware(ovmf_path, &ovmf, &ovmf_len, &ovmf_info,
+			  mode == MODE_SNP || mode == MODE_CSVSM_SIM))
+		goto out;
+
+	switch (mode) {
+	case MODE_SNP_OVMF_HASH:
+		rc = launch_digest_ovmf_hash(&ld_hash_mbedtls, ovmf, ovmf_len, digest);
+		break;
+	case MODE_SNP: {
+		static uint8_t hpage[PAGE_SIZE];
+		struct ld_snp_launch p = {
+		    .ovmf = ovmf,
+		    .ovmf_len = ovmf_len,
+		    .info = &ovmf_info,
+		    .seed = seed_s ? seed : NULL,
+		    .vcpus = (uint32_t)vcpus,
+		    .vcpu_sig = (uint32_t)sig,
+		    .guest_features = features,
+		};
+
+		if (kernel) {
+			uint8_t hk[LD_SHA256_LEN], hi[LD_SHA256_LEN], hc[LD_SHA256_LEN];
+			uint8_t *buf;
+			size_t n;
+
+			if (!ovmf_info.has_hash_table) {
+				fprintf(stderr,
+					"%s: %s: no SEV hash table entry in the footer table\n",
+					prog, ovmf_path);
+				goto out;
+			}
+			if (!ovmf_info_has_section(&ovmf_info, OVMF_SECTION_SNP_KERNEL_HASHES)) {
+				fprintf(stderr, "%s: %s: %s\n", prog, ovmf_path,
+					launch_digest_strerror(LD_ERR_NO_HASHES));
+				goto out;
+			}
+			if (!(buf = read_file(kernel, &n)))
+				goto out;
+			ld_sha256_mbedtls(buf, n, hk);
+			free(buf);
+			if (initrd) {
+				if (!(buf = read_file(initrd, &n)))
+					goto out;
+				ld_sha256_mbedtls(buf, n, hi);
+				free(buf);
+			} else {
+				ld_sha256_mbedtls("", 0, hi);
+			}
+			/* The command line is hashed with its terminating NUL. */
+			ld_sha256_mbedtls(append ? append : "", append ? strlen(append) + 1 : 1,
+					  hc);
+			if (launch_digest_hashes_page(hpage, ovmf_info.hash_table_gpa & 0xFFF, hk,
+						      hi, hc)) {
+				fprintf(stderr, "%s: %s: SEV hash table does not fit its page\n",
+					prog, ovmf_path);
+				goto out;
+			}
+			p.hashes_page = hpage;
+		}
+		rc = launch_digest_snp(&ld_hash_mbedtls, &p, digest);
+		break;
+	}
+	case MODE_SNP_SVSM: {
+		struct ld_svsm_launch p = {
+		    .ovmf = ovmf,
+		    .ovmf_len = ovmf_len,
+		    .vcpus = (uint32_t)vcpus,
+		    .vcpu_sig = (uint32_t)sig,
+		    /* guest.py svsm_calc_launch_digest ignores --guest-features:
+		     * VMSA_SVSM always has SEV_FEATURES = SNPActive. */
+		    .guest_features = 0x1,
+		};
+
+		if (vars_file) {
+			uint8_t *buf = read_file(vars_file, &svsm_len);
+
+			if (!buf)
+				goto out;
+			free(buf);
+			vars_size = svsm_len;
+		}
+		if (load_firmware(svsm_path, &svsm, &svsm_len, &svsm_info, true))
+			goto out;
+		p.svsm = svsm;
+		p.svsm_len = svsm_len;
+		p.svsm_info = &svsm_info;
+		p.vars_size = vars_size;
+		rc = launch_digest_svsm(&ld_hash_mbedtls, &p, digest);
+		break;
+	}
+	case MODE_CSVSM_SIM: {
+		struct ld_segment segs[MAX_SEGS];
+		size_t n;
+		struct ld_sim_launch p = {
+		    .ovmf = ovmf,
+		    .ovmf_len = ovmf_len,
+		    .info = &ovmf_info,
+		    .vcpus = (uint32_t)vcpus,
+		    .vcpu_sig = (uint32_t)sig,
+		    .guest_features = features,
+		};
+
+		if (!(svsm = read_file(svsm_path, &svsm_len)))
+			goto out;
+		if (elf_segments(svsm_path, svsm, svsm_len, segs, &n))
+			goto out;
+		p.segs = segs;
+		p.n_segs = n;
+		rc = launch_digest_csvsm_sim(&ld_hash_mbedtls, &p, digest);
+		break;
+	}
+	}
+	if (rc) {
+		fprintf(stderr, "%s: %s\n", prog, launch_digest_strerror(rc));
+		rc = 1;
+		goto out;
+	}
+	if (verbose && mode != MODE_SNP_OVMF_HASH)
+		printf("Calculated %s guest measurement: ", mode == MODE_SNP_SVSM ? "SEV_SNP_SVSM"
+							    : mode == MODE_CSVSM_SIM ? "CSVSM_SIM"
+										     : "SEV_SNP");
+	print_digest(digest, sizeof(digest), base64);
+	rc = 0;
+	if (dump_vmsa && mode != MODE_SNP_OVMF_HASH)
+		rc = write_vmsas(
+		    mode, (uint32_t)vcpus, (uint32_t)sig, mode == MODE_SNP_SVSM ? 0x1 : features,
+		    mode == MODE_SNP_SVSM ? &svsm_info : &ovmf_info, ovmf_len, svsm_len, vars_size);
+out:
+	free(ovmf);
+	free(svsm);
+	return rc;
+}
