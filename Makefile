@@ -107,9 +107,10 @@ test: deps
 	$(MAKE) all
 	SHARED=$(SHARED) tests/run.sh $(UNIT_BINS) $(TEST_SCRIPTS)
 
+PROBE ?= build/probe.efi
 run: deps
 	$(MAKE) all
-	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) $(RUN_ARGS)
+	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)")
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

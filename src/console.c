@@ -85,3 +85,11 @@ __noreturn void panic(const char *fmt, ...)
 	for (;;)
 		cpu_halt();
 }
+
+/* Bytes the guest writes to its emulated COM1, passed through whole (no CR insertion). */
+void con_guest_putc(char c)
+{
+	lock();
+	putc_raw(c);
+	unlock();
+}

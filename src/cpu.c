@@ -155,3 +155,57 @@ bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size)
 	}
 	return false;
 }
+
+/*
+ * csvsm's own bulk reads (the OVMF image, the probe) use the fw_cfg DMA
+ * interface when QEMU offers it (FW_CFG_ID bit 1); the guest never gets
+ * DMA (src/platform/sim_fwcfg.c). Fields are big-endian (fw_cfg.txt).
+ */
+#define FW_CFG_ID          0x0001
+#define FW_CFG_DMA_ADDR_HI 0x514
+#define FW_CFG_DMA_ADDR_LO 0x518
+#define FW_CFG_DMA_ERROR   0x01
+#define FW_CFG_DMA_READ    0x02
+#define FW_CFG_DMA_SELECT  0x08
+
+struct fw_cfg_dma {
+	uint32_t control, length;
+	uint64_t address;
+} __aligned(16);
+
+static uint32_t bswap32(uint32_t v) { return __builtin_bswap32(v); }
+
+static bool fw_cfg_dma_read(uint16_t key, void *buf, uint32_t len)
+{
+	static struct fw_cfg_dma d;
+	uint32_t id;
+	fw_cfg_read(FW_CFG_ID, &id, 4);
+	if (!(id & 2))
+		return false;
+	d.control = bswap32((uint32_t)key << 16 | FW_CFG_DMA_SELECT | FW_CFG_DMA_READ);
+	d.length = bswap32(len);
+	d.address = __builtin_bswap64((uint64_t)(uintptr_t)buf);
+	uint64_t pa = (uint64_t)(uintptr_t)&d;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	outl(FW_CFG_DMA_ADDR_HI, bswap32((uint32_t)(pa >> 32)));
+	outl(FW_CFG_DMA_ADDR_LO, bswap32((uint32_t)pa));
+	for (uint64_t i = 0; i < 100000000ULL; i++) {
+		uint32_t c = bswap32(__atomic_load_n(&d.control, __ATOMIC_ACQUIRE));
+		if (c == 0)
+			return true;
+		if (c & FW_CFG_DMA_ERROR)
+			return false;
+		cpu_relax();
+	}
+	return false;
+}
+
+bool fw_cfg_load_file(const char *name, void *buf, uint32_t max, uint32_t *size)
+{
+	uint16_t key;
+	if (!fw_cfg_find(name, &key, size) || *size > max)
+		return false;
+	if (!fw_cfg_dma_read(key, buf, *size))
+		fw_cfg_read(key, buf, *size);
+	return true;
+}

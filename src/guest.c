@@ -1,15 +1,95 @@
 /*
- * Boot phase 3+: the guest. Until the guest launch lands (issue 3), csvsm
- * ends the VM with a success status once memory is accepted.
+ * Boot phase 5: prepare the guest firmware and hand it to the platform.
+ * csvsm reads OVMF (sim: fw_cfg file opt/csvsm/ovmf), parses its SEV
+ * metadata (reference §8.1) to learn where the secrets page and the calling
+ * area go, places a copy of the secrets page there with the SVSM fields
+ * filled and VMPCK0..VMPCK(guest VMPL - 1) cleared (reference §1.6), and
+ * starts it at the guest VMPL.
  */
+#include "attest/ovmf_meta.h"
 #include "csvsm/boot.h"
 #include "csvsm/console.h"
+#include "csvsm/cpu.h"
 #include "csvsm/platform.h"
+#include "csvsm/string.h"
+#include "mm/guest_mem.h"
+#include "mm/memmap.h"
+#include "mm/pool.h"
+#include "snp/secrets.h"
 
-uint64_t boot_heap_bytes(void) { return 0; }
+#define FW_MAX    (4U << 20)
+#define PROBE_MAX (4U << 20)
+
+uint64_t boot_heap_bytes(void) { return FW_MAX + PAGE_SIZE_2M + PROBE_MAX; }
+
+static struct ovmf_info fw_info;
+static struct guest_launch gl;
+/* csvsm's own secrets page (sim: made up here as the launch would; snp: the PSP's). */
+static struct snp_secrets_page secrets __aligned(4096);
+
+static gpa_t meta_gpa(uint32_t type)
+{
+	for (uint32_t i = 0; i < fw_info.meta.n_items; i++)
+		if (fw_info.meta.items[i].type == type)
+			return fw_info.meta.items[i].gpa;
+	return 0;
+}
+
+static void place_secrets(void)
+{
+	struct snp_secrets_page copy;
+	if (!random_bytes(secrets.vmpck, sizeof(secrets.vmpck)))
+		panic("no entropy for the VMPCKs");
+	secrets.version = 3;
+	memcpy(&copy, &secrets, sizeof(copy));
+	for (unsigned i = 0; i < gl.vmpl && i < SNP_VMPCK_COUNT; i++)
+		memzero_explicit(copy.vmpck[i], SNP_VMPCK_SIZE);
+	copy.svsm_base = boot.csvsm_start;
+	copy.svsm_size = boot.csvsm_end - boot.csvsm_start;
+	copy.svsm_caa = gl.caa;
+	copy.svsm_max_version = 1;
+	copy.svsm_guest_vmpl = (uint8_t)gl.vmpl;
+	if (guest_write(gl.secrets_gpa, &copy, sizeof(copy)) != 0)
+		panic("secrets page GPA 0x%llx is not guest RAM", (unsigned long long)gl.secrets_gpa);
+	memzero_explicit(&copy, sizeof(copy));
+}
 
 __noreturn void boot_guest(void)
 {
-	boot_phase("guest", "no guest to launch yet; ending the VM");
-	platform->terminate(true, 0, 0);
+	uint32_t size = 0;
+	guest_mem_init(boot.memmap);
+	if (!platform->launch_guest) {
+		boot_phase("guest", "this platform cannot launch a guest yet; ending the VM");
+		platform->terminate(true, 0, 0);
+	}
+	uint8_t *fw = pool_alloc(FW_MAX, PAGE_SIZE_2M);
+	if (!fw_cfg_present() || !fw_cfg_load_file("opt/csvsm/ovmf", fw, FW_MAX, &size)) {
+		boot_phase("guest", "no firmware given (fw_cfg opt/csvsm/ovmf); ending the VM");
+		platform->terminate(true, 0, 0);
+	}
+	int rc = ovmf_info_parse(fw, size, &fw_info);
+	if (rc != OVMF_META_OK || !IS_ALIGNED(size, PAGE_SIZE) || !fw_info.has_sev_meta) {
+		con_printf("csvsm: firmware: %s\n", ovmf_meta_strerror(rc));
+		panic("the firmware has no usable SEV metadata");
+	}
+	gl = (struct guest_launch){.mm = boot.memmap, .vmpl = boot.guest_vmpl, .fw = fw,
+				   .fw_size = size, .fw_gpa = (4ULL << 30) - size};
+	gl.secrets_gpa = meta_gpa(OVMF_SECTION_SNP_SECRETS);
+	/* edk2 before 2024 has no SVSM_CAA section: use its CPUID page, unused on sim. */
+	gl.caa = meta_gpa(OVMF_SECTION_SVSM_CAA);
+	if (!gl.caa)
+		gl.caa = meta_gpa(OVMF_SECTION_CPUID);
+	if (!gl.secrets_gpa || !gl.caa || guest_mem_check(gl.caa, PAGE_SIZE))
+		panic("firmware metadata names no usable secrets page / calling area");
+	static const uint8_t zero_ca[8];
+	guest_write(gl.caa, zero_ca, sizeof(zero_ca));
+	place_secrets();
+	uint8_t *probe = pool_alloc(PROBE_MAX, PAGE_SIZE);
+	if (fw_cfg_load_file("opt/csvsm/probe", probe, PROBE_MAX, &gl.probe_size))
+		gl.probe = probe;
+	boot_phase("guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx; kernel %s (%u KiB)",
+		   size >> 10, (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
+		   (unsigned long long)gl.caa, gl.probe ? "opt/csvsm/probe" : "none",
+		   gl.probe_size >> 10);
+	platform->launch_guest(&gl);
 }

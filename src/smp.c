@@ -70,3 +70,10 @@ void smp_run_on_all(void (*fn)(struct percpu *))
 	while (__atomic_load_n(&smp_done, __ATOMIC_ACQUIRE) != cpu_count - 1)
 		cpu_relax();
 }
+
+void smp_dispatch_aps(void (*fn)(struct percpu *))
+{
+	smp_work = fn;
+	for (unsigned i = 1; i < cpu_count; i++)
+		__atomic_fetch_add(&percpus[i].go, 1, __ATOMIC_RELEASE);
+}

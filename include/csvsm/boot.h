@@ -20,6 +20,19 @@ void boot_phase(const char *phase, const char *fmt, ...) __attribute__((format(p
 uint64_t boot_heap_bytes(void);
 /* Pre-accept all guest memory on all vCPUs and print the results (src/accept_boot.c). */
 void accept_all(const struct memmap *mm);
+/* What csvsm prepared for the guest (src/guest.c) and hands to platform->launch_guest. */
+struct guest_launch {
+	const struct memmap *mm;
+	unsigned vmpl;
+	gpa_t caa;                 /* boot calling area */
+	gpa_t secrets_gpa;         /* where the secrets page copy was placed */
+	const uint8_t *fw;         /* the OVMF image (csvsm's copy) */
+	uint64_t fw_size;
+	gpa_t fw_gpa;              /* where the guest sees it: 4 GiB - size */
+	const uint8_t *probe;      /* the guest's kernel (sim: the probe), or NULL */
+	uint32_t probe_size;
+};
+
 /* Start the guest; never returns (src/guest.c). */
 __noreturn void boot_guest(void);
 

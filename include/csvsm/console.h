@@ -10,6 +10,7 @@
 #include "csvsm/types.h"
 
 void con_write(const char *s, size_t n);
+void con_guest_putc(char c);
 int con_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int con_vprintf(const char *fmt, va_list ap);
 /* Fixed-buffer formatting shared by the image and host (src/fmt.c). */

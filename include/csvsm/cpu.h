@@ -29,9 +29,13 @@ uint16_t fw_cfg_read16(uint16_t key);
 /* Finds a named file; returns its key and size. */
 bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size);
 void fw_cfg_read(uint16_t key, void *buf, uint32_t len);
+/* Reads the named file into buf (at most max bytes; DMA when offered). false if absent/too big. */
+bool fw_cfg_load_file(const char *name, void *buf, uint32_t max, uint32_t *size);
 
 /* SMP bring-up (src/smp.c). */
 unsigned smp_start_aps(unsigned wanted);
 void smp_run_on_all(void (*fn)(struct percpu *));
+/* Hand fn to every AP without waiting (fn may never return). */
+void smp_dispatch_aps(void (*fn)(struct percpu *));
 
 #endif

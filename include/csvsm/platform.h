@@ -13,6 +13,7 @@
 struct ghcb;
 struct percpu;
 struct memmap;
+struct guest_launch;
 
 struct platform_ops {
 	const char *name;
@@ -30,6 +31,9 @@ struct platform_ops {
 	void (*ghcb_call)(struct percpu *cpu, struct ghcb *ghcb);
 	/* Start secondary vCPU `cpu` at csvsm's AP entry; returns 0 or -1. */
 	int (*start_ap)(struct percpu *cpu);
+	/* Run the guest firmware described by `gl` at its VMPL and serve it; never returns.
+	 * NULL: this platform cannot launch a guest yet. */
+	__noreturn void (*launch_guest)(const struct guest_launch *gl);
 	/* End the VM: success (code 0) or failure with a GHCB reason set/code. */
 	__noreturn void (*terminate)(bool success, unsigned reason_set, unsigned reason_code);
 };

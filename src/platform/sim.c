@@ -10,7 +10,10 @@
 #include "csvsm/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/platform.h"
+#include "csvsm/boot.h"
+#include "csvsm/sim_guest.h"
 #include "csvsm/sim_hv.h"
+#include "sim_svm.h"
 #include "csvsm/string.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
@@ -65,7 +68,23 @@ static int sim_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchang
 
 static int sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
 {
-	return rmp_adjust((gpa_t)va, size, attrs);
+	int rc = rmp_adjust((gpa_t)va, size, attrs);
+	/* The guest's nested page tables follow the RMP's VMPL permissions. */
+	if (rc == 0)
+		sim_npt_sync((gpa_t)va, size == RMP_PG_SIZE_2M ? PAGE_SIZE_2M : PAGE_SIZE);
+	return rc;
+}
+
+static __noreturn void sim_launch_guest(const struct guest_launch *gl)
+{
+	/* The firmware is part of the launch: its pages are the guest's, at its VMPL. */
+	struct sim_io_config io = {.probe = gl->probe, .probe_size = gl->probe_size, .mm = gl->mm};
+	sim_io_init(&io);
+	struct sim_guest_config gc = {.mm = gl->mm, .vmpl = gl->vmpl, .caa = gl->caa,
+				      .flash_gpa = gl->fw_gpa,
+				      .flash_hpa = (gpa_t)(uintptr_t)gl->fw,
+				      .flash_size = gl->fw_size};
+	sim_guest_start(&gc);
 }
 
 static uint64_t sim_ghcb_msr_call(uint64_t request) { return sim_hv_msr_protocol(request); }
@@ -139,5 +158,6 @@ const struct platform_ops platform_sim = {
 	.ghcb_msr_call = sim_ghcb_msr_call,
 	.ghcb_call = sim_ghcb_call,
 	.start_ap = sim_start_ap,
+	.launch_guest = sim_launch_guest,
 	.terminate = sim_terminate,
 };

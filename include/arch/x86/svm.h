@@ -136,6 +136,7 @@ _Static_assert(offsetof(struct vmcb, save) == 0x400, "APM: save area at 0x400");
 #define SVM_EXIT_EXCP_BASE  0x040
 #define SVM_EXIT_INTR       0x060
 #define SVM_EXIT_NMI        0x061
+#define SVM_EXIT_SMI        0x062
 #define SVM_EXIT_INIT       0x063
 #define SVM_EXIT_CPUID_CODE 0x072
 #define SVM_EXIT_HLT        0x078

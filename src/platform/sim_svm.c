@@ -1,0 +1,764 @@
+/*
+ * sim platform: csvsm as an AMD-SVM host running the guest firmware (OVMF)
+ * at an emulated VMPL (sim notes §3, §5). Nested page tables stand in for
+ * the RMP's VMPL permissions and are derived from the RMP model, so a guest
+ * CPU access to csvsm memory (or any page not granted to its VMPL) exits as
+ * #NPF and gets #GP(0) injected. VMGEXIT (`rep vmmcall`, 4 bytes: no NRIP on
+ * TCG, pitfall 1) reaches the same SVSM request code the snp platform uses.
+ */
+#include "arch/x86/insn.h"
+#include "arch/x86/svm.h"
+#include "csvsm/boot.h"
+#include "csvsm/console.h"
+#include "csvsm/insn_decode.h"
+#include "csvsm/cpu.h"
+#include "csvsm/platform.h"
+#include "csvsm/sim_guest.h"
+#include "csvsm/string.h"
+#include "mm/guest_mem.h"
+#include "mm/memmap.h"
+#include "mm/pool.h"
+#include "mm/rmp.h"
+#include "sim_svm.h"
+#include "snp/ghcb.h"
+#include "snp/svsm.h"
+
+#define NPT_P  0x1ULL
+#define NPT_RW 0x2ULL
+#define NPT_US 0x4ULL
+#define NPT_PS 0x80ULL
+#define NPT_NX (1ULL << 63)
+#define NPT_ADDR 0x000FFFFFFFFFF000ULL
+#define NPT_TABLE (NPT_P | NPT_RW | NPT_US)
+
+#define MSR_EFER_NR 0xC0000080u
+#define LAPIC_GPA   0xFEE00000ULL
+#define LAPIC_ICR_LO 0x300
+#define LAPIC_ICR_HI 0x310
+#define APIC_BASE_X2APIC (1ULL << 10)
+#define EFER_LMA (1ULL << 10)
+#define ASID_GUEST 1
+
+static const struct memmap *npt_mm;
+static uint64_t *npt_pml4;
+static gpa_t npt_top;
+static gpa_t flash_gpa, flash_hpa;
+static uint64_t flash_size;
+static unsigned npt_vmpl;
+static uint8_t *iopm, *msrpm;
+static struct svm_vcpu bsp;
+
+/* ---- nested page tables ---- */
+
+static uint64_t *npt_table(uint64_t *entry)
+{
+	if (!(*entry & NPT_P))
+		*entry = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE) | NPT_TABLE;
+	return (uint64_t *)(uintptr_t)(*entry & NPT_ADDR);
+}
+
+/* The guest's mapping of one 4K page: what its VMPL was granted in the RMP. */
+static uint64_t npt_pte(gpa_t gpa)
+{
+	if (gpa >= npt_mm->csvsm_start && gpa < npt_mm->csvsm_end)
+		return 0;
+	if (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size)
+		return (flash_hpa + (gpa - flash_gpa)) | NPT_P | NPT_RW | NPT_US;
+	if (memmap_is_guest_ram(npt_mm, gpa, PAGE_SIZE)) {
+		unsigned p = rmp_vmpl_perms(gpa, npt_vmpl);
+		if (!(p & RMP_PERM_R))
+			return 0;
+		return gpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
+		       ((p & (RMP_PERM_XU | RMP_PERM_XS)) ? 0 : NPT_NX);
+	}
+	/* Not RAM below 4 GiB: legacy areas, the firmware-reserved top of low
+	 * memory and the 32-bit MMIO hole (LAPIC, IOAPIC, HPET, ECAM), as the
+	 * guest would see them natively. No DMA-capable device sits behind them. */
+	if (gpa == LAPIC_GPA) /* writes exit so INIT/SIPI IPIs can be filtered */
+		return gpa | NPT_P | NPT_US | NPT_NX;
+	if (gpa < (4ULL << 30))
+		return gpa | NPT_P | NPT_RW | NPT_US;
+	return 0;
+}
+
+static void npt_map_2m(gpa_t base)
+{
+	uint64_t *pdpt = npt_table(&npt_pml4[(base >> 39) & 511]);
+	uint64_t *pd = npt_table(&pdpt[(base >> 30) & 511]);
+	uint64_t *pde = &pd[(base >> 21) & 511];
+	uint64_t first = npt_pte(base);
+	bool uniform = true;
+	for (gpa_t g = base + PAGE_SIZE; g < base + PAGE_SIZE_2M && uniform; g += PAGE_SIZE) {
+		uint64_t e = npt_pte(g);
+		uniform = (e & ~NPT_ADDR) == (first & ~NPT_ADDR) &&
+			  (!(e & NPT_P) || (e & NPT_ADDR) == (first & NPT_ADDR) + (g - base));
+	}
+	if (uniform && (!(first & NPT_P) || IS_ALIGNED(first & NPT_ADDR, PAGE_SIZE_2M))) {
+		*pde = (first & NPT_P) ? (first | NPT_PS) : 0;
+		return;
+	}
+	uint64_t *pt;
+	if ((*pde & NPT_P) && !(*pde & NPT_PS))
+		pt = (uint64_t *)(uintptr_t)(*pde & NPT_ADDR);
+	else {
+		pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		*pde = (uint64_t)(uintptr_t)pt | NPT_TABLE;
+	}
+	for (unsigned i = 0; i < 512; i++)
+		pt[i] = npt_pte(base + i * PAGE_SIZE);
+}
+
+void sim_npt_sync(gpa_t gpa, uint64_t size)
+{
+	if (!npt_pml4)
+		return;
+	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top; b += PAGE_SIZE_2M)
+		npt_map_2m(b);
+	bsp.vmcb->ctl.tlb_control = 1; /* flush this ASID on the next VMRUN */
+}
+
+static void npt_build(void)
+{
+	npt_pml4 = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	npt_top = MAX(npt_mm->max_gpa, 4ULL << 30);
+	for (gpa_t b = 0; b < npt_top; b += PAGE_SIZE_2M)
+		npt_map_2m(b);
+}
+
+/* ---- guest linear -> physical (for instruction fetch and string I/O) ---- */
+
+static bool guest_pt_read(gpa_t gpa, uint64_t *out, unsigned size)
+{
+	/* Page-table pages must be guest RAM: the guest cannot point csvsm at its own memory. */
+	if (!memmap_is_guest_ram(npt_mm, gpa, size))
+		return false;
+	*out = 0;
+	memcpy(out, guest_mem_ptr(gpa), size);
+	return true;
+}
+
+bool sim_guest_translate(const struct vmcb *vmcb, uint64_t la, gpa_t *pa)
+{
+	const struct vmcb_save *s = &vmcb->save;
+	uint64_t e;
+	if (!(s->cr0 & (1ULL << 31))) {
+		*pa = la & 0xFFFFFFFFULL;
+		return true;
+	}
+	if (s->efer & EFER_LMA) {
+		gpa_t t = s->cr3 & NPT_ADDR;
+		for (int level = 3; level >= 0; level--) {
+			unsigned idx = (la >> (12 + 9 * level)) & 511;
+			if (!guest_pt_read(t + idx * 8, &e, 8) || !(e & 1))
+				return false;
+			if (level == 0 || (level <= 2 && (e & NPT_PS))) {
+				uint64_t pmask = (1ULL << (12 + 9 * level)) - 1;
+				*pa = (e & NPT_ADDR & ~pmask) | (la & pmask);
+				return true;
+			}
+			t = e & NPT_ADDR;
+		}
+		return false;
+	}
+	if (s->cr4 & (1ULL << 5)) { /* PAE */
+		gpa_t pdpt = s->cr3 & 0xFFFFFFE0ULL;
+		if (!guest_pt_read(pdpt + ((la >> 30) & 3) * 8, &e, 8) || !(e & 1))
+			return false;
+		if (!guest_pt_read((e & NPT_ADDR) + ((la >> 21) & 511) * 8, &e, 8) || !(e & 1))
+			return false;
+		if (e & NPT_PS) {
+			*pa = (e & NPT_ADDR & ~0x1FFFFFULL) | (la & 0x1FFFFF);
+			return true;
+		}
+		if (!guest_pt_read((e & NPT_ADDR) + ((la >> 12) & 511) * 8, &e, 8) || !(e & 1))
+			return false;
+		*pa = (e & NPT_ADDR) | (la & 0xFFF);
+		return true;
+	}
+	if (!guest_pt_read((s->cr3 & 0xFFFFF000ULL) + ((la >> 22) & 1023) * 4, &e, 4) || !(e & 1))
+		return false;
+	if ((e & NPT_PS) && (s->cr4 & (1ULL << 4))) {
+		*pa = (e & 0xFFC00000ULL) | (la & 0x3FFFFF);
+		return true;
+	}
+	if (!guest_pt_read((e & 0xFFFFF000ULL) + ((la >> 12) & 1023) * 4, &e, 4) || !(e & 1))
+		return false;
+	*pa = (e & 0xFFFFF000ULL) | (la & 0xFFF);
+	return true;
+}
+
+/* Copy guest bytes at a linear address, page by page; only guest RAM or the flash window. */
+bool sim_guest_read_linear(const struct vmcb *vmcb, uint64_t la, void *dst, size_t n)
+{
+	uint8_t *d = dst;
+	while (n) {
+		gpa_t pa;
+		if (!sim_guest_translate(vmcb, la, &pa))
+			return false;
+		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
+		uint64_t pte = npt_pte(ALIGN_DOWN(pa, PAGE_SIZE));
+		if (!(pte & NPT_P) || (!memmap_is_guest_ram(npt_mm, pa, chunk) &&
+				       !(flash_size && pa >= flash_gpa && pa - flash_gpa < flash_size)))
+			return false;
+		memcpy(d, (const void *)(uintptr_t)((pte & NPT_ADDR) | (pa & 0xFFF)), chunk);
+		d += chunk, la += chunk, n -= chunk;
+	}
+	return true;
+}
+
+static bool guest_write_linear(const struct vmcb *vmcb, uint64_t la, const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	while (n) {
+		gpa_t pa;
+		if (!sim_guest_translate(vmcb, la, &pa))
+			return false;
+		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
+		uint64_t pte = npt_pte(ALIGN_DOWN(pa, PAGE_SIZE));
+		if (!(pte & NPT_RW) || !memmap_is_guest_ram(npt_mm, pa, chunk))
+			return false;
+		memcpy(guest_mem_ptr(pa), s, chunk);
+		s += chunk, la += chunk, n -= chunk;
+	}
+	return true;
+}
+
+/* ---- VMCB set-up ---- */
+
+static void seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr)
+{
+	*sg = (struct vmcb_seg){.sel = sel, .attrib = attr, .limit = limit, .base = base};
+}
+
+static void msrpm_intercept(uint32_t msr, bool rd, bool wr)
+{
+	uint32_t base;
+	if (msr < 0x2000)
+		base = 0;
+	else if (msr >= 0xC0000000u && msr < 0xC0002000u)
+		base = 0x800, msr -= 0xC0000000u;
+	else if (msr >= 0xC0010000u && msr < 0xC0012000u)
+		base = 0x1000, msr -= 0xC0010000u;
+	else
+		return; /* outside the map: always intercepted (APM §15.11) */
+	uint32_t bit = msr * 2;
+	if (rd)
+		msrpm[base + bit / 8] |= (uint8_t)(1u << (bit % 8));
+	if (wr)
+		msrpm[base + (bit + 1) / 8] |= (uint8_t)(1u << ((bit + 1) % 8));
+}
+
+/* x86 reset state (Intel SDM vol. 3 §9.1.4; the prototype of sim notes §3). */
+static void vmcb_reset_state(struct vmcb *v, uint32_t cpuid_sig)
+{
+	struct vmcb_save *s = &v->save;
+	seg(&s->cs, 0xF000, 0xFFFF0000ULL, 0xFFFF, 0x9B);
+	seg(&s->ds, 0, 0, 0xFFFF, 0x93);
+	seg(&s->es, 0, 0, 0xFFFF, 0x93);
+	seg(&s->fs, 0, 0, 0xFFFF, 0x93);
+	seg(&s->gs, 0, 0, 0xFFFF, 0x93);
+	seg(&s->ss, 0, 0, 0xFFFF, 0x93);
+	seg(&s->gdtr, 0, 0, 0xFFFF, 0);
+	seg(&s->idtr, 0, 0, 0xFFFF, 0);
+	seg(&s->ldtr, 0, 0, 0xFFFF, 0x82);
+	seg(&s->tr, 0, 0, 0xFFFF, 0x8B);
+	s->cpl = 0;
+	s->efer = EFER_SVME; /* VMRUN requires it; csvsm keeps it set (sim notes pitfall 2) */
+	s->cr0 = 0x60000010ULL;
+	s->rflags = 0x2;
+	s->rip = 0xFFF0;
+	s->dr6 = 0xFFFF0FF0ULL;
+	s->dr7 = 0x400;
+	s->g_pat = 0x0007040600070406ULL;
+	bsp.gprs.rdx = cpuid_sig;
+}
+
+static void vmcb_init(struct vmcb *v)
+{
+	struct vmcb_control *c = &v->ctl;
+	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
+			     SVM_INTERCEPT_SHUTDOWN | SVM_INTERCEPT_SMI;
+	c->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
+			     SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
+			     SVM_INTERCEPT_SKINIT;
+	c->iopm_base_pa = (uint64_t)(uintptr_t)iopm;
+	c->msrpm_base_pa = (uint64_t)(uintptr_t)msrpm;
+	c->asid = ASID_GUEST;
+	c->tlb_control = 1;
+	c->nested_ctl = SVM_NESTED_CTL_NP_ENABLE;
+	c->nested_cr3 = (uint64_t)(uintptr_t)npt_pml4;
+}
+
+/* ---- exits ---- */
+
+static void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err)
+{
+	v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | vector |
+				 (has_err ? SVM_EVTINJ_VALID_ERR | ((uint64_t)err << 32) : 0);
+}
+
+static unsigned cs_bits(const struct vmcb *vm)
+{
+	if ((vm->save.efer & EFER_LMA) && (vm->save.cs.attrib & (1u << 9)))
+		return 64;
+	return (vm->save.cs.attrib & (1u << 10)) ? 32 : 16;
+}
+
+static void handle_ioio(struct svm_vcpu *v)
+{
+	struct vmcb *vm = v->vmcb;
+	uint64_t info = vm->ctl.exit_info_1;
+	uint16_t port = (uint16_t)(info >> SVM_IOIO_PORT_SHIFT);
+	unsigned size = (info & SVM_IOIO_SZ32) ? 4 : (info & SVM_IOIO_SZ16) ? 2 : 1;
+	bool in = info & SVM_IOIO_TYPE_IN;
+	v->io_exits++;
+	if (!(info & SVM_IOIO_STR)) {
+		uint32_t val = (uint32_t)vm->save.rax;
+		if (!sim_io_port(port, size, in, &val))
+			return;
+		if (in) {
+			uint64_t mask = size == 4 ? 0xFFFFFFFFULL : size == 2 ? 0xFFFF : 0xFF;
+			vm->save.rax = size == 4 ? val : (vm->save.rax & ~mask) | val;
+		}
+		vm->save.rip = vm->ctl.exit_info_2; /* QEMU provides the next RIP for IOIO */
+		return;
+	}
+	/* String I/O (fw_cfg data is read with `rep insb`): emulate all iterations.
+	 * The address size comes from the code segment (QEMU 7.2 encodes the
+	 * exit_info_1 address-size bits one position off the APM's); DF from RFLAGS. */
+	unsigned bits = cs_bits(vm);
+	uint64_t amask = bits == 64 ? ~0ULL : bits == 32 ? 0xFFFFFFFFULL : 0xFFFFULL;
+	uint64_t count = (info & SVM_IOIO_REP) ? (v->gprs.rcx & amask) : 1;
+	int64_t step = (vm->save.rflags & (1u << 10)) ? -(int64_t)size : (int64_t)size;
+	uint64_t *idx = in ? &v->gprs.rdi : &v->gprs.rsi;
+	uint64_t segbase = in ? vm->save.es.base : vm->save.ds.base;
+	for (; count; count--) {
+		uint32_t val = 0;
+		uint64_t la = segbase + (*idx & amask);
+		if (!in && !sim_guest_read_linear(vm, la, &val, size))
+			goto fault;
+		if (!sim_io_port(port, size, in, &val))
+			return;
+		if (in && !guest_write_linear(vm, la, &val, size))
+			goto fault;
+		*idx = (*idx & ~amask) | ((*idx + (uint64_t)step) & amask);
+		if (info & SVM_IOIO_REP)
+			v->gprs.rcx = (v->gprs.rcx & ~amask) | ((v->gprs.rcx - 1) & amask);
+	}
+	vm->save.rip = vm->ctl.exit_info_2;
+	return;
+fault:
+	inject_exception(v, 13, true, 0);
+}
+
+static void handle_msr(struct svm_vcpu *v)
+{
+	struct vmcb *vm = v->vmcb;
+	uint32_t msr = (uint32_t)v->gprs.rcx;
+	bool wr = vm->ctl.exit_info_1 & 1;
+	uint64_t val = (vm->save.rax & 0xFFFFFFFFULL) | (v->gprs.rdx << 32);
+	v->msr_exits++;
+	if (wr) {
+		if (msr == MSR_GHCB)
+			v->ghcb_msr = val;
+		else if (msr == MSR_EFER_NR)
+			vm->save.efer = val | EFER_SVME;
+		else if (msr == MSR_APIC_BASE)
+			wrmsr(MSR_APIC_BASE, (val & ~APIC_BASE_X2APIC & ~0xFFFFF000ULL) | LAPIC_GPA);
+		else if (msr >= 0xC0010000u && msr < 0xC0012000u)
+			; /* AMD system MSRs (SYSCFG, VM_CR, HSAVE...): ignored */
+		else {
+			inject_exception(v, 13, true, 0);
+			return;
+		}
+	} else {
+		if (msr == MSR_GHCB)
+			val = v->ghcb_msr;
+		else if (msr == MSR_SVSM_CAA)
+			val = v->gv.caa;
+		else if (msr == MSR_EFER_NR)
+			val = vm->save.efer;
+		else if (msr == MSR_APIC_BASE)
+			val = rdmsr(MSR_APIC_BASE);
+		else if (msr >= 0xC0010000u && msr < 0xC0012000u)
+			val = 0;
+		else {
+			inject_exception(v, 13, true, 0);
+			return;
+		}
+		vm->save.rax = val & 0xFFFFFFFFULL;
+		v->gprs.rdx = val >> 32;
+	}
+	vm->save.rip += 2; /* rdmsr/wrmsr: 0F 32 / 0F 30 */
+}
+
+static void svsm_call(struct svm_vcpu *v)
+{
+	struct svsm_regs r = {v->vmcb->save.rax, v->gprs.rcx, v->gprs.rdx, v->gprs.r8, v->gprs.r9};
+	if (svsm_request(&v->gv, &r)) {
+		v->svsm_calls++;
+		v->vmcb->save.rax = r.rax;
+		v->gprs.rcx = r.rcx;
+		v->gprs.rdx = r.rdx;
+		v->gprs.r8 = r.r8;
+		v->gprs.r9 = r.r9;
+	}
+}
+
+/* GHCB page form (reference §1.1): sw_exit_code in the guest's registered GHCB. */
+static void vmgexit_ghcb(struct svm_vcpu *v)
+{
+	gpa_t g = v->ghcb_msr;
+	uint64_t code, info1, result = 0, err = 0;
+	if (g != v->ghcb_gpa || !g ||
+	    guest_read(g + offsetof(struct ghcb, sw_exit_code), &code, 8) ||
+	    guest_read(g + offsetof(struct ghcb, sw_exit_info_1), &info1, 8))
+		return; /* not a registered GHCB: nothing to answer into */
+	if (code == SVM_VMGEXIT_SNP_RUN_VMPL && (uint32_t)info1 == 0) {
+		svsm_call(v);
+	} else {
+		result = GHCB_RESULT_ERROR;
+		err = 5; /* GHCB_ERR_INVALID_INPUT */
+	}
+	guest_write(g + offsetof(struct ghcb, sw_exit_info_1), &result, 8);
+	guest_write(g + offsetof(struct ghcb, sw_exit_info_2), &err, 8);
+}
+
+/* GHCB MSR protocol (reference §4.1) as the hypervisor + VMPL switch answers it. */
+static void vmgexit_msr(struct svm_vcpu *v)
+{
+	uint64_t req = v->ghcb_msr, info = req & GHCB_MSR_INFO_MASK;
+	switch (info) {
+	case GHCB_MSR_SEV_INFO_REQ:
+		v->ghcb_msr = GHCB_MSR_SEV_INFO_RESP | ((uint64_t)GHCB_PROTOCOL_MAX << 48) |
+			      ((uint64_t)GHCB_PROTOCOL_MIN << 32) | (51ULL << 24);
+		break;
+	case GHCB_MSR_HV_FT_REQ:
+		v->ghcb_msr = GHCB_MSR_HV_FT_RESP | ((GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION |
+						      GHCB_HV_FT_SNP_MULTI_VMPL) << 12);
+		break;
+	case GHCB_MSR_REG_GPA_REQ: {
+		gpa_t gpa = req & ~GHCB_MSR_INFO_MASK;
+		if (guest_mem_check(gpa, PAGE_SIZE) == 0) {
+			v->ghcb_gpa = gpa;
+			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | gpa;
+		} else {
+			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | ~GHCB_MSR_INFO_MASK; /* mismatch = failure */
+		}
+		break;
+	}
+	case GHCB_MSR_VMPL_REQ:
+		if (((req >> 32) & 0xFF) == 0) {
+			svsm_call(v);
+			v->ghcb_msr = GHCB_MSR_VMPL_RESP;
+		} else {
+			v->ghcb_msr = GHCB_MSR_VMPL_RESP | (1ULL << 32);
+		}
+		break;
+	case GHCB_MSR_TERM_REQ:
+		con_printf("csvsm: guest requested termination (reason set %llu code %llu)\n",
+			   (unsigned long long)((req >> 12) & 0xF), (unsigned long long)((req >> 16) & 0xFF));
+		platform->terminate(false, 0, 0);
+	default:
+		v->ghcb_msr = 0;
+	}
+}
+
+static void handle_vmmcall(struct svm_vcpu *v)
+{
+	struct vmcb *vm = v->vmcb;
+	uint8_t insn[4];
+	if (!sim_guest_read_linear(vm, vm->save.cs.base + vm->save.rip, insn, 4)) {
+		inject_exception(v, 14, true, 0);
+		return;
+	}
+	if (insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xD9) {
+		v->vmgexits++;
+		if ((v->ghcb_msr & GHCB_MSR_INFO_MASK) == 0)
+			vmgexit_ghcb(v);
+		else
+			vmgexit_msr(v);
+		vm->save.rip += 4; /* VMGEXIT is 4 bytes (sim notes pitfall 1) */
+		return;
+	}
+	inject_exception(v, 6, false, 0); /* plain VMMCALL: #UD, as a CPU without a hypervisor */
+}
+
+static uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
+{
+	const uint64_t *g = &v->gprs.rbx;
+	switch (reg) {
+	case 0: return v->vmcb->save.rax;
+	case 1: return v->gprs.rcx;
+	case 2: return v->gprs.rdx;
+	case 3: return v->gprs.rbx;
+	case 4: return v->vmcb->save.rsp;
+	case 5: return v->gprs.rbp;
+	case 6: return v->gprs.rsi;
+	case 7: return v->gprs.rdi;
+	default: return g[6 + (reg - 8)]; /* r8..r15 follow rbp in struct guest_gprs */
+	}
+}
+
+static uint64_t lapic_filtered;
+
+/* A guest store to its local APIC: performed by csvsm, except INIT and
+ * start-up IPIs, which could restart csvsm's own vCPUs (one-vCPU guest view). */
+static bool lapic_store(struct svm_vcpu *v, gpa_t gpa)
+{
+	struct vmcb *vm = v->vmcb;
+	uint8_t insn[15];
+	struct mmio_store st;
+	size_t n = 15;
+	while (n && !sim_guest_read_linear(vm, vm->save.cs.base + vm->save.rip, insn, n))
+		n--; /* the instruction may end just before an unmapped page */
+	if (!n || insn_decode_mov_store(insn, n, cs_bits(vm), &st) != 0 || st.size != 4)
+		return false;
+	uint64_t val = st.from_reg ? reg_value(v, st.reg) : st.imm;
+	if (st.high8)
+		val >>= 8;
+	unsigned off = (unsigned)(gpa & 0xFFF);
+	unsigned mode = ((uint32_t)val >> 8) & 7;
+	if (off == LAPIC_ICR_LO && (mode == 5 || mode == 6)) {
+		if (lapic_filtered++ == 0)
+			con_printf("csvsm: guest INIT/SIPI IPI dropped (the guest has one vCPU; "
+				   "more come from CREATE_VCPU)\n");
+	} else if ((off & 0xF) == 0) {
+		*(volatile uint32_t *)(uintptr_t)(LAPIC_GPA + off) = (uint32_t)val;
+	}
+	vm->save.rip += st.length;
+	return true;
+}
+
+static void handle_npf(struct svm_vcpu *v)
+{
+	gpa_t gpa = v->vmcb->ctl.exit_info_2;
+	uint64_t err = v->vmcb->ctl.exit_info_1;
+	if ((err & 2) && ALIGN_DOWN(gpa, PAGE_SIZE) == LAPIC_GPA && lapic_store(v, gpa))
+		return;
+	v->npf_exits++;
+	if (v->npf_exits <= 16)
+		con_printf("csvsm: guest %s at gpa 0x%llx (rip 0x%llx) blocked: #GP(0) injected%s\n",
+			   (err & 0x10) ? "execute" : (err & 2) ? "write" : "read",
+			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip,
+			   gpa >= boot.csvsm_start && gpa < boot.csvsm_end ? " (csvsm memory)" : "");
+	inject_exception(v, 13, true, 0);
+}
+
+static void dump_exit(struct svm_vcpu *v, const char *why)
+{
+	struct vmcb *vm = v->vmcb;
+	con_printf("csvsm: guest %s: exit 0x%llx info1 0x%llx info2 0x%llx rip 0x%llx cs 0x%x "
+		   "cr0 0x%llx efer 0x%llx\n",
+		   why, (unsigned long long)vm->ctl.exit_code, (unsigned long long)vm->ctl.exit_info_1,
+		   (unsigned long long)vm->ctl.exit_info_2, (unsigned long long)vm->save.rip,
+		   vm->save.cs.sel, (unsigned long long)vm->save.cr0, (unsigned long long)vm->save.efer);
+}
+
+unsigned sim_park_check(void);
+
+static __noreturn void guest_loop(struct svm_vcpu *v)
+{
+	uint64_t mask = xgetbv0();
+	for (;;) {
+		xrstor_area(v->xsave, mask);
+		svm_vmrun(v);
+		xsave_area(v->xsave, mask);
+		v->exits++;
+		v->vmcb->ctl.tlb_control = 0;
+		v->vmcb->ctl.event_inj = 0;
+		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
+		switch (code) {
+		case SVM_EXIT_IOIO_CODE:
+			handle_ioio(v);
+			break;
+		case SVM_EXIT_MSR_CODE:
+			handle_msr(v);
+			break;
+		case SVM_EXIT_VMMCALL:
+			handle_vmmcall(v);
+			break;
+		case SVM_EXIT_NPF:
+			handle_npf(v);
+			break;
+		case SVM_EXIT_INIT:
+		case SVM_EXIT_SMI:
+			break; /* the guest cannot reset csvsm's vCPUs */
+		case SVM_EXIT_VMRUN:
+		case SVM_EXIT_VMLOAD:
+		case SVM_EXIT_VMSAVE:
+		case SVM_EXIT_STGI:
+		case SVM_EXIT_CLGI:
+		case SVM_EXIT_SKINIT:
+			inject_exception(v, 6, false, 0);
+			break;
+		case SVM_EXIT_SHUTDOWN:
+			dump_exit(v, "shut down (triple fault)");
+			platform->terminate(false, 0, 0x20);
+		case SVM_EXIT_INVALID:
+			dump_exit(v, "state rejected by VMRUN");
+			platform->terminate(false, 0, 0x21);
+		default:
+			dump_exit(v, "unexpected exit");
+			platform->terminate(false, 0, 0x22);
+		}
+		if (sim_guest_power_event) {
+			con_printf("csvsm: guest %s after %llu exits (%llu I/O, %llu MSR, %llu VMGEXIT, "
+				   "%llu SVSM calls, %llu #NPF); %llu INITs to csvsm's vCPUs absorbed\n",
+				   sim_guest_power_event == 1 ? "powered off" : "requested a reset",
+				   (unsigned long long)v->exits, (unsigned long long)v->io_exits,
+				   (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
+				   (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
+				   (unsigned long long)sim_park_init_count());
+			unsigned ok = sim_park_check();
+			con_printf("csvsm: vcpu-check: aps=%u responsive=%u\n", cpu_count - 1, ok);
+			platform->terminate(sim_guest_power_event == 1 && ok == cpu_count - 1, 0, 0x23);
+		}
+	}
+}
+
+__noreturn void sim_guest_start(const struct sim_guest_config *gc)
+{
+	struct cpuid_regs r;
+	npt_mm = gc->mm;
+	npt_vmpl = gc->vmpl;
+	flash_gpa = gc->flash_gpa;
+	flash_hpa = gc->flash_hpa;
+	flash_size = gc->flash_size;
+
+	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
+	wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE));
+	iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
+	memset(iopm, 0xFF, 3 * PAGE_SIZE); /* every port exits (sim notes §5 c) */
+	msrpm = pool_alloc(2 * PAGE_SIZE, PAGE_SIZE);
+	msrpm_intercept(MSR_EFER_NR, true, true);
+	msrpm_intercept(MSR_APIC_BASE, false, true); /* xAPIC only, at its usual address */
+	for (uint32_t m = 0xC0010000u; m < 0xC0012000u; m++)
+		msrpm_intercept(m, true, true);
+	npt_build();
+	sim_park_aps();
+
+	bsp.vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	bsp.vmcb_pa = (uint64_t)(uintptr_t)bsp.vmcb;
+	bsp.host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	bsp.xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	*(uint16_t *)bsp.xsave = 0x37F;               /* FCW at reset */
+	*(uint32_t *)(bsp.xsave + 24) = 0x1F80;       /* MXCSR at reset */
+	bsp.gv = (struct guest_vcpu){.id = 0, .vmpl = gc->vmpl, .caa = gc->caa};
+	vmcb_init(bsp.vmcb);
+	cpuid(1, &r);
+	vmcb_reset_state(bsp.vmcb, r.eax);
+	boot_phase("guest", "OVMF at its reset vector, VMPL%u, CA 0x%llx; %llu KiB NPT", gc->vmpl,
+		   (unsigned long long)gc->caa, (unsigned long long)(pool_used() >> 10));
+	guest_loop(&bsp);
+}
+
+/*
+ * csvsm's own secondary vCPUs, once acceptance is done, wait inside a
+ * minimal guest (`hlt; jmp .-1` at GPA 0 of a private nested map) with INIT,
+ * NMI and SMI intercepted. Under TCG an INIT reaches a CPU even in host mode
+ * and would restart it at the reset vector outside csvsm's control; OVMF
+ * sends INIT-SIPI-SIPI to all other CPUs while it boots. Inside the parking
+ * guest the INIT is a #VMEXIT instead, which csvsm counts and ignores.
+ */
+static uint64_t *park_npt;
+static uint8_t *park_iopm, *park_msrpm;
+static volatile uint64_t park_inits;
+
+static void park_build(void)
+{
+	uint64_t *pdpt = pool_alloc(PAGE_SIZE, PAGE_SIZE), *pd = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	uint8_t *code = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	code[0] = 0xF4, code[1] = 0xEB, code[2] = 0xFD; /* hlt; jmp .-1 */
+	park_npt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	park_npt[0] = (uint64_t)(uintptr_t)pdpt | NPT_TABLE;
+	pdpt[0] = (uint64_t)(uintptr_t)pd | NPT_TABLE;
+	pd[0] = (uint64_t)(uintptr_t)pt | NPT_TABLE;
+	pt[0] = (uint64_t)(uintptr_t)code | NPT_P | NPT_US; /* read/execute only */
+	park_iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
+	memset(park_iopm, 0xFF, 3 * PAGE_SIZE);
+	park_msrpm = pool_alloc(2 * PAGE_SIZE, PAGE_SIZE);
+	memset(park_msrpm, 0xFF, 2 * PAGE_SIZE);
+}
+
+static __noreturn void park_self(struct percpu *cpu)
+{
+	struct svm_vcpu *v = pool_alloc(sizeof(*v), PAGE_SIZE);
+	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
+	wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE));
+	v->vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	v->vmcb_pa = (uint64_t)(uintptr_t)v->vmcb;
+	v->host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	struct vmcb_control *c = &v->vmcb->ctl;
+	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_NMI | SVM_INTERCEPT_SMI |
+			     SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN;
+	c->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL;
+	c->iopm_base_pa = (uint64_t)(uintptr_t)park_iopm;
+	c->msrpm_base_pa = (uint64_t)(uintptr_t)park_msrpm;
+	c->asid = 2 + cpu->id;
+	c->nested_ctl = SVM_NESTED_CTL_NP_ENABLE;
+	c->nested_cr3 = (uint64_t)(uintptr_t)park_npt;
+	struct vmcb_save *s = &v->vmcb->save;
+	seg(&s->cs, 0, 0, 0xFFFF, 0x9B);
+	seg(&s->ds, 0, 0, 0xFFFF, 0x93);
+	seg(&s->es, 0, 0, 0xFFFF, 0x93);
+	seg(&s->ss, 0, 0, 0xFFFF, 0x93);
+	seg(&s->fs, 0, 0, 0xFFFF, 0x93);
+	seg(&s->gs, 0, 0, 0xFFFF, 0x93);
+	seg(&s->ldtr, 0, 0, 0xFFFF, 0x82);
+	seg(&s->tr, 0, 0, 0xFFFF, 0x8B);
+	seg(&s->gdtr, 0, 0, 0xFFFF, 0);
+	seg(&s->idtr, 0, 0, 0xFFFF, 0);
+	s->efer = EFER_SVME;
+	s->cr0 = 0x10;
+	s->rflags = 0x2; /* IF = 0: only INIT/NMI/SMI end the HLT, and they exit */
+	s->rip = 0;
+	s->dr6 = 0xFFFF0FF0ULL;
+	s->dr7 = 0x400;
+	s->g_pat = 0x0007040600070406ULL;
+	__atomic_store_n(&cpu->parked, 1, __ATOMIC_RELEASE);
+	for (;;) {
+		svm_vmrun(v);
+		uint32_t code = (uint32_t)c->exit_code;
+		if (code == SVM_EXIT_INIT)
+			__atomic_fetch_add(&park_inits, 1, __ATOMIC_RELAXED);
+		else if (code == SVM_EXIT_NMI)
+			__atomic_fetch_add(&cpu->pings, 1, __ATOMIC_RELEASE);
+		else if (code != SVM_EXIT_SMI) {
+			con_printf("csvsm: vCPU %u: parking guest exit 0x%x\n", cpu->id, code);
+			platform->terminate(false, 0, 0x24);
+		}
+	}
+}
+
+uint64_t sim_park_init_count(void) { return park_inits; }
+
+/* Proof that csvsm still owns its secondary vCPUs: each answers an NMI from
+ * inside the parking guest (a vCPU the guest had reset would not). */
+unsigned sim_park_check(void)
+{
+	unsigned ok = 0;
+	for (unsigned i = 1; i < cpu_count; i++) {
+		uint32_t before = __atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE);
+		volatile uint32_t *icr = (volatile uint32_t *)(uintptr_t)LAPIC_GPA;
+		icr[LAPIC_ICR_HI / 4] = percpus[i].apic_id << 24;
+		icr[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14);           /* NMI, assert */
+		uint64_t t0 = timer_us();
+		while (__atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE) == before &&
+		       timer_us() - t0 < 500000)
+			cpu_relax();
+		if (percpus[i].pings != before && percpus[i].parked)
+			ok++;
+	}
+	return ok;
+}
+
+void sim_park_aps(void)
+{
+	park_build();
+	smp_dispatch_aps(park_self);
+	for (unsigned i = 1; i < cpu_count; i++)
+		while (!__atomic_load_n(&percpus[i].parked, __ATOMIC_ACQUIRE))
+			cpu_relax();
+}

@@ -1,0 +1,38 @@
+/* Interfaces between the probe's C files (probe.c, probe_call.c, probe_flash.c). */
+#ifndef PROBE_INT_H
+#define PROBE_INT_H
+
+#include "probe.h"
+
+/* probe_call.c */
+enum call_form { FORM_MSR, FORM_GHCB };
+enum call_status { CALL_OK, CALL_NOT_RUN, CALL_VMPL_ERROR, CALL_NO_GHCB };
+extern u64 g_caa;
+extern u64 g_last_ghcb_msr, g_last_exit_info1, g_last_exit_info2;
+int probe_ghcb_register(u64 page, u64 *resp_out);
+enum call_status probe_call(enum call_form form, struct probe_regs *r);
+enum call_status probe_call_not_pending(enum call_form form, struct probe_regs *r);
+const CHAR16 *probe_call_status_str(enum call_status s);
+
+/* probe_flash.c */
+struct flash_info {
+	u64 base, size;         /* flash as the guest sees it: [base, 4 GiB) */
+	int footer_found;
+	u64 meta_gpa;           /* "ASEV" header, 0 if none */
+	u32 meta_items;
+	u64 secrets_gpa;        /* SNP_SECRETS item, 0 if none */
+	u64 secrets_size;
+};
+int probe_flash_find_base(u64 *base);
+int probe_flash_parse(struct flash_info *fi, CHAR16 *why, UINTN why_size);
+
+/* probe.c: fault-protected 64-bit read (0 on success, else the vector). */
+int probe_safe_read64(u64 addr, u64 *val);
+
+/* probe_fake.c, only in build/guest/probe-fake.efi (-DPROBE_FAKE_SVSM). */
+int fake_svsm_setup(u64 secrets_gpa, const u8 *flash_sha256);
+int fake_svsm_trap(EFI_EXCEPTION_TYPE type, EFI_SYSTEM_CONTEXT_X64 *x);
+u64 fake_ghcb_msr_read(void);
+void fake_ghcb_msr_write(u64 v);
+
+#endif
