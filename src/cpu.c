@@ -25,9 +25,7 @@ static struct tcb tcbs[MAX_CPUS];
 
 struct percpu *this_cpu(void)
 {
-	struct percpu *p;
-	__asm__ volatile("mov %%gs:0, %0" : "=r"(p));
-	return p;
+	return read_gs0();
 }
 
 void cpu_init_self(struct percpu *cpu)

@@ -39,7 +39,7 @@ void idt_load(void)
 		uint16_t limit;
 		uint64_t base;
 	} __packed d = {sizeof(idt) - 1, (uint64_t)idt};
-	__asm__ volatile("lidt %0" ::"m"(d));
+	lidt(&d);
 }
 
 static const char *const exc_names[32] = {

@@ -5,6 +5,7 @@
  * src/string.c). The copies and fills are REP string instructions, so GCC
  * cannot turn them back into calls to the function being defined.
  */
+#include "arch/x86/insn.h"
 #include "csvsm/console.h"
 #include "csvsm/string.h"
 #include "tpm/libc/libc.h"
@@ -22,9 +23,8 @@ int snprintf(char *buf, size_t size, const char *fmt, ...);
 void *memcpy(void *dst, const void *src, size_t n)
 {
 	void *d = dst;
-	size_t q = n / 8, r = n % 8;
-	__asm__ volatile("rep movsq" : "+D"(d), "+S"(src), "+c"(q)::"memory");
-	__asm__ volatile("rep movsb" : "+D"(d), "+S"(src), "+c"(r)::"memory");
+	rep_movsq(&d, &src, n / 8);
+	rep_movsb(&d, &src, n % 8);
 	return dst;
 }
 
@@ -40,10 +40,10 @@ void *memmove(void *dst, const void *src, size_t n)
 	size_t q = n / 8, r = n % 8;
 	unsigned char *db = d + n - 1;
 	const unsigned char *sb = s + n - 1;
-	__asm__ volatile("std; rep movsb; cld" : "+D"(db), "+S"(sb), "+c"(r)::"memory", "cc");
+	rep_movsb_back(db, sb, r);
 	db = d + 8 * q - 8;
 	sb = s + 8 * q - 8;
-	__asm__ volatile("std; rep movsq; cld" : "+D"(db), "+S"(sb), "+c"(q)::"memory", "cc");
+	rep_movsq_back(db, sb, q);
 	return dst;
 }
 
@@ -52,8 +52,8 @@ void *memset(void *s, int c, size_t n)
 	void *p = s;
 	size_t q = n / 8, r = n % 8;
 	uint64_t v = (uint8_t)c * 0x0101010101010101ULL;
-	__asm__ volatile("rep stosq" : "+D"(p), "+c"(q) : "a"(v) : "memory");
-	__asm__ volatile("rep stosb" : "+D"(p), "+c"(r) : "a"(v) : "memory");
+	rep_stosq(&p, v, q);
+	rep_stosb(&p, (uint8_t)v, r);
 	return s;
 }
 

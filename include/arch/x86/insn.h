@@ -60,6 +60,8 @@ void invlpg(vaddr_t va);
 void xsave_area(void *area, uint64_t mask);
 void xrstor_area(const void *area, uint64_t mask);
 uint64_t xgetbv0(void);
+void *read_gs0(void);
+void lidt(const void *desc);
 
 #else /* image */
 
@@ -170,6 +172,43 @@ static inline void xrstor_area(const void *area, uint64_t mask)
 {
 	__asm__ volatile("xrstor64 (%0)" ::"r"(area), "a"((uint32_t)mask), "d"((uint32_t)(mask >> 32))
 			 : "memory");
+}
+/* Per-CPU data: %gs:0 holds the struct percpu's own address. */
+static inline void *read_gs0(void)
+{
+	void *p;
+	__asm__ volatile("mov %%gs:0, %0" : "=r"(p));
+	return p;
+}
+static inline void lidt(const void *desc) { __asm__ volatile("lidt (%0)" ::"r"(desc) : "memory"); }
+/*
+ * REP string moves for the glibc-ABI layer's memcpy/memmove/memset
+ * (tpm/libc/string.c; image only). Each advances the pointers it is given.
+ */
+static inline void rep_movsq(void **d, const void **s, size_t n)
+{
+	__asm__ volatile("rep movsq" : "+D"(*d), "+S"(*s), "+c"(n)::"memory");
+}
+static inline void rep_movsb(void **d, const void **s, size_t n)
+{
+	__asm__ volatile("rep movsb" : "+D"(*d), "+S"(*s), "+c"(n)::"memory");
+}
+/* Backwards (DF=1) copies for overlapping memmove; DF is cleared again. */
+static inline void rep_movsq_back(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("std; rep movsq; cld" : "+D"(d), "+S"(s), "+c"(n)::"memory", "cc");
+}
+static inline void rep_movsb_back(void *d, const void *s, size_t n)
+{
+	__asm__ volatile("std; rep movsb; cld" : "+D"(d), "+S"(s), "+c"(n)::"memory", "cc");
+}
+static inline void rep_stosq(void **d, uint64_t v, size_t n)
+{
+	__asm__ volatile("rep stosq" : "+D"(*d), "+c"(n) : "a"(v) : "memory");
+}
+static inline void rep_stosb(void **d, uint8_t v, size_t n)
+{
+	__asm__ volatile("rep stosb" : "+D"(*d), "+c"(n) : "a"(v) : "memory");
 }
 static inline uint64_t xgetbv0(void)
 {
