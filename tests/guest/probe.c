@@ -774,31 +774,19 @@ static void check_isolation(void)
  * restarted: csvsm answers afterwards, and its `vcpu-check` line at power-off
  * (asserted by tests/qemu/probe.sh) proves its other vCPUs are still its own.
  */
-static void tsc_wait(u64 cycles)
-{
-	u32 lo, hi;
-	__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-	u64 end = (((u64)hi << 32) | lo) + cycles;
-	for (;;) {
-		__asm__ volatile("rdtsc" : "=a"(lo), "=d"(hi));
-		if ((((u64)hi << 32) | lo) >= end)
-			break;
-		__asm__ volatile("pause");
-	}
-}
-
 static void check_init_ipi(void)
 {
 	volatile u32 *icr_lo = (volatile u32 *)(UINTN)0xFEE00300ULL;
 	struct probe_regs r;
 	u64 rc;
 
+	/* The delays of Intel SDM vol. 3 §8.4.4.1, through EFI's Stall. */
 	*icr_lo = 0x000C4500; /* INIT, assert, all excluding self */
-	tsc_wait(20000000);   /* about 10 ms */
+	uefi_call_wrapper(g_st->BootServices->Stall, 1, 10000);
 	*icr_lo = 0x000C4610; /* start-up IPI, vector 0x10 */
-	tsc_wait(1000000);
+	uefi_call_wrapper(g_st->BootServices->Stall, 1, 200);
 	*icr_lo = 0x000C4610;
-	tsc_wait(20000000);
+	uefi_call_wrapper(g_st->BootServices->Stall, 1, 10000);
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
 	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
 	    L"INIT-SIPI-SIPI to all other CPUs sent; csvsm still answers (%s)", rc_name(rc));
