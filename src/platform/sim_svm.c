@@ -559,11 +559,8 @@ unsigned sim_park_check(void);
 
 static __noreturn void guest_loop(struct svm_vcpu *v)
 {
-	uint64_t mask = xgetbv0();
 	for (;;) {
-		xrstor_area(v->xsave, mask);
 		svm_vmrun(v);
-		xsave_area(v->xsave, mask);
 		v->exits++;
 		v->vmcb->ctl.tlb_control = 0;
 		v->vmcb->ctl.event_inj = 0;
@@ -685,6 +682,8 @@ static void park_build(void)
 static __noreturn void park_self(struct percpu *cpu)
 {
 	struct svm_vcpu *v = pool_alloc(sizeof(*v), PAGE_SIZE);
+	v->xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE); /* x87/SSE init state: XSTATE_BV = 0 */
+	*(uint32_t *)(v->xsave + 24) = 0x1F80;
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
 	wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE));
 	v->vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);

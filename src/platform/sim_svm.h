@@ -15,8 +15,8 @@ struct svm_vcpu {
 	struct guest_gprs gprs; /* 0: swapped by svm_entry.S */
 	uint64_t vmcb_pa;       /* 112 */
 	uint64_t host_save_pa;  /* 120 */
+	uint8_t *xsave;         /* 128: guest x87/SSE/AVX state, switched by svm_entry.S */
 	struct vmcb *vmcb;
-	uint8_t *xsave;         /* guest x87/SSE/AVX state, switched around VMRUN */
 	uint64_t ghcb_msr;      /* the guest's view of MSR 0xC0010130 */
 	gpa_t ghcb_gpa;         /* registered through the MSR protocol, 0 = none */
 	struct guest_vcpu gv;
@@ -25,6 +25,7 @@ struct svm_vcpu {
 _Static_assert(offsetof(struct svm_vcpu, gprs) == 0, "svm_entry.S V_GPRS");
 _Static_assert(offsetof(struct svm_vcpu, vmcb_pa) == 112, "svm_entry.S V_VMCB_PA");
 _Static_assert(offsetof(struct svm_vcpu, host_save_pa) == 120, "svm_entry.S V_HOST_PA");
+_Static_assert(offsetof(struct svm_vcpu, xsave) == 128, "svm_entry.S V_XSAVE");
 
 void svm_vmrun(struct svm_vcpu *v);
 

@@ -4,13 +4,16 @@
  * are in the VMCB), VMLOAD/VMRUN/VMSAVE around the guest (QEMU's VMRUN
  * switches only ES/CS/SS/DS/CRs: FS/GS/TR/LDTR/KernelGSBase/STAR/... need
  * VMLOAD/VMSAVE, sim notes pitfall 5), then stores the guest GPRs back and
- * restores csvsm's FS/GS bases from its own VMSAVE area. The guest's x87/SSE/AVX
- * state is switched by the C caller with XSAVE/XRSTOR (VMRUN does not).
+ * restores csvsm's FS/GS bases from its own VMSAVE area. VMRUN does not switch
+ * x87/SSE/AVX state: the guest's is restored (XRSTOR) right before VMRUN and
+ * saved (XSAVE) right after the exit, before any csvsm C code runs. The
+ * mask is XCR0, exactly the components csvsm enabled (boot.S).
  * struct svm_vcpu layout: see SVM_VCPU_* offsets in src/platform/sim_svm.h.
  */
 #define V_GPRS      0   /* struct guest_gprs: rbx rcx rdx rsi rdi rbp r8..r15 */
 #define V_VMCB_PA   112
 #define V_HOST_PA   120
+#define V_XSAVE     128 /* guest x87/SSE/AVX area, 64-byte aligned */
 
 	.text
 	.code64
@@ -25,6 +28,10 @@ svm_vmrun:
 	push %rdi
 	mov V_HOST_PA(%rdi), %rax
 	vmsave %rax                      /* csvsm's FS/GS/TR/... */
+	xor %ecx, %ecx
+	xgetbv                           /* EDX:EAX = XCR0 */
+	mov V_XSAVE(%rdi), %rsi
+	xrstor64 (%rsi)
 	mov V_GPRS+0(%rdi), %rbx
 	mov V_GPRS+8(%rdi), %rcx
 	mov V_GPRS+16(%rdi), %rdx
@@ -60,6 +67,10 @@ svm_vmrun:
 	mov %r13, V_GPRS+88(%rdi)
 	mov %r14, V_GPRS+96(%rdi)
 	mov %r15, V_GPRS+104(%rdi)
+	xor %ecx, %ecx
+	xgetbv
+	mov V_XSAVE(%rdi), %rsi
+	xsave64 (%rsi)
 	mov V_HOST_PA(%rdi), %rax
 	vmload %rax                      /* csvsm's FS base (canary TCB) and GS base (percpu) */
 	pop %rdi

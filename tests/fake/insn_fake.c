@@ -113,8 +113,5 @@ uint64_t read_cr2(void) { return 0; }
 uint64_t read_cr3(void) { return cr3; }
 void write_cr3(uint64_t v) { cr3 = v; }
 void invlpg(vaddr_t va) { (void)va; }
-void xsave_area(void *area, uint64_t mask) { (void)area; (void)mask; }
-void xrstor_area(const void *area, uint64_t mask) { (void)area; (void)mask; }
-uint64_t xgetbv0(void) { return 7; }
 void *read_gs0(void) { return NULL; }
 void lidt(const void *desc) { (void)desc; }

@@ -57,9 +57,6 @@ uint64_t read_cr2(void);
 uint64_t read_cr3(void);
 void write_cr3(uint64_t v);
 void invlpg(vaddr_t va);
-void xsave_area(void *area, uint64_t mask);
-void xrstor_area(const void *area, uint64_t mask);
-uint64_t xgetbv0(void);
 void *read_gs0(void);
 void lidt(const void *desc);
 
@@ -162,17 +159,6 @@ static inline uint64_t read_cr3(void)
 }
 static inline void write_cr3(uint64_t v) { __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
 static inline void invlpg(vaddr_t va) { __asm__ volatile("invlpg (%0)" ::"r"(va) : "memory"); }
-/* XSAVE/XRSTOR of the components in `mask` (64-byte aligned area). */
-static inline void xsave_area(void *area, uint64_t mask)
-{
-	__asm__ volatile("xsave64 (%0)" ::"r"(area), "a"((uint32_t)mask), "d"((uint32_t)(mask >> 32))
-			 : "memory");
-}
-static inline void xrstor_area(const void *area, uint64_t mask)
-{
-	__asm__ volatile("xrstor64 (%0)" ::"r"(area), "a"((uint32_t)mask), "d"((uint32_t)(mask >> 32))
-			 : "memory");
-}
 /* Per-CPU data: %gs:0 holds the struct percpu's own address. */
 static inline void *read_gs0(void)
 {
@@ -209,12 +195,6 @@ static inline void rep_stosq(void **d, uint64_t v, size_t n)
 static inline void rep_stosb(void **d, uint8_t v, size_t n)
 {
 	__asm__ volatile("rep stosb" : "+D"(*d), "+c"(n) : "a"(v) : "memory");
-}
-static inline uint64_t xgetbv0(void)
-{
-	uint32_t lo, hi;
-	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-	return ((uint64_t)hi << 32) | lo;
 }
 
 #endif /* CSVSM_HOST */
