@@ -774,6 +774,29 @@ static void check_isolation(void)
  * restarted: csvsm answers afterwards, and its `vcpu-check` line at power-off
  * (asserted by tests/qemu/probe.sh) proves its other vCPUs are still its own.
  */
+/* VMRUN does not switch SSE state: a call must leave the guest's XMM registers as they were. */
+static void check_fpu(void)
+{
+	static u8 buf[512] __attribute__((aligned(16)));
+	struct probe_regs r;
+	int bad = 0;
+
+	for (int form = 0; form < 2; form++) {
+		for (int i = 0; i < 256; i++)
+			buf[i] = (u8)(i * 7 + 13 + form), buf[256 + i] = 0;
+		g_xmm_check = buf;
+		enum call_form saved = g_form;
+		g_form = form ? FORM_GHCB : FORM_MSR;
+		u64 rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
+		g_form = saved;
+		g_xmm_check = NULL;
+		for (int i = 0; i < 256; i++)
+			bad += buf[i] != buf[256 + i];
+		tap(rc == SVSM_SUCCESS && bad == 0, L"XMM0..15 preserved across an SVSM call (%s form): %d bytes differ",
+		    form ? L"GHCB" : L"MSR", bad);
+	}
+}
+
 static void check_init_ipi(void)
 {
 	volatile u32 *icr_lo = (volatile u32 *)(UINTN)0xFEE00300ULL;
@@ -906,6 +929,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	Print(L"# --- vTPM protocol (2), GHCB form ---\n");
 	check_vtpm(vtpm_page);
 	Print(L"# --- isolation: guest access to csvsm memory ---\n");
+	check_fpu();
 	check_init_ipi();
 	check_isolation();
 	finish();

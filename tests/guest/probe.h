@@ -114,7 +114,9 @@ struct probe_regs {
 /* Loads RAX/RCX/RDX/R8/R9 from *r, VMGEXIT, stores them back into *r,
  * then xchg(*call_pending, 0) and returns the old value (Linux
  * svsm_issue_call). The caller sets *call_pending and the GHCB MSR. */
-u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending);
+u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm);
+/* When set, every SVSM call loads XMM0..15 from g_xmm_check[0..255] and stores them at [256..511]. */
+extern u8 *g_xmm_check;
 void probe_vmgexit(void);
 u64 probe_rdmsr(u32 msr);
 void probe_wrmsr(u32 msr, u64 val);

@@ -9,19 +9,60 @@
 
 	.text
 
-/* u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending) */
+/* u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm)
+ * xmm, when not NULL: 16 x 16 bytes loaded into XMM0..15 before the VMGEXIT
+ * and the registers stored at xmm + 256 after it (VMRUN does not switch
+ * SSE state; csvsm must preserve the guest's). */
 	.globl probe_svsm_issue
 probe_svsm_issue:
 	pushq	%rbx
 	pushq	%rdi
 	pushq	%rsi
-	movq	0(%rdi), %rax
+	pushq	%rdx
+	testq	%rdx, %rdx
+	jz	1f
+	movdqu	0(%rdx), %xmm0
+	movdqu	16(%rdx), %xmm1
+	movdqu	32(%rdx), %xmm2
+	movdqu	48(%rdx), %xmm3
+	movdqu	64(%rdx), %xmm4
+	movdqu	80(%rdx), %xmm5
+	movdqu	96(%rdx), %xmm6
+	movdqu	112(%rdx), %xmm7
+	movdqu	128(%rdx), %xmm8
+	movdqu	144(%rdx), %xmm9
+	movdqu	160(%rdx), %xmm10
+	movdqu	176(%rdx), %xmm11
+	movdqu	192(%rdx), %xmm12
+	movdqu	208(%rdx), %xmm13
+	movdqu	224(%rdx), %xmm14
+	movdqu	240(%rdx), %xmm15
+1:	movq	0(%rdi), %rax
 	movq	8(%rdi), %rcx
 	movq	16(%rdi), %rdx
 	movq	24(%rdi), %r8
 	movq	32(%rdi), %r9
 	VMGEXIT
-	popq	%rsi
+	popq	%rbx			/* xmm buffer */
+	testq	%rbx, %rbx
+	jz	2f
+	movdqu	%xmm0, 256(%rbx)
+	movdqu	%xmm1, 272(%rbx)
+	movdqu	%xmm2, 288(%rbx)
+	movdqu	%xmm3, 304(%rbx)
+	movdqu	%xmm4, 320(%rbx)
+	movdqu	%xmm5, 336(%rbx)
+	movdqu	%xmm6, 352(%rbx)
+	movdqu	%xmm7, 368(%rbx)
+	movdqu	%xmm8, 384(%rbx)
+	movdqu	%xmm9, 400(%rbx)
+	movdqu	%xmm10, 416(%rbx)
+	movdqu	%xmm11, 432(%rbx)
+	movdqu	%xmm12, 448(%rbx)
+	movdqu	%xmm13, 464(%rbx)
+	movdqu	%xmm14, 480(%rbx)
+	movdqu	%xmm15, 496(%rbx)
+2:	popq	%rsi
 	popq	%rdi
 	movq	%rax, 0(%rdi)
 	movq	%rcx, 8(%rdi)
