@@ -15,6 +15,7 @@
 #include "csvsm/platform.h"
 #include "csvsm/sim_guest.h"
 #include "csvsm/string.h"
+#include "csvsm/vcpu.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
@@ -22,6 +23,7 @@
 #include "sim_svm.h"
 #include "snp/ghcb.h"
 #include "snp/svsm.h"
+#include "snp/vmsa.h"
 
 #define NPT_P  0x1ULL
 #define NPT_RW 0x2ULL
@@ -48,6 +50,22 @@ static unsigned npt_vmpl;
 static uint8_t *iopm, *msrpm;
 static struct svm_vcpu bsp;
 
+/*
+ * Guest vCPUs run on several csvsm vCPUs (the boot vCPU runs the firmware,
+ * parked ones run vCPUs made with CREATE_VCPU). Exit handling touches shared
+ * state (device models, the RMP model, nested page tables, the protocol
+ * tables), so one exit is handled at a time.
+ */
+static volatile uint32_t exit_lock;
+static void exits_lock(void)
+{
+	while (__atomic_exchange_n(&exit_lock, 1, __ATOMIC_ACQUIRE))
+		cpu_relax();
+}
+static void exits_unlock(void) { __atomic_store_n(&exit_lock, 0, __ATOMIC_RELEASE); }
+
+static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
+
 /* ---- nested page tables ---- */
 
 static uint64_t *npt_table(uint64_t *entry)
@@ -66,7 +84,10 @@ static uint64_t npt_pte(gpa_t gpa)
 		return (flash_hpa + (gpa - flash_gpa)) | NPT_P | NPT_RW | NPT_US;
 	if (memmap_is_guest_ram(npt_mm, gpa, PAGE_SIZE)) {
 		unsigned p = rmp_vmpl_perms(gpa, npt_vmpl);
-		if (!(p & RMP_PERM_R))
+		struct rmp_entry_info e;
+		/* A VMSA page holds a vCPU's registers: on SNP the guest sees only
+		 * ciphertext (VMSA tweak); on sim it sees nothing. */
+		if (!(p & RMP_PERM_R) || (rmp_query(gpa, &e) == 0 && e.vmsa))
 			return 0;
 		return gpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
 		       ((p & (RMP_PERM_XU | RMP_PERM_XS)) ? 0 : NPT_NX);
@@ -416,6 +437,14 @@ static void vmgexit_ghcb(struct svm_vcpu *v)
 		return; /* not a registered GHCB: nothing to answer into */
 	if (code == SVM_VMGEXIT_SNP_RUN_VMPL && (uint32_t)info1 == 0) {
 		svsm_call(v);
+	} else if (code == SVM_VMGEXIT_AP_CREATION) {
+		uint64_t info2, rax;
+		if (guest_read(g + offsetof(struct ghcb, sw_exit_info_2), &info2, 8) ||
+		    guest_read(g + offsetof(struct ghcb, rax), &rax, 8) ||
+		    ap_create(v, info1, info2, rax) != 0) {
+			result = GHCB_RESULT_ERROR;
+			err = 5;
+		}
 	} else {
 		result = GHCB_RESULT_ERROR;
 		err = 5; /* GHCB_ERR_INVALID_INPUT */
@@ -557,11 +586,26 @@ static void dump_exit(struct svm_vcpu *v, const char *why)
 
 unsigned sim_park_check(void);
 
-static __noreturn void guest_loop(struct svm_vcpu *v)
+/* Run `v` until the guest ends the VM, or (guest vCPUs on parked csvsm
+ * vCPUs) until *stop is set; returns only then. */
+static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 {
 	for (;;) {
 		svm_vmrun(v);
 		v->exits++;
+		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_HLT) {
+			/* Only guest vCPUs on csvsm's parked vCPUs intercept HLT. With
+			 * interrupts on, HLT may end at once; with them off the vCPU is
+			 * done until AP creation DESTROY stops it. */
+			if (v->vmcb->save.rflags & (1u << 9)) {
+				v->vmcb->save.rip += 1;
+				continue;
+			}
+			while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE))
+				cpu_relax();
+			return;
+		}
+		exits_lock();
 		v->vmcb->ctl.tlb_control = 0;
 		v->vmcb->ctl.event_inj = 0;
 		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
@@ -611,7 +655,14 @@ static __noreturn void guest_loop(struct svm_vcpu *v)
 			con_printf("csvsm: vcpu-check: aps=%u responsive=%u\n", cpu_count - 1, ok);
 			platform->terminate(sim_guest_power_event == 1 && ok == cpu_count - 1, 0, 0x23);
 		}
+		exits_unlock();
 	}
+}
+
+static __noreturn void guest_loop(struct svm_vcpu *v)
+{
+	guest_run(v, NULL);
+	panic("the boot vCPU's guest loop returned");
 }
 
 __noreturn void sim_guest_start(const struct sim_guest_config *gc)
@@ -658,6 +709,7 @@ __noreturn void sim_guest_start(const struct sim_guest_config *gc)
  * sends INIT-SIPI-SIPI to all other CPUs while it boots. Inside the parking
  * guest the INIT is a #VMEXIT instead, which csvsm counts and ignores.
  */
+#define PARK_RIP 0x400
 static uint64_t *park_npt;
 static uint8_t *park_iopm, *park_msrpm;
 static volatile uint64_t park_inits;
@@ -666,17 +718,144 @@ static void park_build(void)
 {
 	uint64_t *pdpt = pool_alloc(PAGE_SIZE, PAGE_SIZE), *pd = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	uint8_t *code = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	code[0] = 0xF4, code[1] = 0xEB, code[2] = 0xFD; /* hlt; jmp .-1 */
+	uint8_t *code = pool_alloc(PAGE_SIZE, PAGE_SIZE), *stack = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	/* Real-mode IVT at 0: every vector -> 0000:0500. QEMU 7.2 leaves an
+	 * intercepted NMI pending (like INIT), so NMIs are delivered to this
+	 * guest instead, whose handler reports them with VMMCALL. */
+	for (unsigned i = 0; i < 256; i++)
+		code[4 * i] = 0x00, code[4 * i + 1] = 0x05, code[4 * i + 2] = 0, code[4 * i + 3] = 0;
+	code[PARK_RIP] = 0xF4, code[PARK_RIP + 1] = 0xEB, code[PARK_RIP + 2] = 0xFD; /* hlt; jmp .-1 */
+	code[0x500] = 0x0F, code[0x501] = 0x01, code[0x502] = 0xD9; /* vmmcall */
+	code[0x503] = 0xCF;                                          /* iret */
 	park_npt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	park_npt[0] = (uint64_t)(uintptr_t)pdpt | NPT_TABLE;
 	pdpt[0] = (uint64_t)(uintptr_t)pd | NPT_TABLE;
 	pd[0] = (uint64_t)(uintptr_t)pt | NPT_TABLE;
 	pt[0] = (uint64_t)(uintptr_t)code | NPT_P | NPT_US; /* read/execute only */
+	pt[1] = (uint64_t)(uintptr_t)stack | NPT_P | NPT_RW | NPT_US | NPT_NX;
 	park_iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
 	memset(park_iopm, 0xFF, 3 * PAGE_SIZE);
 	park_msrpm = pool_alloc(2 * PAGE_SIZE, PAGE_SIZE);
 	memset(park_msrpm, 0xFF, 2 * PAGE_SIZE);
+}
+
+/*
+ * Guest vCPUs made with CREATE_VCPU and started with the GHCB AP creation
+ * event (reference §4.5) run on a parked csvsm vCPU: csvsm turns the VMSA
+ * into a VMCB and hands it over with an NMI; DESTROY stops it the same way.
+ */
+struct ap_job {
+	struct guest_vmsa_slot *slot; /* set by the requester, cleared when taken */
+	volatile uint32_t stop;
+	volatile uint32_t busy;
+	struct svm_vcpu *v;
+};
+static struct ap_job ap_jobs[MAX_CPUS];
+
+static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
+{
+	struct vmcb_save *s = &v->vmcb->save;
+	struct vmcb_seg *segs[] = {&s->es, &s->cs, &s->ss, &s->ds, &s->fs, &s->gs,
+				   &s->gdtr, &s->ldtr, &s->idtr, &s->tr};
+	const struct vmsa_seg *msegs[] = {&m->es, &m->cs, &m->ss, &m->ds, &m->fs, &m->gs,
+					  &m->gdtr, &m->ldtr, &m->idtr, &m->tr};
+	for (unsigned i = 0; i < ARRAY_SIZE(segs); i++)
+		seg(segs[i], msegs[i]->selector, msegs[i]->base, msegs[i]->limit, msegs[i]->attrib);
+	s->cpl = m->cpl;
+	s->efer = m->efer | EFER_SVME;
+	s->cr4 = m->cr4, s->cr3 = m->cr3, s->cr0 = m->cr0;
+	s->dr7 = m->dr7 ? m->dr7 : 0x400, s->dr6 = m->dr6 ? m->dr6 : 0xFFFF0FF0ULL;
+	s->rflags = m->rflags | 2, s->rip = m->rip, s->rsp = m->rsp, s->rax = m->rax;
+	s->star = m->star, s->lstar = m->lstar, s->cstar = m->cstar, s->sfmask = m->sfmask;
+	s->kernel_gs_base = m->kernel_gs_base, s->cr2 = m->cr2;
+	s->g_pat = m->g_pat ? m->g_pat : 0x0007040600070406ULL;
+	v->gprs = (struct guest_gprs){.rbx = m->rbx, .rcx = m->rcx, .rdx = m->rdx, .rsi = m->rsi,
+				      .rdi = m->rdi, .rbp = m->rbp, .r8 = m->r8, .r9 = m->r9,
+				      .r10 = m->r10, .r11 = m->r11, .r12 = m->r12, .r13 = m->r13,
+				      .r14 = m->r14, .r15 = m->r15};
+}
+
+static void ap_run_job(struct percpu *cpu)
+{
+	struct ap_job *j = &ap_jobs[cpu->id];
+	struct guest_vmsa_slot *slot = __atomic_exchange_n(&j->slot, NULL, __ATOMIC_ACQ_REL);
+	if (!slot)
+		return;
+	if (!j->v) {
+		j->v = pool_alloc(sizeof(*j->v), PAGE_SIZE);
+		j->v->vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		j->v->vmcb_pa = (uint64_t)(uintptr_t)j->v->vmcb;
+		j->v->host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		j->v->xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	}
+	struct svm_vcpu *v = j->v;
+	struct vmcb *vm = v->vmcb;
+	memset(vm, 0, sizeof(*vm));
+	memset(v->xsave, 0, PAGE_SIZE);
+	*(uint16_t *)v->xsave = 0x37F;
+	*(uint32_t *)(v->xsave + 24) = 0x1F80;
+	vmcb_init(vm);
+	vm->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
+	vm->ctl.asid = ASID_GUEST; /* same guest, same nested page tables */
+	/* The VMSA page is csvsm's since CREATE_VCPU (RMP VMSA bit, no guest access). */
+	vmcb_from_vmsa(v, (const struct vmsa *)guest_mem_ptr(slot->vmsa));
+	v->ghcb_msr = v->ghcb_gpa = 0;
+	v->gv = (struct guest_vcpu){.id = cpu->id, .vmpl = bsp.gv.vmpl, .caa = slot->caa};
+	guest_run(v, &j->stop);
+	exits_lock();
+	slot->running = false;
+	__atomic_store_n(&j->stop, 0, __ATOMIC_RELEASE);
+	__atomic_store_n(&j->busy, 0, __ATOMIC_RELEASE);
+	exits_unlock();
+}
+
+static void send_nmi(uint32_t apic_id)
+{
+	volatile uint32_t *lapic = (volatile uint32_t *)(uintptr_t)LAPIC_GPA;
+	lapic[LAPIC_ICR_HI / 4] = apic_id << 24;
+	lapic[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14); /* NMI, assert */
+}
+
+/* GHCB AP creation from the guest (runs under the exit lock). 0 or -1. */
+static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features)
+{
+	unsigned event = (uint32_t)info1 & ~(0xFu << SVM_VMGEXIT_AP_VMPL_SHIFT);
+	unsigned vmpl = ((uint32_t)info1 >> SVM_VMGEXIT_AP_VMPL_SHIFT) & 0xF;
+	struct guest_vmsa_slot *slot = vcpu_find(vmsa);
+	if (!slot || vmpl != v->gv.vmpl)
+		return (uint64_t)-1;
+	if (event == SVM_VMGEXIT_AP_DESTROY) {
+		for (unsigned i = 1; i < cpu_count; i++)
+			if (ap_jobs[i].busy && ap_jobs[i].v && ap_jobs[i].v->gv.caa == slot->caa && slot->running) {
+				__atomic_store_n(&ap_jobs[i].stop, 1, __ATOMIC_RELEASE);
+				/* The vCPU leaves its loop once halted; it needs the exit lock. */
+				exits_unlock();
+				uint64_t t0 = timer_us();
+				while (__atomic_load_n(&ap_jobs[i].busy, __ATOMIC_ACQUIRE) &&
+				       timer_us() - t0 < 1000000)
+					cpu_relax();
+				exits_lock();
+				if (!ap_jobs[i].busy)
+					return 0;
+				__atomic_store_n(&ap_jobs[i].stop, 0, __ATOMIC_RELEASE);
+				return (uint64_t)-1; /* still running: not halted with interrupts off */
+			}
+		return (uint64_t)-1;
+	}
+	if ((event != SVM_VMGEXIT_AP_CREATE && event != SVM_VMGEXIT_AP_CREATE_ON_INIT) ||
+	    slot->running || sev_features != vcpu_guest_sev_features)
+		return (uint64_t)-1;
+	for (unsigned i = 1; i < cpu_count; i++) {
+		struct ap_job *j = &ap_jobs[i];
+		if (!percpus[i].parked || __atomic_exchange_n(&j->busy, 1, __ATOMIC_ACQ_REL))
+			continue;
+		slot->running = true;
+		__atomic_store_n(&j->slot, slot, __ATOMIC_RELEASE);
+		send_nmi(percpus[i].apic_id);
+		return 0;
+	}
+	con_printf("csvsm: AP creation refused: no free vCPU of csvsm's to run it (-smp)\n");
+	return (uint64_t)-1;
 }
 
 static __noreturn void park_self(struct percpu *cpu)
@@ -690,8 +869,8 @@ static __noreturn void park_self(struct percpu *cpu)
 	v->vmcb_pa = (uint64_t)(uintptr_t)v->vmcb;
 	v->host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	struct vmcb_control *c = &v->vmcb->ctl;
-	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_NMI | SVM_INTERCEPT_SMI |
-			     SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN;
+	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_SMI | SVM_INTERCEPT_IOIO_PROT |
+			     SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN;
 	c->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL;
 	c->iopm_base_pa = (uint64_t)(uintptr_t)park_iopm;
 	c->msrpm_base_pa = (uint64_t)(uintptr_t)park_msrpm;
@@ -708,11 +887,12 @@ static __noreturn void park_self(struct percpu *cpu)
 	seg(&s->ldtr, 0, 0, 0xFFFF, 0x82);
 	seg(&s->tr, 0, 0, 0xFFFF, 0x8B);
 	seg(&s->gdtr, 0, 0, 0xFFFF, 0);
-	seg(&s->idtr, 0, 0, 0xFFFF, 0);
+	seg(&s->idtr, 0, 0, 0x3FF, 0);
 	s->efer = EFER_SVME;
 	s->cr0 = 0x10;
-	s->rflags = 0x2; /* IF = 0: only INIT/NMI/SMI end the HLT, and they exit */
-	s->rip = 0;
+	s->rflags = 0x2; /* IF = 0: only INIT/NMI/SMI end the HLT */
+	s->rip = PARK_RIP;
+	s->rsp = 0x2000; /* the stack page at GPA 0x1000 */
 	s->dr6 = 0xFFFF0FF0ULL;
 	s->dr7 = 0x400;
 	s->g_pat = 0x0007040600070406ULL;
@@ -722,9 +902,11 @@ static __noreturn void park_self(struct percpu *cpu)
 		uint32_t code = (uint32_t)c->exit_code;
 		if (code == SVM_EXIT_INIT)
 			__atomic_fetch_add(&park_inits, 1, __ATOMIC_RELAXED);
-		else if (code == SVM_EXIT_NMI)
+		else if (code == SVM_EXIT_VMMCALL) { /* the NMI handler: csvsm's own signal */
 			__atomic_fetch_add(&cpu->pings, 1, __ATOMIC_RELEASE);
-		else if (code != SVM_EXIT_SMI) {
+			s->rip += 3;
+			ap_run_job(cpu);
+		} else if (code != SVM_EXIT_SMI) {
 			con_printf("csvsm: vCPU %u: parking guest exit 0x%x\n", cpu->id, code);
 			platform->terminate(false, 0, 0x24);
 		}
@@ -739,6 +921,10 @@ unsigned sim_park_check(void)
 {
 	unsigned ok = 0;
 	for (unsigned i = 1; i < cpu_count; i++) {
+		if (ap_jobs[i].busy) { /* running a guest vCPU in csvsm's own loop */
+			ok++;
+			continue;
+		}
 		uint32_t before = __atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE);
 		volatile uint32_t *icr = (volatile uint32_t *)(uintptr_t)LAPIC_GPA;
 		icr[LAPIC_ICR_HI / 4] = percpus[i].apic_id << 24;

@@ -558,6 +558,89 @@ static void check_vcpu(u64 vmsa, u64 newca)
 	    L"DELETE_VCPU inside csvsm -> %s (INVALID_PARAMETER or INVALID_ADDRESS)", rc_name(rc));
 }
 
+/*
+ * A new vCPU, as Linux brings up an AP at VMPL>0 (reference §4.5): a VMSA
+ * for 64-bit code on the probe's own page tables and GDT, CREATE_VCPU, then
+ * the GHCB AP creation event. The vCPU makes one SVSM call through its own
+ * calling area. VMSA offsets from reference §5.3 (written here, not shared
+ * with csvsm's headers, so a wrong offset on either side fails a check).
+ */
+static const CHAR16 *vec_name(INTN v);
+
+struct ap_shared {
+	u64 ca, rax, rcx, ghcb_msr;
+	volatile u32 done;
+};
+
+static void vmsa_seg(u8 *vmsa, unsigned off, u16 sel, u16 attrib, u32 limit, u64 base)
+{
+	*(u16 *)(vmsa + off) = sel;
+	*(u16 *)(vmsa + off + 2) = attrib;
+	*(u32 *)(vmsa + off + 4) = limit;
+	*(u64 *)(vmsa + off + 8) = base;
+}
+
+static void check_vcpu_run(void)
+{
+	static struct ap_shared shared __attribute__((aligned(64)));
+	u64 vmsa = alloc_pages(1), ca = alloc_pages(1), stack = alloc_pages(4), v, rc;
+	u8 *m = (u8 *)(UINTN)vmsa;
+	struct { u16 limit; u64 base; } __attribute__((packed)) gdt;
+	const u32 apic_id = 1;
+
+	if (!vmsa || !ca || !stack) {
+		tap(0, L"CREATE_VCPU run: no memory for the VMSA");
+		return;
+	}
+	for (int i = 0; i < 4096; i++)
+		m[i] = 0, ((u8 *)(UINTN)ca)[i] = 0;
+	shared = (struct ap_shared){.ca = ca};
+	probe_sgdt(&gdt);
+	u16 cs = (u16)probe_read_cs(), ds = (u16)probe_read_ds();
+	for (unsigned off = 0x00; off <= 0x50; off += 0x10) /* es cs ss ds fs gs */
+		vmsa_seg(m, off, ds, 0xC93, 0xFFFFFFFF, 0);
+	vmsa_seg(m, 0x10, cs, 0xA9B, 0xFFFFFFFF, 0); /* 64-bit code: P S type B, L, G */
+	vmsa_seg(m, 0x60, 0, 0, gdt.limit, gdt.base);
+	vmsa_seg(m, 0x70, 0, 0x82, 0xFFFF, 0);
+	vmsa_seg(m, 0x80, 0, 0, 0, 0); /* no IDT: the vCPU takes no exception */
+	vmsa_seg(m, 0x90, 0, 0x8B, 0xFFFF, 0);
+	m[0xCA] = g_guest_vmpl;
+	*(u64 *)(m + 0xD0) = probe_rdmsr(0xC0000080) | (1ULL << 12); /* EFER with SVME */
+	*(u64 *)(m + 0x148) = probe_read_cr4();
+	*(u64 *)(m + 0x150) = probe_read_cr3();
+	*(u64 *)(m + 0x158) = probe_read_cr0();
+	*(u64 *)(m + 0x160) = 0x400;
+	*(u64 *)(m + 0x168) = 0xFFFF0FF0;
+	*(u64 *)(m + 0x170) = 0x2;
+	*(u64 *)(m + 0x178) = (u64)(UINTN)probe_ap_entry;
+	*(u64 *)(m + 0x1D8) = stack + 4 * PAGE_SIZE - 64;
+	*(u64 *)(m + 0x268) = 0x0007040600070406ULL;
+	*(u64 *)(m + 0x338) = (u64)(UINTN)&shared; /* RDI */
+
+	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa, ca, apic_id, NULL);
+	tap(rc == SVSM_SUCCESS, L"CREATE_VCPU of a valid VMSA (VMPL%d, 64-bit) -> %s", g_guest_vmpl, rc_name(rc));
+	if (rc != SVSM_SUCCESS)
+		return;
+	int vec = probe_safe_read64(vmsa, &v);
+	tap(vec == 13, L"the VMSA page is no longer the guest's: read -> %s", vec ? vec_name(vec) : L"no fault");
+	rc = probe_ghcb_exit(0x80000013ULL, 1 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32), vmsa, 0);
+	tap(rc == 0, L"AP creation (GHCB 0x80000013, CREATE) -> sw_exit_info_1 0x%lx", rc);
+	for (int i = 0; i < 200 && !shared.done; i++)
+		uefi_call_wrapper(g_st->BootServices->Stall, 1, 5000);
+	tap(shared.done && shared.rax == SVSM_SUCCESS && shared.rcx == ((1ULL << 32) | 1) && shared.ghcb_msr == 0x17,
+	    L"the new vCPU ran and made an SVSM call through its own CA: RAX 0x%lx RCX 0x%lx (done %d)",
+	    shared.rax, shared.rcx, shared.done);
+	tap(*(volatile u8 *)(UINTN)ca == 0, L"the new vCPU's call_pending was cleared by csvsm");
+	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
+	tap(rc == 0x80001003ULL, L"DELETE_VCPU of a running vCPU -> 0x%lx (want FAIL_INUSE 0x80001003)", rc);
+	rc = probe_ghcb_exit(0x80000013ULL, 2 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32), vmsa, 0);
+	tap(rc == 0, L"AP creation DESTROY -> sw_exit_info_1 0x%lx", rc);
+	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
+	tap(rc == SVSM_SUCCESS, L"DELETE_VCPU after DESTROY -> %s", rc_name(rc));
+	vec = probe_safe_read64(vmsa, &v);
+	tap(vec == 0, L"the VMSA page is the guest's again: read -> %s", vec ? vec_name(vec) : L"ok");
+}
+
 static void check_remap(u64 newca, u64 spare_page)
 {
 	struct probe_regs r;
@@ -924,6 +1007,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	check_pvalidate(pool, big);
 	Print(L"# --- core CREATE_VCPU / DELETE_VCPU with bad arguments ---\n");
 	check_vcpu(vmsa, pool + 10 * PAGE_SIZE);
+	check_vcpu_run();
 	Print(L"# --- core REMAP_CA ---\n");
 	check_remap(newca, pool + 11 * PAGE_SIZE);
 	Print(L"# --- vTPM protocol (2), GHCB form ---\n");

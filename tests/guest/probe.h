@@ -117,6 +117,14 @@ struct probe_regs {
 u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm);
 /* When set, every SVSM call loads XMM0..15 from g_xmm_check[0..255] and stores them at [256..511]. */
 extern u8 *g_xmm_check;
+u64 probe_read_cr0(void);
+u64 probe_read_cr4(void);
+u32 probe_read_cs(void);
+u32 probe_read_ds(void);
+void probe_sgdt(void *desc10);
+void probe_ap_entry(void);
+/* A GHCB-page VMGEXIT with any exit code: returns sw_exit_info_1 after it (0 = OK). */
+u64 probe_ghcb_exit(u64 code, u64 info1, u64 info2, u64 rax);
 void probe_vmgexit(void);
 u64 probe_rdmsr(u32 msr);
 void probe_wrmsr(u32 msr, u64 val);

@@ -149,3 +149,55 @@ probe_try_exec_resume:
 	ret
 
 	.section .note.GNU-stack, "", @progbits
+
+	.text
+/* u64 probe_read_cr0(void), probe_read_cr4(void), u16 probe_read_cs/ds(void),
+ * void probe_sgdt(void *desc10): state for a VMSA of a new vCPU. */
+	.globl probe_read_cr0, probe_read_cr4, probe_read_cs, probe_read_ds, probe_sgdt
+probe_read_cr0:
+	movq	%cr0, %rax
+	ret
+probe_read_cr4:
+	movq	%cr4, %rax
+	ret
+probe_read_cs:
+	movw	%cs, %ax
+	movzwl	%ax, %eax
+	ret
+probe_read_ds:
+	movw	%ds, %ax
+	movzwl	%ax, %eax
+	ret
+probe_sgdt:
+	sgdt	(%rdi)
+	ret
+
+/*
+ * Entry of a vCPU the probe creates with CREATE_VCPU + AP creation. RDI =
+ * struct ap_shared { u64 ca; u64 rax; u64 rcx; u64 ghcb_msr; u32 done; }.
+ * It makes one SVSM call (QUERY_PROTOCOL core v1) through the MSR form with
+ * its own calling area, records the result and halts (interrupts off).
+ */
+	.globl probe_ap_entry
+probe_ap_entry:
+	movq	%rdi, %rbx
+	movq	0(%rbx), %rsi		/* its CA */
+	movb	$1, (%rsi)		/* call_pending */
+	movl	$0xC0010130, %ecx
+	movl	$0x016, %eax		/* VMPL0 request, MSR form */
+	xorl	%edx, %edx
+	wrmsr
+	movq	$6, %rax		/* core QUERY_PROTOCOL */
+	movq	$0x1, %rcx		/* (core << 32) | version 1 */
+	VMGEXIT
+	movq	%rax, 8(%rbx)
+	movq	%rcx, 16(%rbx)
+	movl	$0xC0010130, %ecx
+	rdmsr
+	shlq	$32, %rdx
+	orq	%rdx, %rax
+	movq	%rax, 24(%rbx)
+	movl	$1, 32(%rbx)
+1:	cli
+	hlt
+	jmp	1b

@@ -150,3 +150,26 @@ const CHAR16 *probe_call_status_str(enum call_status s)
 	}
 	return L"?";
 }
+
+u64 probe_ghcb_exit(u64 code, u64 info1, u64 info2, u64 rax)
+{
+	volatile u64 *bitmap = (volatile u64 *)(g_ghcb + GHCB_OFF_VALID_BITMAP);
+	u64 flags, saved;
+
+	if (!g_ghcb)
+		return ~0ULL;
+	bitmap[0] = bitmap[1] = 0;
+	ghcb_wr(GHCB_OFF_SW_EXIT_CODE, code);
+	ghcb_wr(GHCB_OFF_SW_EXIT_INFO_1, info1);
+	ghcb_wr(GHCB_OFF_SW_EXIT_INFO_2, info2);
+	ghcb_wr(0x1F8, rax); /* GHCB rax (reference §4.2) */
+	*(volatile u16 *)(g_ghcb + GHCB_OFF_PROTO_VERSION) = GHCB_PROTOCOL_VERSION;
+	*(volatile u32 *)(g_ghcb + GHCB_OFF_USAGE) = 0;
+	flags = probe_irq_save();
+	saved = ghcb_msr_read();
+	ghcb_msr_write((u64)(UINTN)g_ghcb);
+	probe_vmgexit();
+	ghcb_msr_write(saved);
+	probe_irq_restore(flags);
+	return ghcb_rd(GHCB_OFF_SW_EXIT_INFO_1);
+}
