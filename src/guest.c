@@ -16,6 +16,7 @@
 #include "mm/memmap.h"
 #include "mm/pool.h"
 #include "snp/secrets.h"
+#include "tpm/boot.h"
 
 #define FW_MAX    (4U << 20)
 #define PROBE_MAX (4U << 20)
@@ -91,5 +92,8 @@ __noreturn void boot_guest(void)
 		   size >> 10, (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
 		   (unsigned long long)gl.caa, gl.probe ? "opt/csvsm/probe" : "none",
 		   gl.probe_size >> 10);
+	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
+	if (tpm_boot(fw, size, gl.fw_gpa) != 0)
+		panic("vTPM start-up or firmware measurement failed");
 	platform->launch_guest(&gl);
 }

@@ -20,6 +20,7 @@
 #include "mm/rmp.h"
 #include "mm/cmdline.h"
 #include "snp/snp.h"
+#include "tpm/libc/libc.h"
 
 const struct platform_ops *platform;
 struct boot_info boot;
@@ -32,6 +33,11 @@ __noreturn void boot_main(uint32_t start_info_pa);
 #define POOL_FIXED      (12ULL << 20) /* page tables, NPT, GHCBs, the OVMF copy, slack */
 #define AP_STACK_BYTES  (68ULL << 10)
 #define CMDLINE_MAX     1024
+#define LIBC_HEAP_BYTES (8ULL << 20) /* libtpms/OpenSSL/mbedTLS arena (tpm/boot.c reports the high water) */
+
+/* OpenSSL's CPU detection (.init fragment, linker.ld) and the libraries' constructors. */
+void _init(void);
+extern void (*__init_array_start[])(void), (*__init_array_end[])(void);
 
 static struct memmap memmap;
 static struct hvm_memmap_table_entry raw_map[MEMMAP_MAX_ENTRIES];
@@ -99,7 +105,7 @@ static uint64_t pool_bytes_for(gpa_t max_gpa, unsigned ncpu)
 {
 	gpa_t top = MAX(max_gpa, 4ULL << 30);
 	uint64_t b = rmp_storage_bytes(top) + accept_bitmap_bytes(top) + POOL_FIXED + ncpu * (AP_STACK_BYTES + PAGE_SIZE) +
-		     boot_heap_bytes();
+		     boot_heap_bytes() + LIBC_HEAP_BYTES;
 	return ALIGN_UP(b, PAGE_SIZE_2M);
 }
 
@@ -167,6 +173,11 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	percpus[0].ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	percpus[0].ghcb_gpa = (gpa_t)(uintptr_t)percpus[0].ghcb;
 	percpus[0].stack_top = 0;
+	/* The glibc-ABI layer (tpm/libc) before any library code: heap, then constructors. */
+	libc_heap_init(pool_alloc(LIBC_HEAP_BYTES, PAGE_SIZE), LIBC_HEAP_BYTES);
+	_init();
+	for (void (**f)(void) = __init_array_start; f < __init_array_end; f++)
+		(*f)();
 	unsigned n = smp_start_aps(want);
 	boot_phase("vcpus", "%u of %u online", n, want);
 

@@ -1,12 +1,24 @@
-# tpm/: libtpms integration, event log, SVSM vTPM protocol, the hosted vTPM
-# tool, its tests, fuzz target and benchmark.
-# Host-only for now (the image needs the glibc-ABI layer and libtpms.a /
-# libcrypto.a linked first; see docs/vtpm.md "Image integration"):
-# event_log.c and vtpm_proto.c are freestanding-clean as they are; vtpm.c is
-# too once <sys/types.h> (-> <stddef.h>) and <netinet/in.h> (empty) exist
-# for <libtpms/tpm_library.h>; hash_openssl.c is the host hash backend (the
-# image swaps in an mbedTLS one behind include/tpm/hash.h).
-HOST_SRCS += tpm/vtpm.c tpm/vtpm_proto.c tpm/event_log.c tpm/hash_openssl.c
+# tpm/: libtpms integration, event log, SVSM vTPM protocol (2), the boot
+# phase that starts the vTPM and measures OVMF, the hosted vTPM tool, its
+# tests, fuzz target and benchmark.
+#
+# vtpm.c, vtpm_proto.c, event_log.c and vtpm_svsm.c are core (image + host
+# library). In the image, libtpms's public headers come from /usr/include
+# after the freestanding ones, with tpm/shim standing in for the two glibc
+# headers they pull (<sys/types.h>, <netinet/in.h>); mbedTLS's config
+# headers also want glibc's <limits.h> chain (macros only). Library code is
+# linked from Debian's static archives through the glibc-ABI layer
+# (tpm/libc.mk). The hash backend differs: mbedTLS in the image, OpenSSL on
+# the host (the library libtpms already links there).
+TPM_CORE_SRCS := tpm/vtpm.c tpm/vtpm_proto.c tpm/event_log.c tpm/vtpm_svsm.c
+CORE_SRCS  += $(TPM_CORE_SRCS)
+IMAGE_SRCS += tpm/hash_mbedtls.c tpm/boot.c
+HOST_SRCS  += tpm/hash_openssl.c
+
+TPM_SHIM_INCS := -idirafter tpm/shim -idirafter /usr/include
+$(IMGOBJ)/tpm/vtpm.o: IMAGE_CFLAGS += $(TPM_SHIM_INCS)
+$(IMGOBJ)/tpm/hash_mbedtls.o: \
+	IMAGE_CFLAGS += $(TPM_SHIM_INCS) -idirafter /usr/include/x86_64-linux-gnu
 
 TOOLS += csvsm-tpm
 csvsm-tpm_SRCS := tools/csvsm-tpm.c
@@ -14,6 +26,7 @@ csvsm-tpm_LIBS := -ltpms -lcrypto
 
 test_vtpm_LIBS := -ltpms -lcrypto
 test_vtpm_proto_LIBS := -ltpms -lcrypto
+test_vtpm_svsm_LIBS := -ltpms -lcrypto -lmbedcrypto
 
 TEST_SCRIPTS += tests/tpm/tpm2tools.sh
 

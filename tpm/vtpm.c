@@ -3,10 +3,12 @@
  * cycles, PCR bank allocation, measurements, the EK, state save/restore.
  * See include/tpm/vtpm.h for the life cycle and the reasons.
  *
- * HOST_SRCS for now: <libtpms/tpm_library.h> pulls <sys/types.h> and
- * <netinet/in.h>, so this file is not freestanding-clean yet. Nothing else
- * here needs libc beyond malloc/free, which must be the same allocator
- * libtpms uses (it frees what nvram_loaddata returns).
+ * Core (image + host). <libtpms/tpm_library.h> pulls <sys/types.h> and
+ * <netinet/in.h>: the image build puts tpm/shim (stand-ins for both) on the
+ * include path for this file only (tpm/build.mk). Nothing else here needs
+ * libc beyond malloc/free, which must be the same allocator libtpms uses
+ * (it frees what nvram_loaddata returns): glibc's on the host, the
+ * glibc-ABI layer's (tpm/libc) in the image.
  */
 #include <libtpms/tpm_library.h>
 #include <libtpms/tpm_error.h>

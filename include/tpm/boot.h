@@ -1,0 +1,28 @@
+/*
+ * Boot phase "vtpm" (DESIGN.md steps 3-4), tpm/boot.c: start the vTPM,
+ * measure the guest firmware into PCR 0 before it runs, record the event
+ * log, create the EK, then register the SVSM vTPM protocol (2).
+ *
+ * Called by src/guest.c after OVMF is loaded and before it is launched.
+ * Needs the glibc-ABI layer ready: libc_heap_init() and the libraries'
+ * _init / .init_array constructors run (src/main.c).
+ */
+#ifndef TPM_BOOT_H
+#define TPM_BOOT_H
+
+#include "csvsm/types.h"
+
+/*
+ * fw/fw_len: csvsm's copy of the firmware image, exactly the bytes the guest
+ * will see at fw_gpa (EV_EFI_PLATFORM_FIRMWARE_BLOB2 {"OVMF", fw_gpa,
+ * fw_len}). Prints the dashboard lines. Returns 0, or -1 when the vTPM could
+ * not be started or the measurement failed (the guest must not run then).
+ */
+int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa);
+
+/* The TCG crypto-agile event log of csvsm's measurements; NULL before tpm_boot. */
+const uint8_t *tpm_event_log(size_t *len);
+/* The EK's marshalled TPMT_PUBLIC (TCG template L-1, RSA-2048); -1 before tpm_boot. */
+int tpm_ek_public(const uint8_t **pub, size_t *len);
+
+#endif
