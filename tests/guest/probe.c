@@ -726,6 +726,7 @@ static const u8 *tpm_cmd(u64 page, const u8 *cmd, u32 len, u32 *rsp_len, u64 *rc
 
 
 static u8 g_flash_sha256[32];
+static u8 g_pcr0_expect[32]; /* extend(0^32, SHA-256(flash)), from check_pcr0 */
 
 static void check_pcr0(u64 page)
 {
@@ -756,8 +757,103 @@ static void check_pcr0(u64 page)
 	}
 	hex32(L"SHA-256(flash image):     ", fw);
 	hex32(L"expected PCR0 (extend):   ", want);
+	CopyMem(g_pcr0_expect, want, 32);
 	tap(ok, L"vTPM PCR0 (SHA-256) == extend(0^32, SHA-256(flash as the guest sees it)) (%s, TPM rc 0x%x)",
 	    rc_name(rc), rsp ? be32(rsp + 6) : 0xFFFFFFFF);
+}
+
+/*
+ * TPM2_Startup (csvsm already started the TPM: TPM_RC_INITIALIZE), then
+ * CreatePrimary of an ECC P-256 restricted signing key under the owner
+ * hierarchy and a Quote over PCR0 (SHA-256) with a nonce: the quote must be
+ * a TPM-generated TPMS_ATTEST of type QUOTE carrying the nonce and
+ * pcrDigest = SHA-256(PCR0). Command layouts: TPM 2.0 Part 3 §9.3, §24.1,
+ * §18.4; the XMM registers must survive these calls (libtpms uses SSE/AVX
+ * inside csvsm).
+ */
+static void check_tpm_quote(u64 page)
+{
+	static const u8 startup[12] = { 0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x44, 0, 0 };
+	static const u8 create_primary[65] = {
+		0x80, 0x02, 0, 0, 0, 65, 0, 0, 0x01, 0x31, /* TPM2_CreatePrimary */
+		0x40, 0, 0, 0x01,                         /* TPM_RH_OWNER */
+		0, 0, 0, 9, 0x40, 0, 0, 0x09, 0, 0, 0, 0, 0, /* password session, empty auth */
+		0, 4, 0, 0, 0, 0,                         /* TPM2B_SENSITIVE_CREATE: empty */
+		0, 24, 0x00, 0x23, 0x00, 0x0B,            /* TPM2B_PUBLIC: ECC, nameAlg SHA-256 */
+		0x00, 0x05, 0x00, 0x72,                   /* fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|restricted|sign */
+		0, 0,                                     /* authPolicy: empty */
+		0x00, 0x10, 0x00, 0x18, 0x00, 0x0B,       /* symmetric NULL, scheme ECDSA/SHA-256 */
+		0x00, 0x03, 0x00, 0x10, 0, 0, 0, 0,       /* NIST P-256, kdf NULL, unique empty */
+		0, 0,                                     /* outsideInfo */
+		0, 0, 0, 0 };                             /* creationPCR: none */
+	u8 quote[49] = {
+		0x80, 0x02, 0, 0, 0, 49, 0, 0, 0x01, 0x58, /* TPM2_Quote */
+		0, 0, 0, 0,                               /* signHandle (filled in) */
+		0, 0, 0, 9, 0x40, 0, 0, 0x09, 0, 0, 0, 0, 0,
+		0, 8, 'c', 's', 'v', 's', 'm', 'n', 'o', 'n', /* qualifyingData: 8-byte nonce */
+		0x00, 0x10,                               /* inScheme: the key's */
+		0, 0, 0, 1, 0x00, 0x0B, 3, 0x01, 0x00, 0x00 }; /* PCR0, SHA-256 */
+	u8 flush[14] = { 0x80, 0x01, 0, 0, 0, 14, 0, 0, 0x01, 0x65, 0, 0, 0, 0 };
+	static u8 xmm[512] __attribute__((aligned(16)));
+	const u8 *rsp;
+	u32 rlen = 0, handle = 0;
+	u64 rc;
+	int bad = 0;
+
+	rsp = tpm_cmd(page, startup, sizeof(startup), &rlen, &rc);
+	tap(rsp && be32(rsp + 6) == 0x100, L"TPM2_Startup(CLEAR) from the guest -> TPM rc 0x%x (want TPM_RC_INITIALIZE 0x100)",
+	    rsp ? be32(rsp + 6) : 0xFFFFFFFF);
+
+	for (int i = 0; i < 256; i++)
+		xmm[i] = (u8)(0xA5 ^ i), xmm[256 + i] = 0;
+	g_xmm_check = xmm;
+	rsp = tpm_cmd(page, create_primary, sizeof(create_primary), &rlen, &rc);
+	g_xmm_check = NULL;
+	for (int i = 0; i < 256; i++)
+		bad += xmm[i] != xmm[256 + i];
+	if (rsp && be32(rsp + 6) == 0 && rlen >= 14)
+		handle = be32(rsp + 10);
+	tap(handle >> 24 == 0x80, L"TPM2_CreatePrimary ECC P-256 signing key -> TPM rc 0x%x, handle 0x%x",
+	    rsp ? be32(rsp + 6) : 0xFFFFFFFF, handle);
+	tap(bad == 0, L"XMM0..15 preserved across a vTPM CreatePrimary (libtpms uses SSE/AVX): %d bytes differ", bad);
+	if (!handle)
+		return;
+
+	quote[10] = (u8)(handle >> 24), quote[11] = (u8)(handle >> 16), quote[12] = (u8)(handle >> 8);
+	quote[13] = (u8)handle;
+	/* TPM_RC_RETRY (0x922) asks the caller to send the command again (Part 2 §6.6). */
+	for (int tries = 0; tries < 5; tries++) {
+		rsp = tpm_cmd(page, quote, sizeof(quote), &rlen, &rc);
+		if (!rsp || be32(rsp + 6) != 0x922)
+			break;
+	}
+	BOOLEAN ok = FALSE;
+	if (rsp && be32(rsp + 6) == 0 && rlen > 10 + 4 + 2) {
+		const u8 *a = rsp + 10 + 4 + 2; /* parameterSize, TPM2B_ATTEST size */
+		u32 alen = be16(rsp + 14), off = 6;
+		if (14 + 2 + alen <= rlen && alen > off + 2) {
+			off += 2 + be16(a + off); /* qualifiedSigner */
+			BOOLEAN nonce_ok = off + 2 + 8 <= alen && be16(a + off) == 8 &&
+					   CompareMem((void *)(a + off + 2), "csvsmnon", 8) == 0;
+			off += 2 + be16(a + off) + 17 + 8; /* extraData, clockInfo, firmwareVersion */
+			if (off + 4 + 2 + 1 + 3 + 2 + 32 <= alen && be32(a + off) == 1) {
+				off += 4 + 2 + 1 + a[off + 4 + 2];
+				ok = be32(a) == 0xFF544347 && be16(a + 4) == 0x8018 && nonce_ok &&
+				     be16(a + off) == 32;
+				if (ok) {
+					u8 d[32];
+					sha256(g_pcr0_expect, 32, d);
+					ok = CompareMem((void *)(a + off + 2), d, 32) == 0;
+				}
+			}
+		}
+	}
+	tap(ok, L"TPM2_Quote over PCR0: TPM-generated QUOTE with the nonce and pcrDigest = SHA-256(PCR0) (TPM rc 0x%x)",
+	    rsp ? be32(rsp + 6) : 0xFFFFFFFF);
+	flush[10] = (u8)(handle >> 24), flush[11] = (u8)(handle >> 16), flush[12] = (u8)(handle >> 8);
+	flush[13] = (u8)handle;
+	rsp = tpm_cmd(page, flush, sizeof(flush), &rlen, &rc);
+	tap(rsp && be32(rsp + 6) == 0, L"TPM2_FlushContext of the key -> TPM rc 0x%x", rsp ? be32(rsp + 6) : 0xFFFFFFFF);
 }
 
 static void check_vtpm(u64 page)
@@ -810,6 +906,7 @@ static void check_vtpm(u64 page)
 	    L"SVSM_VTPM_CMD buffer inside csvsm -> %s (INVALID_ADDRESS or INVALID_PARAMETER)", rc_name(rc));
 
 	check_pcr0(page);
+	check_tpm_quote(page);
 	g_form = FORM_MSR;
 }
 
