@@ -3,9 +3,12 @@
 # Makefile after attest/build.mk.
 
 # Core (image + host library): no heap, no stdio, hashing through ld_hash_ops.
-CORE_SRCS += attest/ovmf_meta.c attest/launch_digest.c
-# Host only: the mbedTLS-backed hash ops (the image supplies its own).
-HOST_SRCS += attest/launch_digest_mbedtls.c
+CORE_SRCS += attest/ovmf_meta.c attest/launch_digest.c attest/elf_load.c
+# The mbedTLS-backed hash ops, in both builds (the image links libmbedcrypto.a;
+# its headers come after the freestanding ones).
+CORE_SRCS += attest/launch_digest_mbedtls.c
+$(IMGOBJ)/attest/launch_digest_mbedtls.o: \
+	IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu
 
 TOOLS += csvsm-measure
 csvsm-measure_SRCS := tools/csvsm-measure.c

@@ -3,4 +3,4 @@
 # model, for bench/accept.sh (callgrind) to compare with the acceptance floor.
 TOOLS += csvsm-accept-bench
 csvsm-accept-bench_SRCS := bench/accept_bench.c
-csvsm-accept-bench_LIBS :=
+csvsm-accept-bench_LIBS := -lmbedcrypto

@@ -45,6 +45,14 @@ pvh_entry32:
 	shr $2, %ecx
 	xor %eax, %eax
 	rep stosl
+	/* Keep .data as the loader left it: the sim PSP measures csvsm's launch
+	 * image (docs/measure.md, csvsm-sim) and .data changes from here on. */
+	mov $__data_start, %esi
+	mov $launch_data_snapshot, %edi
+	mov $__data_end, %ecx
+	sub %esi, %ecx
+	rep movsb
+	mov %ebx, %esi
 	mov %esi, pvh_start_info
 	mov $(boot_stack + BOOT_STACK_SIZE), %esp
 
@@ -254,6 +262,9 @@ boot_pd:   .skip 4 * 4096
 	.p2align 4
 	.globl boot_stack
 boot_stack: .skip BOOT_STACK_SIZE
+	.p2align 12
+	.globl launch_data_snapshot
+launch_data_snapshot: .skip 1024 * 1024
 
 	/* OpenSSL's bare .init fragment needs a prologue and epilogue (§3.6). */
 	.section .init.prologue, "ax"

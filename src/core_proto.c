@@ -41,9 +41,11 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 
 	if (entry & SVSM_PVAL_ACTION) {
 		/* First validation of a pre-accepted page: it is already validated and
-		 * granted; report success once (DESIGN.md: edk2 re-validates RAM). */
+		 * granted; report success once (DESIGN.md: edk2 re-validates RAM) and
+		 * hand it over zeroed, as a fresh validation would be (coconut-svsm). */
 		if (accept_is_preaccepted(gpa, bytes)) {
 			accept_forget(gpa, bytes);
+			memset(guest_mem_ptr(gpa), 0, bytes);
 			return SVSM_SUCCESS;
 		}
 		rc = platform->pvalidate(gpa, psize, true, &unchanged);

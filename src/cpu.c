@@ -198,6 +198,12 @@ static bool fw_cfg_dma_read(uint16_t key, void *buf, uint32_t len)
 	return false;
 }
 
+void fw_cfg_read_key(uint16_t key, void *buf, uint32_t len)
+{
+	if (!fw_cfg_dma_read(key, buf, len))
+		fw_cfg_read(key, buf, len);
+}
+
 bool fw_cfg_load_file(const char *name, void *buf, uint32_t max, uint32_t *size)
 {
 	uint16_t key;

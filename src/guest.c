@@ -17,16 +17,55 @@
 #include "mm/pool.h"
 #include "snp/secrets.h"
 #include "tpm/boot.h"
+#include "attest/attest_proto.h"
+#include "attest/guest_req.h"
 
 #define FW_MAX    (4U << 20)
 #define PROBE_MAX (4U << 20)
 
-uint64_t boot_heap_bytes(void) { return FW_MAX + PAGE_SIZE_2M + PROBE_MAX; }
+#define GREQ_DATA_PAGES 4           /* extended-request certificate table */
+#define PSP_SETUP_BYTES (1U << 20) /* the platform's PSP set-up (sim: its keys) */
+
+uint64_t boot_heap_bytes(void)
+{
+	return FW_MAX + PAGE_SIZE_2M + PROBE_MAX + (2 + GREQ_DATA_PAGES) * PAGE_SIZE + PSP_SETUP_BYTES;
+}
+
 
 static struct ovmf_info fw_info;
 static struct guest_launch gl;
 /* csvsm's own secrets page (sim: made up here as the launch would; snp: the PSP's). */
 static struct snp_secrets_page secrets __aligned(4096);
+
+/*
+ * Attestation (protocol 1): csvsm talks to the PSP with VMPCK0 through pages
+ * shared with the hypervisor (on snp they would first be made shared with a
+ * page-state change; csvsm never puts plaintext in them). Registered only
+ * when the platform's PSP answers (sim: its keys were given).
+ */
+static void attest_boot(void)
+{
+	uint8_t *req = pool_alloc(PAGE_SIZE, PAGE_SIZE), *resp = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	uint8_t *data = pool_alloc(GREQ_DATA_PAGES * PAGE_SIZE, PAGE_SIZE);
+	gl.vmpck0 = secrets.vmpck[0];
+	gl.req_gpa = (gpa_t)(uintptr_t)req;
+	gl.resp_gpa = (gpa_t)(uintptr_t)resp;
+	gl.data_gpa = (gpa_t)(uintptr_t)data;
+	gl.data_npages = GREQ_DATA_PAGES;
+	if (platform->psp_setup && platform->psp_setup(&gl) != 0)
+		return;
+	if (guest_req_init(secrets.vmpck[0], req, gl.req_gpa, resp, gl.resp_gpa, data, gl.data_gpa,
+			   GREQ_DATA_PAGES) != 0)
+		panic("guest request channel set-up failed");
+	const uint8_t *ek = NULL, *evlog;
+	size_t ek_len = 0, evlog_len = 0;
+	tpm_ek_public(&ek, &ek_len);
+	evlog = tpm_event_log(&evlog_len);
+	attest_set_services(ek, ek_len, evlog, evlog_len);
+	svsm_attest_protocol = &attest_svsm_protocol;
+	boot_phase("attest", "attestation protocol ready (VMPCK0 channel, manifest: vTPM EK %zu B, event log %zu B)",
+		   ek_len, evlog_len);
+}
 
 static gpa_t meta_gpa(uint32_t type)
 {
@@ -95,5 +134,7 @@ __noreturn void boot_guest(void)
 	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
 	if (tpm_boot(fw, size, gl.fw_gpa) != 0)
 		panic("vTPM start-up or firmware measurement failed");
+	gl.fw_info = &fw_info;
+	attest_boot();
 	platform->launch_guest(&gl);
 }

@@ -54,7 +54,9 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 			guest_mem_unprotect(vmsa_gpa);
 			return SVSM_ERR_INVALID_ADDRESS;
 		}
-	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl | RMPADJUST_READ | RMPADJUST_VMSA)) {
+	/* The VMSA bit for the guest VMPL and no access for it (coconut-svsm
+	 * rmp_set_guest_vmsa; Linux snp_set_vmsa). */
+	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl | RMPADJUST_VMSA)) {
 		platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, grant(vmsa_gpa, gv->vmpl));
 		guest_mem_unprotect(vmsa_gpa);
 		return SVSM_ERR_INVALID_ADDRESS;
@@ -73,7 +75,10 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 		return SVSM_ERR_INVALID_PARAMETER;
 	if (s->running)
 		return SVSM_ERR_FAIL_INUSE; /* AMD reference SVSM's code (reference §10.8) */
-	/* Clear the VMSA bit (revoke), then give the page back to the guest VMPL. */
+	/* Clear EFER.SVME so the page can never run again, clear the VMSA bit
+	 * (revoke), then give the page back to the guest VMPL (reference §1.5). */
+	struct vmsa *v = guest_mem_ptr(vmsa_gpa);
+	v->efer &= ~EFER_SVME;
 	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl) ||
 	    platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, grant(vmsa_gpa, gv->vmpl)))
 		return SVSM_ERR_INVALID_ADDRESS;

@@ -7,10 +7,10 @@
  * Exit status: 0 with the digest alone on stdout; 2 on a usage error; 1 when
  * an input cannot be read or does not have what the mode needs.
  */
+#include <attest/elf_load.h>
 #include <attest/launch_digest.h>
 #include <attest/ovmf_meta.h>
 
-#include <elf.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -201,46 +201,13 @@ static int load_firmware(const char *path, uint8_t **img, size_t *len, struct ov
 
 #define MAX_SEGS 32
 
-/* PT_LOAD segments of csvsm's ELF, bounds-checked against the file. */
+/* PT_LOAD segments of csvsm's ELF, bounds-checked against the file (attest/elf_load.c). */
 static int elf_segments(const char *path, const uint8_t *img, size_t len, struct ld_segment *segs,
 			size_t *n)
 {
-	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)img;
-
-	*n = 0;
-	if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) ||
-	    eh->e_ident[EI_CLASS] != ELFCLASS64 || eh->e_ident[EI_DATA] != ELFDATA2LSB) {
-		fprintf(stderr, "%s: %s: not a little-endian ELF64 file\n", prog, path);
-		return 1;
-	}
-	if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phoff > len ||
-	    (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr) > len - eh->e_phoff) {
-		fprintf(stderr, "%s: %s: bad program header table\n", prog, path);
-		return 1;
-	}
-	for (unsigned i = 0; i < eh->e_phnum; i++) {
-		Elf64_Phdr ph;
-
-		memcpy(&ph, img + eh->e_phoff + i * sizeof(ph), sizeof(ph));
-		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
-			continue;
-		if (ph.p_offset > len || ph.p_filesz > len - ph.p_offset ||
-		    ph.p_filesz > ph.p_memsz) {
-			fprintf(stderr, "%s: %s: PT_LOAD %u outside the file\n", prog, path, i);
-			return 1;
-		}
-		if (*n == MAX_SEGS) {
-			fprintf(stderr, "%s: %s: too many PT_LOAD segments\n", prog, path);
-			return 1;
-		}
-		segs[*n] = (struct ld_segment){.paddr = ph.p_paddr,
-					       .data = img + ph.p_offset,
-					       .filesz = ph.p_filesz,
-					       .memsz = ph.p_memsz};
-		(*n)++;
-	}
-	if (*n == 0) {
-		fprintf(stderr, "%s: %s: no PT_LOAD segment\n", prog, path);
+	int rc = elf_load_segments(img, len, segs, MAX_SEGS, n);
+	if (rc != ELF_LOAD_OK) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, elf_load_strerror(rc));
 		return 1;
 	}
 	return 0;

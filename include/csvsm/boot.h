@@ -5,6 +5,7 @@
 #include "csvsm/types.h"
 
 struct memmap;
+struct ovmf_info;
 
 struct boot_info {
 	const char *cmdline;
@@ -31,6 +32,10 @@ struct guest_launch {
 	gpa_t fw_gpa;              /* where the guest sees it: 4 GiB - size */
 	const uint8_t *probe;      /* the guest's kernel (sim: the probe), or NULL */
 	uint32_t probe_size;
+	const struct ovmf_info *fw_info; /* the firmware's parsed metadata */
+	const uint8_t *vmpck0;     /* csvsm's VMPCK0 (the secrets page's) */
+	gpa_t req_gpa, resp_gpa, data_gpa; /* pages shared with the hypervisor for guest requests */
+	uint32_t data_npages;
 };
 
 /* Start the guest; never returns (src/guest.c). */

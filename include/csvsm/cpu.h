@@ -30,6 +30,8 @@ uint16_t fw_cfg_read16(uint16_t key);
 bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size);
 void fw_cfg_read(uint16_t key, void *buf, uint32_t len);
 /* Reads the named file into buf (at most max bytes; DMA when offered). false if absent/too big. */
+/* Bulk read of a key (DMA when offered). */
+void fw_cfg_read_key(uint16_t key, void *buf, uint32_t len);
 bool fw_cfg_load_file(const char *name, void *buf, uint32_t max, uint32_t *size);
 
 /* SMP bring-up (src/smp.c). */

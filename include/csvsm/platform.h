@@ -31,6 +31,9 @@ struct platform_ops {
 	void (*ghcb_call)(struct percpu *cpu, struct ghcb *ghcb);
 	/* Start secondary vCPU `cpu` at csvsm's AP entry; returns 0 or -1. */
 	int (*start_ap)(struct percpu *cpu);
+	/* Make the PSP reachable for SNP guest requests (sim: start the simulated
+	 * PSP with the launch measurement and its keys). 0 = ready; NULL = always ready. */
+	int (*psp_setup)(const struct guest_launch *gl);
 	/* Run the guest firmware described by `gl` at its VMPL and serve it; never returns.
 	 * NULL: this platform cannot launch a guest yet. */
 	__noreturn void (*launch_guest)(const struct guest_launch *gl);

@@ -14,6 +14,8 @@
 #include "csvsm/sim_guest.h"
 #include "csvsm/sim_hv.h"
 #include "sim_svm.h"
+
+int sim_psp_setup(const struct guest_launch *gl);
 #include "csvsm/string.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
@@ -158,6 +160,7 @@ const struct platform_ops platform_sim = {
 	.ghcb_msr_call = sim_ghcb_msr_call,
 	.ghcb_call = sim_ghcb_call,
 	.start_ap = sim_start_ap,
+	.psp_setup = sim_psp_setup,
 	.launch_guest = sim_launch_guest,
 	.terminate = sim_terminate,
 };

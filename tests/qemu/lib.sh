@@ -23,10 +23,14 @@ csvsm_qemu() {
 	fi
 }
 
-# The guest: OVMF plus a UEFI application as its kernel (default: the probe).
+# The guest: OVMF plus a UEFI application as its kernel (default: the probe),
+# and the simulated PSP's keys (test VCEK + chain, made by `make`) when built.
+PSP_KEYS=${PSP_KEYS:-build/test-chain/psp-keys.bin}
 guest_args() { # guest_args [probe.efi]
 	echo "-fw_cfg name=opt/csvsm/ovmf,file=$OVMF_FD"
 	[ -n "${1:-}" ] && echo "-fw_cfg name=opt/csvsm/probe,file=$1"
+	[ -f "$PSP_KEYS" ] && echo "-fw_cfg name=opt/csvsm/psp-keys,file=$PSP_KEYS"
+	return 0
 }
 
 TAP_N=0

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# SVSM benchmarks on the sim platform (QEMU TCG); prints a comparison.
+#  (a) SVSM call round trips per second: csvsm runs OVMF with build/bench.efi
+#      as its kernel (tests/guest/bench.c), which times 20,000 core
+#      QUERY_PROTOCOL calls through the GHCB MSR form and 20,000 through the
+#      GHCB page form with RDTSC; cycles are converted to seconds with the
+#      "TSC NNNN MHz" csvsm prints in its boot log.
+#  (b) boot overhead: wall time from QEMU start to the probe's first console
+#      line under csvsm vs a plain OVMF boot of the same probe, same QEMU,
+#      measured in this one run from timestamps taken as serial lines arrive.
+# Usage: bench/svsm_bench.sh   (needs build/csvsm.elf, build/bench.efi,
+# build/probe.efi: make build/csvsm.elf build/bench.efi build/probe.efi)
+# Environment: MEM (4G), SMP (2), REPEAT (1: runs of (b) to take the median of).
+set -u
+cd "$(dirname "$0")/.."
+. tests/qemu/lib.sh
+MEM=${MEM:-4G}
+SMP=${SMP:-2}
+REPEAT=${REPEAT:-1}
+BENCH_EFI=${BENCH_EFI:-build/bench.efi}
+PROBE_EFI=${PROBE_EFI:-build/probe.efi}
+TIMEOUT=${BENCH_TIMEOUT:-600}
+PROBE_FIRST='csvsm probe: SVSM client conformance suite'
+
+for f in "$CSVSM_ELF" "$BENCH_EFI" "$PROBE_EFI" "$OVMF_FD"; do
+	[ -f "$f" ] || { echo "svsm_bench: missing $f (make build/csvsm.elf build/bench.efi build/probe.efi)"; exit 1; }
+done
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+# stamp_run LOG STOP_REGEX qemu-args...: runs QEMU with its serial on stdio,
+# writes "<seconds since QEMU start> <line>" per serial line into LOG and
+# stops QEMU (by its own pid file) once a line matches STOP_REGEX.
+stamp_run() {
+	local log=$1 stop=$2 t0 line pid
+	shift 2
+	rm -f "$tmp/qemu.pid"
+	t0=$EPOCHREALTIME
+	timeout --foreground -k 5 "$TIMEOUT" "$QEMU" "$@" -pidfile "$tmp/qemu.pid" -serial stdio 2>"$log.stderr" |
+		while IFS= read -r line; do
+			line=${line//$'\r'/}
+			printf '%s %s\n' "$(bc <<<"$EPOCHREALTIME - $t0")" "$line"
+			if [ -n "$stop" ] && [[ $line =~ $stop ]]; then
+				pid=$(cat "$tmp/qemu.pid" 2>/dev/null) && [ -n "$pid" ] && kill "$pid" 2>/dev/null
+			fi
+		done | sed 's/\x1b\[[0-9;=?]*[a-zA-Z]//g' >"$log"
+}
+
+csvsm_args() { # csvsm_args EFI
+	echo -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m "$MEM" -smp "$SMP" -nodefaults -net none \
+		-display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$CSVSM_ELF" \
+		$(guest_args "$1")
+}
+plain_args() { # the plain OVMF boot of the same probe
+	echo -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m 4G -nodefaults -net none -display none \
+		-no-reboot -bios "$OVMF_FD" -kernel "$PROBE_EFI"
+}
+# first_line_time LOG REGEX -> seconds of the first matching line
+first_line_time() { grep -m1 -E "$2" "$1" | cut -d' ' -f1; }
+
+echo "== svsm_bench: $("$QEMU" --version | head -n1), host $(nproc) CPUs, csvsm -m $MEM -smp $SMP"
+
+# ---- (a) call round trips ----------------------------------------------------
+stamp_run "$tmp/a.log" 'bench: done|bench: error' $(csvsm_args "$BENCH_EFI")
+mhz=$(sed -n 's/.*platform *sim, TSC \([0-9]*\) MHz.*/\1/p' "$tmp/a.log" | head -n1)
+if ! grep -q 'bench: done' "$tmp/a.log" || [ -z "$mhz" ]; then
+	echo "svsm_bench: the call benchmark did not complete (TSC MHz '${mhz}'); last lines:"
+	tail -n 20 "$tmp/a.log"
+	exit 1
+fi
+echo "-- (a) SVSM call round trips, core QUERY_PROTOCOL, TSC $mhz MHz (csvsm boot log)"
+printf '%-6s %8s %14s %12s %10s %12s %7s\n' form calls cycles cycles/call us/call calls/s errors
+for form in msr ghcb; do
+	l=$(grep -m1 "bench: form=$form " "$tmp/a.log")
+	calls=$(field calls "$l") cyc=$(field cycles "$l") per=$(field per_call_cycles "$l") err=$(field errors "$l")
+	us=$(bc <<<"scale=2; $per / $mhz")
+	cps=$(bc <<<"scale=0; $calls * $mhz * 1000000 / $cyc")
+	printf '%-6s %8s %14s %12s %10s %12s %7s\n' "$form" "$calls" "$cyc" "$per" "$us" "$cps" "$err"
+done
+
+# ---- (b) time to the probe's first line ---------------------------------------
+med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+: >"$tmp/ts.csvsm"
+: >"$tmp/ts.plain"
+for i in $(seq "$REPEAT"); do
+	stamp_run "$tmp/b-csvsm.log" "$PROBE_FIRST" $(csvsm_args "$PROBE_EFI")
+	stamp_run "$tmp/b-plain.log" "$PROBE_FIRST" $(plain_args)
+	first_line_time "$tmp/b-csvsm.log" "$PROBE_FIRST" >>"$tmp/ts.csvsm"
+	first_line_time "$tmp/b-plain.log" "$PROBE_FIRST" >>"$tmp/ts.plain"
+done
+tc=$(med <"$tmp/ts.csvsm")
+tp=$(med <"$tmp/ts.plain")
+if [ -z "$tc" ] || [ -z "$tp" ]; then
+	echo "svsm_bench: the probe's first line was not seen (csvsm '$tc', plain '$tp')"
+	tail -n 5 "$tmp/b-csvsm.log" "$tmp/b-plain.log"
+	exit 1
+fi
+# csvsm's own boot phases for the breakdown: its first line, the end of
+# pre-acceptance and the guest launch (boot_phase lines "[ t ms] <phase> ...").
+t1=$(head -n1 "$tmp/b-csvsm.log" | cut -d' ' -f1)
+ta=$(first_line_time "$tmp/b-csvsm.log" '\] accept +done')
+tg=$(first_line_time "$tmp/b-csvsm.log" '\] guest +OVMF')
+echo "-- (b) QEMU start -> probe's first line (median of $REPEAT; runs: plain $(tr '\n' ' ' <"$tmp/ts.plain")| csvsm $(tr '\n' ' ' <"$tmp/ts.csvsm"))"
+printf '%-30s %8.3f s\n' "plain OVMF (-bios, 1 vCPU)" "$tp"
+printf '%-30s %8.3f s\n' "OVMF under csvsm (sim)" "$tc"
+echo "   csvsm phases in its last run:"
+[ -n "$t1" ] && printf '%-30s %8.3f s\n' "   csvsm's first line" "$t1"
+[ -n "$ta" ] && printf '%-30s %8.3f s\n' "   pre-acceptance done" "$ta"
+[ -n "$tg" ] && printf '%-30s %8.3f s\n' "   guest OVMF launched" "$tg"
+printf '%-30s %8.2f\n' "ratio csvsm/plain" "$(bc <<<"scale=4; $tc / $tp")"

@@ -1,0 +1,908 @@
+/*
+ * Unit tests of the SVSM request decoder (src/requests.c) and the core
+ * protocol (src/core_proto.c, src/vcpu.c) on the host, against the software
+ * RMP model (mm/rmp.c) and the pre-acceptance record (mm/accept.c).
+ *
+ * Guest-physical addresses are identity-mapped host pointers: the test maps
+ * an 8 MiB "guest RAM" region at a fixed low address (so the RMP model that
+ * covers [0, end) stays small), carves a 256 KiB "csvsm" region out of it
+ * with memmap_build and pre-accepts the rest exactly as the image does
+ * (accept_plan + accept_run_share through the sim hypervisor). Expected
+ * values come from shared/reference/snp-svsm-interfaces.md §1.
+ *
+ * Layout (2 MiB blocks from RAM_BASE):
+ *   block 0: calling area, PVALIDATE lists, VMSA and spare pages (2M RMP entry)
+ *   block 1: 2M rescind / validate                            (2M RMP entry)
+ *   block 2: 4K pages for long lists and the size mismatch    (2M RMP entry)
+ *   block 3: csvsm [+6M, +6M+256K), then 4K-accepted RAM
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <cmocka.h>
+
+#include "arch/x86/insn.h"
+#include "csvsm/percpu.h"
+#include "csvsm/platform.h"
+#include "csvsm/sim_hv.h"
+#include "csvsm/svsm_call.h"
+#include "csvsm/vcpu.h"
+#include "mm/accept.h"
+#include "mm/guest_mem.h"
+#include "mm/memmap.h"
+#include "mm/rmp.h"
+#include "snp/ghcb.h"
+#include "snp/svsm.h"
+#include "snp/vmsa.h"
+
+#define RAM_BASE   0x20000000ULL
+#define RAM_SIZE   (8ULL << 20)
+#define RAM_END	   (RAM_BASE + RAM_SIZE)
+#define CS_START   (RAM_BASE + (6ULL << 20))
+#define CS_END	   (CS_START + (256ULL << 10))
+#define BLOCK(n)   (RAM_BASE + (gpa_t)(n)*PAGE_SIZE_2M)
+#define PG(n)	   (RAM_BASE + (gpa_t)(n)*PAGE_SIZE) /* page n of block 0 */
+#define CA	   PG(1)
+#define LIST	   (CA + SVSM_CA_BUFFER_OFF) /* where Linux puts the PVALIDATE list */
+#define GUEST_VMPL 2
+#define CANARY	   0xC5
+#define EFER_SVME  (1ULL << 12)
+
+/* ---- platform over the RMP model ---------------------------------------- */
+
+static int t_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged)
+{
+	return rmp_pvalidate(va, size, validate, unchanged);
+}
+static int t_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
+{
+	return rmp_adjust(va, size, attrs);
+}
+static uint64_t t_msr_call(uint64_t req)
+{
+	return sim_hv_msr_protocol(req);
+}
+static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
+{
+	sim_hv_ghcb_exit(cpu, g);
+}
+static __noreturn void t_terminate(bool success, unsigned set, unsigned code)
+{
+	fprintf(stderr, "terminate(%d, %u, %u)\n", success, set, code);
+	abort();
+}
+
+static const struct platform_ops test_ops = {
+    .name = "test",
+    .rmp_model = true,
+    .pvalidate = t_pvalidate,
+    .rmpadjust = t_rmpadjust,
+    .ghcb_msr_call = t_msr_call,
+    .ghcb_call = t_ghcb_call,
+    .terminate = t_terminate,
+};
+const struct platform_ops *platform = &test_ops;
+
+/* ---- fixture ------------------------------------------------------------- */
+
+static uint8_t *ram;
+static void *rmp_store, *bitmap_store;
+static struct memmap mm;
+static struct accept_plan plan;
+static struct ghcb ghcb __aligned(4096);
+static struct guest_vcpu gv;
+static gpa_t created[MAX_GUEST_VCPUS];
+static unsigned ncreated;
+
+static uint8_t *P(gpa_t g)
+{
+	return (uint8_t *)(uintptr_t)g;
+}
+
+static int group_setup(void **state)
+{
+	void *p = mmap((void *)(uintptr_t)RAM_BASE, RAM_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	if (p != (void *)(uintptr_t)RAM_BASE) {
+		fprintf(stderr, "cannot map guest RAM at 0x%llx\n", RAM_BASE);
+		return -1;
+	}
+	ram = p;
+	rmp_store = malloc(rmp_storage_bytes(RAM_END));
+	bitmap_store = aligned_alloc(64, ALIGN_UP(accept_bitmap_bytes(RAM_END), 64));
+	return rmp_store && bitmap_store ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	munmap(ram, RAM_SIZE);
+	free(rmp_store);
+	free(bitmap_store);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	static const struct hvm_memmap_table_entry e[] = {{RAM_BASE, RAM_SIZE, MEMMAP_TYPE_RAM, 0}};
+
+	memset(ram, 0, RAM_SIZE);
+	memset(P(CS_START), CANARY, CS_END - CS_START);
+	assert_int_equal(memmap_build(&mm, e, 1, CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.max_gpa, RAM_END);
+	guest_mem_init(&mm);
+	assert_int_equal(rmp_init(rmp_store, rmp_storage_bytes(RAM_END), RAM_END), 0);
+	assert_int_equal(
+	    accept_init(bitmap_store, accept_bitmap_bytes(RAM_END), RAM_END, GUEST_VMPL), 0);
+	/* csvsm's own region: private and validated at launch (as sim_setup). */
+	for (gpa_t g = CS_START; g < CS_END; g += PAGE_SIZE) {
+		bool cf;
+		assert_int_equal(rmp_hv_assign(g, false, true), 0);
+		assert_int_equal(rmp_pvalidate(g, RMP_PG_SIZE_4K, true, &cf), 0);
+	}
+	/* Pre-accept the guest RAM as the image does (one vCPU). */
+	memset(&percpus[0], 0, sizeof(percpus[0]));
+	percpus[0].ghcb = &ghcb;
+	percpus[0].ghcb_gpa = CS_START; /* inside csvsm, as on the image */
+	assert_int_equal(accept_plan(&plan, mm.ram, mm.nr_ram, 1), 0);
+	accept_run_share(&percpus[0], &plan.share[0]);
+
+	gv = (struct guest_vcpu){.id = 0, .vmpl = GUEST_VMPL, .caa = CA};
+	vcpu_guest_sev_features = 0;
+	ncreated = 0;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	/* Whatever a test did, csvsm's region must be untouched. */
+	for (gpa_t g = CS_START; g < CS_END; g++)
+		if (*P(g) != CANARY) {
+			fprintf(stderr, "csvsm region modified at 0x%llx\n", (unsigned long long)g);
+			return -1;
+		}
+	/* The VMSA slots are static in src/vcpu.c: free the ones this test used. */
+	for (unsigned i = 0; i < ncreated; i++)
+		if (vcpu_find(created[i])) {
+			struct svsm_regs r = {.rcx = created[i]};
+			vcpu_delete(&gv, &r);
+		}
+	return 0;
+}
+
+/* ---- helpers ------------------------------------------------------------- */
+
+/* One SVSM call from gv: set call_pending, serve, check the handshake. */
+static uint64_t call(uint32_t proto, uint32_t id, struct svsm_regs *r)
+{
+	r->rax = SVSM_CALL(proto, id);
+	*P(gv.caa) = 1;
+	uint64_t calls = gv.calls;
+	gpa_t ca = gv.caa;
+	assert_true(svsm_request(&gv, r));
+	assert_int_equal(*P(ca), 0); /* call_pending cleared */
+	assert_int_equal(gv.calls, calls + 1);
+	assert_int_equal(r->rax >> 32, 0); /* zero-extended result (reference §1.1) */
+	return r->rax;
+}
+
+static uint64_t core(uint32_t id, uint64_t rcx, uint64_t rdx, uint64_t r8, struct svsm_regs *out)
+{
+	struct svsm_regs r = {.rcx = rcx, .rdx = rdx, .r8 = r8};
+	uint64_t rc = call(SVSM_PROTOCOL_CORE, id, &r);
+	if (out)
+		*out = r;
+	return rc;
+}
+
+/* Write a PVALIDATE request at `list` and call; *next_out = `next` after. */
+static uint64_t pval(gpa_t list, uint16_t entries, uint16_t next, const uint64_t *e, unsigned n,
+		     uint16_t *next_out)
+{
+	struct svsm_pvalidate_hdr h = {.entries = entries, .next = next};
+	memcpy(P(list), &h, sizeof(h));
+	if (n)
+		memcpy(P(list + SVSM_PVALIDATE_ENTRY_OFF), e, n * sizeof(*e));
+	uint64_t rc = core(SVSM_CORE_PVALIDATE, list, 0, 0, NULL);
+	if (next_out)
+		memcpy(next_out, P(list + 2), 2);
+	return rc;
+}
+
+static uint64_t pval1(uint64_t entry, uint16_t *next_out)
+{
+	return pval(LIST, 1, 0, &entry, 1, next_out);
+}
+
+static uint64_t ent4k(gpa_t g, bool validate)
+{
+	return svsm_pval_entry(g, false, validate, false);
+}
+static uint64_t ent2m(gpa_t g, bool validate)
+{
+	return svsm_pval_entry(g, true, validate, false);
+}
+
+static bool validated(gpa_t g)
+{
+	struct rmp_entry_info i;
+	assert_int_equal(rmp_query(g, &i), 0);
+	return i.assigned && i.validated;
+}
+
+static bool all_zero(gpa_t g, uint64_t len)
+{
+	for (uint64_t i = 0; i < len; i++)
+		if (P(g)[i])
+			return false;
+	return true;
+}
+
+static void make_vmsa(gpa_t g, unsigned vmpl, uint64_t efer, uint64_t sev_features)
+{
+	struct vmsa *v = (struct vmsa *)P(g);
+	memset(v, 0, sizeof(*v));
+	v->vmpl = (uint8_t)vmpl;
+	v->efer = efer;
+	v->sev_features = sev_features;
+}
+
+static uint64_t create(gpa_t vmsa, gpa_t caa, uint32_t apic)
+{
+	uint64_t rc = core(SVSM_CORE_CREATE_VCPU, vmsa, caa, apic, NULL);
+	if (rc == SVSM_SUCCESS && ncreated < MAX_GUEST_VCPUS)
+		created[ncreated++] = vmsa;
+	return rc;
+}
+
+/* ---- request decoder ----------------------------------------------------- */
+
+static void test_not_pending(void **state)
+{
+	struct svsm_regs r = {.rax = SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL),
+			      .rcx = svsm_query_protocol_in(0, 1),
+			      .rdx = 0x1234,
+			      .r8 = 0x5678,
+			      .r9 = 0x9abc};
+	struct svsm_regs before = r;
+	uint8_t hdr[16];
+
+	*P(CA) = 0;
+	memset(P(CA + 1), 0x77, 15);
+	memcpy(hdr, P(CA), sizeof(hdr));
+	assert_false(svsm_request(&gv, &r));
+	assert_memory_equal(&r, &before, sizeof(r));
+	assert_memory_equal(P(CA), hdr, sizeof(hdr));
+	assert_int_equal(gv.calls, 0);
+	assert_int_equal(gv.caa, CA);
+}
+
+static void test_pending_dispatched(void **state)
+{
+	struct svsm_regs r = {.rcx = svsm_query_protocol_in(0, 1)};
+	*P(CA + 1) = 0x5a; /* mem_available: not ours to clear */
+	assert_int_equal(call(SVSM_PROTOCOL_CORE, SVSM_CORE_QUERY_PROTOCOL, &r), SVSM_SUCCESS);
+	assert_int_equal(r.rcx, (1ULL << 32) | 1);
+	assert_int_equal(*P(CA + 1), 0x5a);
+	/* any non-zero call_pending counts (reference §1.1 entry check) */
+	r = (struct svsm_regs){.rax = SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL),
+			       .rcx = svsm_query_protocol_in(0, 1)};
+	*P(CA) = 0x80;
+	assert_true(svsm_request(&gv, &r));
+	assert_int_equal(*P(CA), 0);
+	assert_int_equal(r.rax, SVSM_SUCCESS);
+	assert_int_equal(gv.calls, 2);
+}
+
+static void test_unknown_protocol(void **state)
+{
+	static const uint32_t protos[] = {3, 4, 9, 0x7fffffff, 0xffffffff};
+	for (unsigned i = 0; i < ARRAY_SIZE(protos); i++) {
+		struct svsm_regs r = {.rcx = 0x11, .rdx = 0x22, .r8 = 0x33};
+		assert_int_equal(call(protos[i], 0, &r), SVSM_ERR_UNSUPPORTED_PROTOCOL);
+		assert_int_equal(r.rcx, 0x11);
+		assert_int_equal(r.rdx, 0x22);
+		assert_int_equal(r.r8, 0x33);
+	}
+	/* attestation / vTPM are not registered in this build */
+	struct svsm_regs r = {0};
+	if (!svsm_attest_protocol)
+		assert_int_equal(call(SVSM_PROTOCOL_ATTEST, 0, &r), SVSM_ERR_UNSUPPORTED_PROTOCOL);
+	if (!svsm_vtpm_protocol)
+		assert_int_equal(call(SVSM_PROTOCOL_VTPM, 0, &r), SVSM_ERR_UNSUPPORTED_PROTOCOL);
+}
+
+static void test_unknown_core_call(void **state)
+{
+	static const uint32_t ids[] = {8, 9, 0x100, 0x80000000, 0xffffffff};
+	for (unsigned i = 0; i < ARRAY_SIZE(ids); i++) {
+		struct svsm_regs r = {.rcx = 0x11};
+		assert_int_equal(call(SVSM_PROTOCOL_CORE, ids[i], &r), SVSM_ERR_UNSUPPORTED_CALL);
+		assert_int_equal(r.rcx, 0x11);
+	}
+}
+
+static void test_ca_not_guest_memory(void **state)
+{
+	/* a calling area csvsm cannot reach as guest memory is never a call */
+	static const gpa_t bad[] = {CS_START, CS_END - PAGE_SIZE, RAM_END, 0};
+	for (unsigned i = 0; i < ARRAY_SIZE(bad); i++) {
+		struct svsm_regs r = {.rax = SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL)}, before = r;
+		gv.caa = bad[i];
+		assert_false(svsm_request(&gv, &r));
+		assert_memory_equal(&r, &before, sizeof(r));
+		assert_int_equal(gv.calls, 0);
+	}
+}
+
+/* ---- REMAP_CA -------------------------------------------------------------- */
+
+static void test_remap_ca_bad(void **state)
+{
+	static const struct {
+		gpa_t ca;
+		uint64_t rc;
+	} cases[] = {
+	    {PG(2) + 8, SVSM_ERR_INVALID_PARAMETER},
+	    {PG(2) + 1, SVSM_ERR_INVALID_PARAMETER},
+	    {PG(2) + 0x800, SVSM_ERR_INVALID_PARAMETER},
+	    {CS_START, SVSM_ERR_INVALID_ADDRESS},
+	    {CS_END - PAGE_SIZE, SVSM_ERR_INVALID_ADDRESS},
+	    {RAM_BASE - PAGE_SIZE, SVSM_ERR_INVALID_ADDRESS},
+	    {RAM_END, SVSM_ERR_INVALID_ADDRESS},
+	    {0, SVSM_ERR_INVALID_ADDRESS},
+	    {0xFFFFFFFFFFFFF000ULL, SVSM_ERR_INVALID_ADDRESS},
+	};
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
+		assert_int_equal(core(SVSM_CORE_REMAP_CA, cases[i].ca, 0, 0, NULL), cases[i].rc);
+		assert_int_equal(gv.caa, CA);
+	}
+}
+
+static void test_remap_ca_ok(void **state)
+{
+	gpa_t newca = PG(3);
+	memset(P(newca), 0xAB, PAGE_SIZE);
+	assert_int_equal(core(SVSM_CORE_REMAP_CA, newca, 0, 0, NULL), SVSM_SUCCESS);
+	assert_int_equal(gv.caa, newca);
+	assert_true(all_zero(newca, SVSM_CA_BUFFER_OFF)); /* header zeroed [C-core] */
+	for (unsigned i = SVSM_CA_BUFFER_OFF; i < PAGE_SIZE; i++)
+		assert_int_equal(P(newca)[i], 0xAB); /* the buffer is the guest's */
+	/* The old CA is no longer looked at; the new one is. */
+	struct svsm_regs r = {.rax = SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL)};
+	*P(CA) = 1;
+	*P(newca) = 0;
+	assert_false(svsm_request(&gv, &r));
+	assert_int_equal(*P(CA), 1);
+	r = (struct svsm_regs){.rcx = svsm_query_protocol_in(0, 1)};
+	assert_int_equal(call(0, SVSM_CORE_QUERY_PROTOCOL, &r), SVSM_SUCCESS);
+	assert_int_equal(r.rcx, (1ULL << 32) | 1);
+	/* and back */
+	assert_int_equal(core(SVSM_CORE_REMAP_CA, CA, 0, 0, NULL), SVSM_SUCCESS);
+	assert_int_equal(gv.caa, CA);
+}
+
+static void test_remap_ca_to_vmsa(void **state)
+{
+	make_vmsa(PG(4), GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(PG(4), PG(5), 1), SVSM_SUCCESS);
+	assert_int_equal(core(SVSM_CORE_REMAP_CA, PG(4), 0, 0, NULL), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(gv.caa, CA);
+}
+
+/* ---- PVALIDATE: decode ----------------------------------------------------- */
+
+static void test_pvalidate_list_checks(void **state)
+{
+	uint64_t e = ent4k(PG(10), true);
+	uint16_t next;
+
+	/* 8-byte alignment of the request (reference §1.5) */
+	for (unsigned off = 1; off < 8; off++)
+		assert_int_equal(pval(LIST + off, 1, 0, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	/* header in the last 8 bytes of a page: no room for one entry */
+	assert_int_equal(pval(PG(6) + PAGE_SIZE - 8, 1, 0, &e, 0, NULL),
+			 SVSM_ERR_INVALID_PARAMETER);
+	/* entries == 0, next >= entries */
+	assert_int_equal(pval(LIST, 0, 0, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval(LIST, 1, 1, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval(LIST, 2, 2, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval(LIST, 2, 0xffff, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	/* too many entries for the page offset: 510 at CA+8, 509 at +16, 1 at +4080 */
+	assert_int_equal(pval(LIST, 511, 0, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval(LIST, 0xffff, 0, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval(CA + 16, 510, 0, &e, 1, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval(PG(6) + PAGE_SIZE - 16, 2, 0, &e, 1, NULL),
+			 SVSM_ERR_INVALID_PARAMETER);
+	/* list outside guest memory */
+	memcpy(P(CS_START), &(struct svsm_pvalidate_hdr){.entries = 1}, 8);
+	assert_int_equal(core(SVSM_CORE_PVALIDATE, CS_START + 8, 0, 0, NULL),
+			 SVSM_ERR_INVALID_ADDRESS);
+	memset(P(CS_START), CANARY, 8);
+	assert_int_equal(core(SVSM_CORE_PVALIDATE, RAM_END, 0, 0, NULL), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(core(SVSM_CORE_PVALIDATE, 0xFFFFFFFFFFFFFFF8ULL, 0, 0, NULL),
+			 SVSM_ERR_INVALID_ADDRESS);
+	/* the one entry that fits at +4080 works, and the page was only checked */
+	assert_int_equal(pval(PG(6) + PAGE_SIZE - 16, 1, 0, &e, 1, &next), SVSM_SUCCESS);
+	assert_int_equal(next, 1);
+}
+
+static void test_pvalidate_entry_checks(void **state)
+{
+	static const uint64_t bad_param[] = {
+	    /* reserved bits [11:4] */
+	    PG(10) | SVSM_PVAL_ACTION | (1ULL << 4),
+	    PG(10) | SVSM_PVAL_ACTION | (1ULL << 11),
+	    PG(10) | 0xFF0,
+	    /* page size 2, 3 */
+	    PG(10) | 2 | SVSM_PVAL_ACTION,
+	    PG(10) | 3,
+	    /* 2M entry not 2M-aligned */
+	    (BLOCK(1) + PAGE_SIZE) | SVSM_PVAL_PAGE_SIZE_2M | SVSM_PVAL_ACTION,
+	    (BLOCK(1) + 0x100000) | SVSM_PVAL_PAGE_SIZE_2M,
+	};
+	static const uint64_t bad_addr[] = {
+	    CS_START | SVSM_PVAL_ACTION,
+	    (CS_END - PAGE_SIZE),
+	    BLOCK(3) | SVSM_PVAL_PAGE_SIZE_2M | SVSM_PVAL_ACTION, /* holds csvsm */
+	    RAM_END | SVSM_PVAL_ACTION,
+	    (RAM_BASE - PAGE_SIZE) | SVSM_PVAL_ACTION,
+	    (RAM_END - PAGE_SIZE_2M + PAGE_SIZE_2M) | SVSM_PVAL_PAGE_SIZE_2M,
+	    0xFFFFFFFFFFE00000ULL | SVSM_PVAL_PAGE_SIZE_2M | SVSM_PVAL_ACTION,
+	    0 | SVSM_PVAL_ACTION,
+	};
+	uint16_t next;
+	for (unsigned i = 0; i < ARRAY_SIZE(bad_param); i++) {
+		assert_int_equal(pval1(bad_param[i], &next), SVSM_ERR_INVALID_PARAMETER);
+		assert_int_equal(next, 0);
+	}
+	for (unsigned i = 0; i < ARRAY_SIZE(bad_addr); i++) {
+		assert_int_equal(pval1(bad_addr[i], &next), SVSM_ERR_INVALID_ADDRESS);
+		assert_int_equal(next, 0);
+	}
+	/* csvsm's pages stayed validated */
+	assert_true(validated(CS_START));
+	assert_true(validated(CS_END - PAGE_SIZE));
+}
+
+/* Rescinding the page that holds the list itself cannot write `next` back. */
+static void test_pvalidate_rescind_own_list(void **state)
+{
+	uint16_t next;
+	assert_int_equal(pval1(ent4k(CA, false), &next), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(next, 0);
+	assert_true(validated(CA));
+	assert_int_equal(pval1(ent2m(BLOCK(0), false), &next), SVSM_ERR_INVALID_PARAMETER);
+	assert_true(validated(CA));
+}
+
+/* csvsm checks the whole list before it acts on any entry (STYLE.md 6). */
+static void test_pvalidate_nothing_done_on_later_bad(void **state)
+{
+	uint64_t e[3];
+	uint16_t next;
+
+	e[0] = ent4k(PG(10), false);
+	e[1] = ent4k(PG(11), false);
+	e[2] = ent4k(PG(12), false) | (1ULL << 5);
+	memset(P(PG(10)), 0x5a, PAGE_SIZE);
+	assert_int_equal(pval(LIST, 3, 0, e, 3, &next), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(next, 0);
+	assert_true(validated(PG(10)) && validated(PG(11)));
+	assert_int_equal(rmp_vmpl_perms(PG(10), GUEST_VMPL), RMP_PERM_ALL);
+	assert_true(accept_is_preaccepted(PG(10), PAGE_SIZE));
+	assert_int_equal(P(PG(10))[0], 0x5a);
+
+	e[2] = ent4k(CS_START, true);
+	assert_int_equal(pval(LIST, 3, 0, e, 3, &next), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(next, 0);
+	assert_true(validated(PG(10)) && validated(PG(11)));
+}
+
+/* ---- PVALIDATE: actions ----------------------------------------------------- */
+
+static void test_pvalidate_preaccepted(void **state)
+{
+	uint16_t next;
+	assert_true(accept_is_preaccepted(PG(10), PAGE_SIZE));
+	assert_int_equal(rmp_vmpl_perms(PG(10), GUEST_VMPL), RMP_PERM_ALL);
+	/* edk2 re-validates RAM it was given: SUCCESS once (DESIGN.md) ... */
+	assert_int_equal(pval1(ent4k(PG(10), true), &next), SVSM_SUCCESS);
+	assert_int_equal(next, 1);
+	assert_false(accept_is_preaccepted(PG(10), PAGE_SIZE));
+	assert_true(validated(PG(10)));
+	assert_int_equal(rmp_vmpl_perms(PG(10), GUEST_VMPL), RMP_PERM_ALL);
+	/* ... then it is an ordinary validated page: CF=1 -> FAIL_NO_CHANGE */
+	assert_int_equal(pval1(ent4k(PG(10), true), &next), SVSM_PVALIDATE_FAIL_NO_CHANGE);
+	assert_int_equal(next, 0);
+	/* with ignore-CF the page is validated again, zeroed and granted */
+	memset(P(PG(10)), 0x33, PAGE_SIZE);
+	assert_int_equal(pval1(svsm_pval_entry(PG(10), false, true, true), &next), SVSM_SUCCESS);
+	assert_int_equal(next, 1);
+	assert_true(all_zero(PG(10), PAGE_SIZE));
+	assert_int_equal(rmp_vmpl_perms(PG(10), GUEST_VMPL), RMP_PERM_ALL);
+	/* a pre-accepted 2M block: once */
+	assert_int_equal(pval1(ent2m(BLOCK(1), true), &next), SVSM_SUCCESS);
+	assert_false(accept_is_preaccepted(BLOCK(1), PAGE_SIZE_2M));
+	assert_int_equal(pval1(ent2m(BLOCK(1), true), &next), SVSM_PVALIDATE_FAIL_NO_CHANGE);
+}
+
+static void test_pvalidate_rescind_validate_4k(void **state)
+{
+	gpa_t g = PG(20);
+	uint16_t next;
+
+	memset(P(g), 0x5a, PAGE_SIZE);
+	assert_int_equal(pval1(ent4k(g, false), &next), SVSM_SUCCESS);
+	assert_int_equal(next, 1);
+	assert_false(validated(g));
+	for (unsigned v = 1; v <= 3; v++)
+		assert_int_equal(rmp_vmpl_perms(g, v), 0);
+	assert_false(accept_is_preaccepted(g, PAGE_SIZE));
+	/* neighbours untouched */
+	assert_true(validated(g - PAGE_SIZE) && validated(g + PAGE_SIZE));
+	assert_int_equal(rmp_vmpl_perms(g + PAGE_SIZE, GUEST_VMPL), RMP_PERM_ALL);
+	/* stale contents (e.g. remapped by the hypervisor) must not reach the guest */
+	memset(P(g), 0x77, PAGE_SIZE);
+	assert_int_equal(pval1(ent4k(g, true), &next), SVSM_SUCCESS);
+	assert_int_equal(next, 1);
+	assert_true(validated(g));
+	assert_true(all_zero(g, PAGE_SIZE));
+	assert_int_equal(rmp_vmpl_perms(g, GUEST_VMPL), RMP_PERM_ALL);
+	/* no more access than the guest VMPL had */
+	assert_int_equal(rmp_vmpl_perms(g, 1), 0);
+}
+
+static void test_pvalidate_rescind_validate_2m(void **state)
+{
+	uint16_t next;
+
+	memset(P(BLOCK(1)), 0x5a, PAGE_SIZE_2M);
+	assert_int_equal(pval1(ent2m(BLOCK(1), false), &next), SVSM_SUCCESS);
+	for (gpa_t g = BLOCK(1); g < BLOCK(2); g += PAGE_SIZE) {
+		assert_false(validated(g));
+		assert_int_equal(rmp_vmpl_perms(g, GUEST_VMPL), 0);
+	}
+	assert_false(accept_is_preaccepted(BLOCK(1), PAGE_SIZE));
+	assert_int_equal(pval1(ent2m(BLOCK(1), true), &next), SVSM_SUCCESS);
+	assert_int_equal(next, 1);
+	assert_true(all_zero(BLOCK(1), PAGE_SIZE_2M));
+	for (gpa_t g = BLOCK(1); g < BLOCK(2); g += PAGE_SIZE) {
+		assert_true(validated(g));
+		assert_int_equal(rmp_vmpl_perms(g, GUEST_VMPL), RMP_PERM_ALL);
+	}
+}
+
+/* Linux reacts to 0x80001006 on a 2M entry by falling back to 4K (reference §1.5). */
+static void test_pvalidate_sizemismatch(void **state)
+{
+	uint64_t e[2];
+	uint16_t next;
+
+	/* rescinding one 4K page of a 2M RMP entry splits it (host PSMASH) */
+	assert_int_equal(pval1(ent4k(BLOCK(2) + 5 * PAGE_SIZE, false), &next), SVSM_SUCCESS);
+	assert_true(validated(BLOCK(2)));
+	/* a 2M validate over the 4K RMP entries: FAIL_SIZEMISMATCH, next stays at it */
+	e[0] = ent4k(BLOCK(2) + 5 * PAGE_SIZE, true);
+	e[1] = ent2m(BLOCK(2), true);
+	assert_int_equal(pval(LIST, 2, 0, e, 2, &next), SVSM_PVALIDATE_FAIL_SIZEMISMATCH);
+	assert_int_equal(next, 1);
+	assert_true(validated(BLOCK(2) + 5 * PAGE_SIZE));
+	/* and a 2M rescind over them fails the same way, changing nothing */
+	assert_int_equal(pval1(ent2m(BLOCK(2), false), &next), SVSM_PVALIDATE_FAIL_SIZEMISMATCH);
+	assert_int_equal(next, 0);
+	for (gpa_t g = BLOCK(2); g < BLOCK(3); g += PAGE_SIZE)
+		assert_int_equal(rmp_vmpl_perms(g, GUEST_VMPL), RMP_PERM_ALL);
+}
+
+static void test_pvalidate_next_written_back(void **state)
+{
+	uint64_t e[4];
+	uint16_t next;
+
+	/* stop at the first failure; `next` names it */
+	e[0] = ent4k(PG(30), false);
+	e[1] = ent4k(PG(31), false);
+	e[2] = ent4k(PG(30), false); /* already rescinded: fails */
+	e[3] = ent4k(PG(32), false);
+	uint64_t rc = pval(LIST, 4, 0, e, 4, &next);
+	assert_true(rc >= SVSM_ERR_PROTOCOL_BASE && rc <= SVSM_ERR_PROTOCOL_BASE + 0xff);
+	assert_int_equal(next, 2);
+	assert_false(validated(PG(30)) || validated(PG(31)));
+	assert_true(validated(PG(32)));
+	/* resume after the failing entry: only entries next.. are processed */
+	memset(P(PG(32)), 0x11, 8);
+	e[2] = ent4k(PG(31), false); /* would fail, but is before `next` */
+	assert_int_equal(pval(LIST, 4, 3, e, 4, &next), SVSM_SUCCESS);
+	assert_int_equal(next, 4);
+	assert_false(validated(PG(32)));
+	/* validate twice in one list: the second reports CF=1 */
+	e[0] = ent4k(PG(30), true);
+	e[1] = ent4k(PG(30), true);
+	assert_int_equal(pval(LIST, 2, 0, e, 2, &next), SVSM_PVALIDATE_FAIL_NO_CHANGE);
+	assert_int_equal(next, 1);
+	/* the header's reserved field is left alone */
+	struct svsm_pvalidate_hdr h;
+	memcpy(&h, P(LIST), sizeof(h));
+	assert_int_equal(h.entries, 2);
+	assert_int_equal(h.reserved, 0);
+}
+
+static void test_pvalidate_full_ca_list(void **state)
+{
+	static uint64_t e[SVSM_PVALIDATE_MAX_IN_CA];
+	uint16_t next;
+
+	for (unsigned i = 0; i < SVSM_PVALIDATE_MAX_IN_CA; i++)
+		e[i] = ent4k(BLOCK(2) + i * PAGE_SIZE, false);
+	assert_int_equal(
+	    pval(LIST, SVSM_PVALIDATE_MAX_IN_CA, 0, e, SVSM_PVALIDATE_MAX_IN_CA, &next),
+	    SVSM_SUCCESS);
+	assert_int_equal(next, SVSM_PVALIDATE_MAX_IN_CA);
+	for (unsigned i = 0; i < SVSM_PVALIDATE_MAX_IN_CA; i++)
+		assert_false(validated(BLOCK(2) + i * PAGE_SIZE));
+	assert_true(validated(BLOCK(2) + SVSM_PVALIDATE_MAX_IN_CA * PAGE_SIZE));
+	for (unsigned i = 0; i < SVSM_PVALIDATE_MAX_IN_CA; i++)
+		e[i] |= SVSM_PVAL_ACTION;
+	assert_int_equal(
+	    pval(LIST, SVSM_PVALIDATE_MAX_IN_CA, 0, e, SVSM_PVALIDATE_MAX_IN_CA, &next),
+	    SVSM_SUCCESS);
+	assert_int_equal(next, SVSM_PVALIDATE_MAX_IN_CA);
+	for (unsigned i = 0; i < SVSM_PVALIDATE_MAX_IN_CA; i++)
+		assert_int_equal(rmp_vmpl_perms(BLOCK(2) + i * PAGE_SIZE, GUEST_VMPL),
+				 RMP_PERM_ALL);
+}
+
+/* A VMSA page is csvsm's: the guest cannot PVALIDATE it (reference §1.5). */
+static void test_pvalidate_vmsa_page(void **state)
+{
+	uint16_t next;
+	make_vmsa(PG(4), GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(PG(4), PG(5), 1), SVSM_SUCCESS);
+	assert_int_equal(pval1(ent4k(PG(4), false), &next), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(pval1(ent4k(PG(4), true), &next), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(pval1(ent2m(BLOCK(0), true), &next), SVSM_ERR_INVALID_ADDRESS);
+	assert_true(validated(PG(4)));
+	/* nor place a PVALIDATE list in it */
+	assert_int_equal(core(SVSM_CORE_PVALIDATE, PG(4) + 8, 0, 0, NULL),
+			 SVSM_ERR_INVALID_ADDRESS);
+}
+
+/* ---- CREATE_VCPU / DELETE_VCPU ---------------------------------------------- */
+
+static void test_create_vcpu_bad(void **state)
+{
+	gpa_t vmsa = PG(4), ca = PG(5);
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	/* alignment of both pages */
+	assert_int_equal(create(vmsa + 8, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(create(vmsa, ca + 0x800, 1), SVSM_ERR_INVALID_PARAMETER);
+	/* VMSA == CA */
+	assert_int_equal(create(vmsa, vmsa, 1), SVSM_ERR_INVALID_PARAMETER);
+	/* csvsm / non-RAM memory */
+	make_vmsa(CS_START, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(CS_START, ca, 1), SVSM_ERR_INVALID_ADDRESS);
+	memset(P(CS_START), CANARY, PAGE_SIZE);
+	assert_int_equal(create(vmsa, CS_START, 1), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(create(RAM_END, ca, 1), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(create(vmsa, RAM_END, 1), SVSM_ERR_INVALID_ADDRESS);
+	assert_int_equal(create(0xFFFFFFFFFFFFF000ULL, ca, 1), SVSM_ERR_INVALID_ADDRESS);
+	/* VMSA contents: VMPL, EFER.SVME, SEV features */
+	make_vmsa(vmsa, GUEST_VMPL - 1, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	make_vmsa(vmsa, 0, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	make_vmsa(vmsa, 3, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	make_vmsa(vmsa, GUEST_VMPL, 0, 0);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	make_vmsa(vmsa, GUEST_VMPL, ~EFER_SVME, 0);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 1);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	vcpu_guest_sev_features = 1ULL << 2;
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
+	vcpu_guest_sev_features = 0;
+	/* nothing happened to the page */
+	assert_null(vcpu_find(vmsa));
+	assert_false(guest_mem_is_protected(vmsa));
+	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_ALL);
+	assert_false(rmp_raw(vmsa) & RMPE_VMSA);
+}
+
+static void test_create_vcpu_ok(void **state)
+{
+	gpa_t vmsa = PG(4), ca = PG(5);
+	struct rmp_entry_info info;
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, ca, 7), SVSM_SUCCESS);
+	struct guest_vmsa_slot *s = vcpu_find(vmsa);
+	assert_non_null(s);
+	assert_int_equal(s->caa, ca);
+	assert_int_equal(s->apic_id, 7);
+	assert_true(guest_mem_is_protected(vmsa));
+	assert_int_equal(rmp_query(vmsa, &info), 0);
+	assert_true(info.vmsa && info.validated);
+	/* the CA page stays the guest's */
+	assert_false(guest_mem_is_protected(ca));
+	assert_int_equal(rmp_vmpl_perms(ca, GUEST_VMPL), RMP_PERM_ALL);
+	/* a second CREATE on the same VMSA is refused (the code is not pinned by §1.5) */
+	uint64_t rc = create(vmsa, PG(6), 8);
+	assert_true(rc == SVSM_ERR_INVALID_ADDRESS || rc == SVSM_ERR_INVALID_PARAMETER);
+	/* the VMSA can no longer be used as a CA for a vCPU */
+	make_vmsa(PG(6), GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(PG(6), vmsa, 8), SVSM_ERR_INVALID_ADDRESS);
+	assert_null(vcpu_find(PG(6)));
+}
+
+/*
+ * Reference §1.5 CREATE_VCPU: "revoke guest access, then RMPADJUST the VMSA
+ * bit" (coconut rmp_set_guest_vmsa: GUEST_VMPL | VMSA, no permission bits;
+ * Linux snp_set_vmsa likewise): the guest VMPL keeps no access at all.
+ */
+static void test_create_vcpu_revokes_guest_access(void **state)
+{
+	gpa_t vmsa = PG(4);
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
+	for (unsigned v = GUEST_VMPL; v <= 3; v++)
+		assert_int_equal(rmp_vmpl_perms(vmsa, v), 0);
+}
+
+static void test_delete_vcpu(void **state)
+{
+	gpa_t vmsa = PG(4);
+	struct rmp_entry_info info;
+	uint16_t next;
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
+	/* DELETE of unknown / unaligned / csvsm pages */
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, PG(6), 0, 0, NULL),
+			 SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa + 8, 0, 0, NULL),
+			 SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, CS_START, 0, 0, NULL),
+			 SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, 0, 0, 0, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_non_null(vcpu_find(vmsa));
+	assert_true(guest_mem_is_protected(vmsa));
+	/* DELETE gives the page back */
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
+	assert_null(vcpu_find(vmsa));
+	assert_false(guest_mem_is_protected(vmsa));
+	assert_int_equal(rmp_query(vmsa, &info), 0);
+	assert_false(info.vmsa);
+	assert_true(info.validated);
+	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_ALL);
+	/* now unknown again; and the page is plain guest memory */
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_ERR_INVALID_PARAMETER);
+	assert_int_equal(pval1(ent4k(vmsa, false), &next), SVSM_SUCCESS);
+	/* and can become a VMSA again */
+	assert_int_equal(pval1(ent4k(vmsa, true), &next), SVSM_SUCCESS);
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
+}
+
+/* Reference §1.5 DELETE_VCPU: "Clear EFER.SVME, clear the VMSA bit, re-grant". */
+static void test_delete_vcpu_clears_svme(void **state)
+{
+	gpa_t vmsa = PG(4);
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME | 0x500, 0);
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
+	assert_int_equal(((struct vmsa *)P(vmsa))->efer, 0x500);
+}
+
+static void test_create_vcpu_many(void **state)
+{
+	/* every slot, then one more: an error code, not a crash */
+	unsigned i;
+	for (i = 0; i < MAX_GUEST_VCPUS; i++) {
+		make_vmsa(BLOCK(2) + 2 * i * PAGE_SIZE, GUEST_VMPL, EFER_SVME, 0);
+		assert_int_equal(
+		    create(BLOCK(2) + 2 * i * PAGE_SIZE, BLOCK(2) + (2 * i + 1) * PAGE_SIZE, i),
+		    SVSM_SUCCESS);
+	}
+	make_vmsa(BLOCK(2) + 2 * i * PAGE_SIZE, GUEST_VMPL, EFER_SVME, 0);
+	uint64_t rc = create(BLOCK(2) + 2 * i * PAGE_SIZE, BLOCK(2) + (2 * i + 1) * PAGE_SIZE, i);
+	assert_true(rc == SVSM_ERR_BUSY || rc == SVSM_ERR_INVALID_PARAMETER);
+	assert_false(guest_mem_is_protected(BLOCK(2) + 2 * i * PAGE_SIZE));
+	for (i = 0; i < MAX_GUEST_VCPUS; i++)
+		assert_int_equal(
+		    core(SVSM_CORE_DELETE_VCPU, BLOCK(2) + 2 * i * PAGE_SIZE, 0, 0, NULL),
+		    SVSM_SUCCESS);
+}
+
+/* ---- QUERY_PROTOCOL, CONFIGURE_VTOM, DEPOSIT/WITHDRAW ------------------------ */
+
+static void test_query_protocol(void **state)
+{
+	static const struct {
+		uint64_t in, out;
+	} cases[] = {
+	    {(0ULL << 32) | 1, (1ULL << 32) | 1},
+	    {(0ULL << 32) | 2, 0},
+	    {(0ULL << 32) | 0, 0},
+	    {(0ULL << 32) | 0xffffffff, 0},
+	    {(9ULL << 32) | 1, 0},
+	    {(0xffffffffULL << 32) | 1, 0},
+	};
+	struct svsm_regs r;
+	for (unsigned i = 0; i < ARRAY_SIZE(cases); i++) {
+		assert_int_equal(core(SVSM_CORE_QUERY_PROTOCOL, cases[i].in, 0x22, 0x33, &r),
+				 SVSM_SUCCESS);
+		assert_int_equal(r.rcx, cases[i].out);
+	}
+	if (!svsm_attest_protocol) {
+		assert_int_equal(core(SVSM_CORE_QUERY_PROTOCOL, (1ULL << 32) | 1, 0, 0, &r),
+				 SVSM_SUCCESS);
+		assert_int_equal(r.rcx, 0);
+	}
+}
+
+static void test_configure_vtom(void **state)
+{
+	struct svsm_regs r;
+	assert_int_equal(core(SVSM_CORE_CONFIGURE_VTOM, SVSM_CONFIGURE_VTOM_QUERY, 0, 0, &r),
+			 SVSM_SUCCESS);
+	assert_int_equal(r.rcx, 0);
+	assert_int_equal(core(SVSM_CORE_CONFIGURE_VTOM, 0, 0, 0, &r), SVSM_ERR_INVALID_REQUEST);
+	assert_int_equal(core(SVSM_CORE_CONFIGURE_VTOM, 0x100000000ULL, 0, 0, &r),
+			 SVSM_ERR_INVALID_REQUEST);
+}
+
+static void test_deposit_withdraw(void **state)
+{
+	assert_int_equal(core(SVSM_CORE_DEPOSIT_MEM, PG(10), 1, 0, NULL),
+			 SVSM_ERR_UNSUPPORTED_CALL);
+	assert_int_equal(core(SVSM_CORE_WITHDRAW_MEM, PG(10), 1, 0, NULL),
+			 SVSM_ERR_UNSUPPORTED_CALL);
+	assert_int_equal(rmp_vmpl_perms(PG(10), GUEST_VMPL), RMP_PERM_ALL);
+}
+
+#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    T(test_not_pending),
+	    T(test_pending_dispatched),
+	    T(test_unknown_protocol),
+	    T(test_unknown_core_call),
+	    T(test_ca_not_guest_memory),
+	    T(test_remap_ca_bad),
+	    T(test_remap_ca_ok),
+	    T(test_remap_ca_to_vmsa),
+	    T(test_pvalidate_list_checks),
+	    T(test_pvalidate_entry_checks),
+	    T(test_pvalidate_rescind_own_list),
+	    T(test_pvalidate_nothing_done_on_later_bad),
+	    T(test_pvalidate_preaccepted),
+	    T(test_pvalidate_rescind_validate_4k),
+	    T(test_pvalidate_rescind_validate_2m),
+	    T(test_pvalidate_sizemismatch),
+	    T(test_pvalidate_next_written_back),
+	    T(test_pvalidate_full_ca_list),
+	    T(test_pvalidate_vmsa_page),
+	    T(test_create_vcpu_bad),
+	    T(test_create_vcpu_ok),
+	    T(test_create_vcpu_revokes_guest_access),
+	    T(test_delete_vcpu),
+	    T(test_delete_vcpu_clears_svme),
+	    T(test_create_vcpu_many),
+	    T(test_query_protocol),
+	    T(test_configure_vtom),
+	    T(test_deposit_withdraw),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

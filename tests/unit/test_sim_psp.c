@@ -1,0 +1,352 @@
+/*
+ * The simulated PSP (attest/sim_psp.c) on its own: keys-blob parsing, the
+ * report it signs (verified with the test VCEK certificate from
+ * tests/tools/gen-test-chain.sh when build/test-chain/psp-keys.bin exists,
+ * else with a key generated here), report-request checks, key derivation
+ * (same launch -> same key, other measurement -> other key), sequence
+ * enforcement, and the hypervisor side (registered pages, INVALID_LEN).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <cmocka.h>
+
+#include <mbedtls/ecdsa.h>
+#include <mbedtls/sha512.h>
+#include <mbedtls/x509_crt.h>
+
+#include "attest/certtable.h"
+#include "attest/guest_req.h"
+#include "attest/report.h"
+#include "attest/sim_psp.h"
+#include "csvsm/percpu.h"
+#include "csvsm/platform.h"
+#include "snp/ghcb.h"
+
+/* guest_req.o (linked for the message functions) calls through it; unused here. */
+const struct platform_ops *platform;
+
+static int rng(void *ctx, unsigned char *buf, size_t len)
+{
+	return getrandom(buf, len, 0) == (ssize_t)len ? 0 : -1;
+}
+
+static uint8_t blob[64 * 1024];
+static size_t blob_len;
+static struct sim_psp_keys keys;
+static mbedtls_ecp_group grp;
+static mbedtls_ecp_point Q;
+static bool from_chain;
+static uint8_t vmpck[32];
+static uint64_t seq;
+static struct snp_guest_msg req, resp;
+static const uint8_t meas_a[48] = {0xAA, 1, 2, 3};
+static const uint8_t meas_b[48] = {0xBB, 1, 2, 3};
+
+/* The VCEK public key: from the chain's certificate, or derived from a fresh key. */
+static int group_setup(void **state)
+{
+	const char *path = getenv("CSVSM_TEST_CHAIN");
+	char file[512];
+	FILE *f;
+
+	mbedtls_ecp_group_init(&grp);
+	mbedtls_ecp_point_init(&Q);
+	snprintf(file, sizeof(file), "%s/psp-keys.bin", path ? path : "build/test-chain");
+	f = fopen(file, "rb");
+	if (f) {
+		blob_len = fread(blob, 1, sizeof(blob), f);
+		fclose(f);
+		assert_int_equal(sim_psp_keys_parse(blob, blob_len, &keys), 0);
+		struct certtable_entry e[8];
+		size_t n = 0;
+		assert_int_equal(certtable_parse(keys.cert_table, keys.cert_table_len, e, 8, &n),
+				 0);
+		const struct certtable_entry *v = certtable_find(e, n, CERTTABLE_VCEK);
+		assert_non_null(v);
+		mbedtls_x509_crt crt;
+		mbedtls_x509_crt_init(&crt);
+		assert_int_equal(mbedtls_x509_crt_parse_der(&crt, v->data, v->length), 0);
+		assert_true(mbedtls_pk_get_type(&crt.pk) == MBEDTLS_PK_ECKEY);
+		mbedtls_ecp_keypair *kp = mbedtls_pk_ec(crt.pk);
+		assert_int_equal(mbedtls_ecp_group_copy(&grp, &kp->grp), 0);
+		assert_int_equal(mbedtls_ecp_copy(&Q, &kp->Q), 0);
+		mbedtls_x509_crt_free(&crt);
+		from_chain = true;
+		print_message("using the test chain in %s\n", file);
+	} else {
+		mbedtls_ecdsa_context k;
+		mbedtls_ecdsa_init(&k);
+		assert_int_equal(mbedtls_ecdsa_genkey(&k, MBEDTLS_ECP_DP_SECP384R1, rng, NULL), 0);
+		memset(&keys, 0, sizeof(keys));
+		assert_int_equal(mbedtls_mpi_write_binary(&k.d, keys.vcek_d, 48), 0);
+		keys.reported_tcb = 0xD115000000000004ull;
+		keys.cpuid_fam = 0x19;
+		keys.cpuid_mod = 1;
+		keys.cpuid_step = 1;
+		memset(keys.chip_id, 0x5A, 64);
+		assert_int_equal(mbedtls_ecp_group_copy(&grp, &k.grp), 0);
+		assert_int_equal(mbedtls_ecp_copy(&Q, &k.Q), 0);
+		mbedtls_ecdsa_free(&k);
+		print_message("no %s: using a generated P-384 key\n", file);
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	mbedtls_ecp_point_free(&Q);
+	mbedtls_ecp_group_free(&grp);
+	return 0;
+}
+
+static int setup_meas(const uint8_t *m)
+{
+	assert_int_equal(rng(NULL, vmpck, sizeof(vmpck)), 0);
+	seq = 0;
+	return sim_psp_init(vmpck, &keys, m, SIM_PSP_DEFAULT_POLICY, rng, NULL);
+}
+
+static int setup(void **state)
+{
+	return setup_meas(meas_a);
+}
+
+static int teardown(void **state)
+{
+	sim_psp_reset();
+	return 0;
+}
+
+/* Send one request straight to the PSP; returns fw error, fills out. */
+static uint32_t call(uint8_t type, const void *p, size_t n, void *out, size_t cap, size_t *len)
+{
+	uint32_t fw;
+
+	assert_int_equal(guest_req_msg_seal(&req, vmpck, seq + 1, type, 0, p, n), 0);
+	fw = sim_psp_handle(&req, &resp);
+	if (fw)
+		return fw;
+	assert_int_equal(
+	    guest_req_msg_open(&resp, vmpck, seq + 2, (uint8_t)(type + 1), 0, out, cap, len), 0);
+	seq += 2;
+	return 0;
+}
+
+static void report_verifies(void **state)
+{
+	struct snp_report_req rq = {.vmpl = 0};
+	static struct snp_report_rsp rs;
+	struct snp_report rep;
+	uint8_t hash[64], rbe[48], sbe[48];
+	mbedtls_mpi r, s;
+	size_t len;
+
+	memset(rq.user_data, 0x77, 64);
+	assert_int_equal(call(SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(len, 0x4C0);
+	assert_int_equal(rs.status, 0);
+	assert_int_equal(rs.report_size, 0x4A0);
+	assert_int_equal(snp_report_parse(rs.report, 0x4A0, &rep), SNP_REPORT_OK);
+	assert_int_equal(rep.raw.version, 3);
+	assert_int_equal(rep.raw.policy, 0x30000);
+	assert_int_equal(rep.raw.reported_tcb, keys.reported_tcb);
+	assert_int_equal(rep.raw.current_tcb, keys.reported_tcb);
+	assert_memory_equal(rep.raw.chip_id, keys.chip_id, 64);
+	assert_memory_equal(rep.raw.measurement, meas_a, 48);
+	assert_int_equal(rep.product, SNP_PRODUCT_MILAN);
+	for (int i = 0; i < 48; i++) {
+		rbe[i] = rep.raw.sig_r[47 - i];
+		sbe[i] = rep.raw.sig_s[47 - i];
+	}
+	mbedtls_mpi_init(&r);
+	mbedtls_mpi_init(&s);
+	assert_int_equal(mbedtls_mpi_read_binary(&r, rbe, 48), 0);
+	assert_int_equal(mbedtls_mpi_read_binary(&s, sbe, 48), 0);
+	assert_int_equal(mbedtls_sha512_ret(rs.report, 0x2A0, hash, 1), 0);
+	assert_int_equal(mbedtls_ecdsa_verify(&grp, hash, 48, &Q, &r, &s), 0);
+	/* One flipped bit in the signed area breaks it. */
+	rs.report[0x90] ^= 1;
+	assert_int_equal(mbedtls_sha512_ret(rs.report, 0x2A0, hash, 1), 0);
+	assert_int_not_equal(mbedtls_ecdsa_verify(&grp, hash, 48, &Q, &r, &s), 0);
+	mbedtls_mpi_free(&r);
+	mbedtls_mpi_free(&s);
+}
+
+static void report_request_checks(void **state)
+{
+	struct snp_report_req rq = {.vmpl = 4};
+	static struct snp_report_rsp rs;
+	size_t len;
+
+	assert_int_equal(call(SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+	rq.vmpl = 0;
+	rq.key_sel = 2; /* VLEK: none */
+	assert_int_equal(call(SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_KEY);
+	rq.key_sel = 1; /* VCEK explicitly */
+	assert_int_equal(call(SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, 0);
+	rq.rsvd[5] = 1;
+	assert_int_equal(call(SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+	/* Wrong payload size: refused at the firmware level. */
+	assert_int_not_equal(call(SNP_MSG_REPORT_REQ, &rq, 0x20, &rs, sizeof(rs), &len), 0);
+}
+
+static void sequence_enforced(void **state)
+{
+	struct snp_report_req rq = {0};
+
+	/* seqno 3 before 1 */
+	assert_int_equal(guest_req_msg_seal(&req, vmpck, 3, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)),
+			 0);
+	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	/* wrong key */
+	uint8_t other[32];
+	memcpy(other, vmpck, 32);
+	other[0] ^= 1;
+	assert_int_equal(guest_req_msg_seal(&req, other, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)),
+			 0);
+	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	/* unknown type */
+	assert_int_equal(guest_req_msg_seal(&req, vmpck, 1, 17, 0, &rq, sizeof(rq)), 0);
+	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	/* VMPCK1 */
+	assert_int_equal(guest_req_msg_seal(&req, vmpck, 1, SNP_MSG_REPORT_REQ, 1, &rq, sizeof(rq)),
+			 0);
+	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_equal(sim_psp_refused(), 4);
+	/* seqno 1 still accepted, then 1 again refused */
+	assert_int_equal(guest_req_msg_seal(&req, vmpck, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)),
+			 0);
+	assert_int_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+}
+
+static void derive(const struct snp_key_req *kr, uint8_t key[32])
+{
+	struct snp_key_rsp rs;
+	size_t len;
+	assert_int_equal(call(SNP_MSG_KEY_REQ, kr, sizeof(*kr), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(len, sizeof(rs));
+	assert_int_equal(rs.status, 0);
+	memcpy(key, rs.key, 32);
+}
+
+static void key_derivation(void **state)
+{
+	struct snp_key_req kr = {.guest_field_select = SNP_GFS_MEASUREMENT | SNP_GFS_POLICY};
+	struct snp_key_req kr_nomeas = {.guest_field_select = SNP_GFS_POLICY};
+	uint8_t a1[32], a2[32], b1[32], a_nm[32], b_nm[32], zero[32] = {0};
+
+	derive(&kr, a1);
+	derive(&kr_nomeas, a_nm);
+	/* The same launch again (new boot: new VMPCK, same measurement). */
+	assert_int_equal(setup_meas(meas_a), 0);
+	derive(&kr, a2);
+	assert_memory_equal(a1, a2, 32);
+	assert_memory_not_equal(a1, zero, 32);
+	/* Another measurement: another key when it is selected, the same when not. */
+	assert_int_equal(setup_meas(meas_b), 0);
+	derive(&kr, b1);
+	derive(&kr_nomeas, b_nm);
+	assert_memory_not_equal(a1, b1, 32);
+	assert_memory_equal(a_nm, b_nm, 32);
+	assert_memory_not_equal(a1, a_nm, 32);
+	/* Bad requests: status, no key. */
+	struct snp_key_rsp rs;
+	size_t len;
+	struct snp_key_req bad = {.guest_field_select = 1ull << 40};
+	assert_int_equal(call(SNP_MSG_KEY_REQ, &bad, sizeof(bad), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+	assert_memory_equal(rs.key, zero, 32);
+	bad = (struct snp_key_req){.root_key_select = SNP_KEY_ROOT_VMRK};
+	assert_int_equal(call(SNP_MSG_KEY_REQ, &bad, sizeof(bad), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_KEY);
+}
+
+static void keys_blob_parse(void **state)
+{
+	uint8_t b[0x98 + 8];
+	struct sim_psp_keys k;
+
+	memset(b, 0, sizeof(b));
+	memcpy(b, "CSVSMPSK", 8);
+	b[8] = 1;
+	b[0x0C] = sizeof(b);
+	b[0x90] = 8;
+	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), 0);
+	assert_int_equal(k.cert_table_len, 8);
+	b[0x90] = 9; /* table longer than the blob */
+	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), -1);
+	b[0x90] = 8;
+	assert_int_equal(sim_psp_keys_parse(b, sizeof(b) - 1, &k), -1); /* total > len */
+	b[8] = 2;
+	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), -1);
+	b[8] = 1;
+	b[0] = 'X';
+	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), -1);
+	/* A scalar of zero is not a P-384 private key. */
+	memset(&k, 0, sizeof(k));
+	assert_int_equal(sim_psp_init(vmpck, &k, meas_a, SIM_PSP_DEFAULT_POLICY, rng, NULL), -1);
+}
+
+static void hypervisor_side(void **state)
+{
+	static struct ghcb g;
+	static struct snp_guest_msg rq_page __aligned(4096), rs_page __aligned(4096);
+	static uint8_t data[4 * 4096] __aligned(4096);
+	struct snp_report_req rq = {0};
+
+	sim_psp_set_shared_pages((gpa_t)(uintptr_t)&rq_page, (gpa_t)(uintptr_t)&rs_page,
+				 (gpa_t)(uintptr_t)data, 4);
+	assert_int_equal(
+	    guest_req_msg_seal(&rq_page, vmpck, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)), 0);
+	/* Not the registered pages: refused. */
+	guest_req_ghcb_fill(&g, false, (gpa_t)(uintptr_t)&rs_page, (gpa_t)(uintptr_t)&rq_page, 0,
+			    0);
+	sim_psp_ghcb_exit(&percpus[0], &g);
+	assert_int_equal(g.sw_exit_info_1, GHCB_RESULT_ERROR);
+	/* Extended with too few pages (only when there is a table). */
+	if (keys.cert_table_len) {
+		guest_req_ghcb_fill(&g, true, (gpa_t)(uintptr_t)&rq_page,
+				    (gpa_t)(uintptr_t)&rs_page, (gpa_t)(uintptr_t)data, 0);
+		sim_psp_ghcb_exit(&percpus[0], &g);
+		assert_int_equal(g.sw_exit_info_1, 0);
+		assert_int_equal(g.sw_exit_info_2, 1ull << 32);
+		assert_int_equal(g.rbx, (keys.cert_table_len + 4095) / 4096);
+	}
+	guest_req_ghcb_fill(&g, true, (gpa_t)(uintptr_t)&rq_page, (gpa_t)(uintptr_t)&rs_page,
+			    (gpa_t)(uintptr_t)data, 4);
+	sim_psp_ghcb_exit(&percpus[0], &g);
+	assert_int_equal(g.sw_exit_info_1, 0);
+	assert_int_equal(g.sw_exit_info_2, 0);
+	if (keys.cert_table_len)
+		assert_memory_equal(data, keys.cert_table, keys.cert_table_len);
+	/* Missing RAX/RBX on an extended request. */
+	ghcb_prepare(&g, SVM_VMGEXIT_EXT_GUEST_REQUEST, (gpa_t)(uintptr_t)&rq_page,
+		     (gpa_t)(uintptr_t)&rs_page);
+	sim_psp_ghcb_exit(&percpus[0], &g);
+	assert_int_equal(g.sw_exit_info_1, GHCB_RESULT_ERROR);
+	assert_int_equal(g.sw_exit_info_2, GHCB_ERR_MISSING_INPUT);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(report_verifies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(report_request_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(sequence_enforced, setup, teardown),
+	    cmocka_unit_test_setup_teardown(key_derivation, setup, teardown),
+	    cmocka_unit_test_setup_teardown(keys_blob_parse, setup, teardown),
+	    cmocka_unit_test_setup_teardown(hypervisor_side, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
