@@ -112,11 +112,17 @@ run: deps
 	$(MAKE) all
 	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)")
 
+# Every benchmark in bench/, each printing its comparison against a named baseline.
+bench: deps
+	$(MAKE) all
+	bash bench/accept.sh
+	$(MAKE) bench-tpm verify-bench bench-svsm
+
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps test run format clean
+.PHONY: all deps test run bench format clean
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
