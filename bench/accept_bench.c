@@ -17,6 +17,7 @@
 #include <time.h>
 #include <valgrind/callgrind.h>
 
+#include "tests/fake/host_sim.h"
 #include "csvsm/platform.h"
 #include "csvsm/sim_hv.h"
 #include "mm/accept.h"
@@ -26,22 +27,6 @@
 #define CS_START 0x4000000ULL
 #define CS_END	 0x6000000ULL
 
-static int b_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged)
-{
-	return rmp_pvalidate(va, size, validate, unchanged);
-}
-static int b_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
-{
-	return rmp_adjust(va, size, attrs);
-}
-static uint64_t b_msr(uint64_t req)
-{
-	return sim_hv_msr_protocol(req);
-}
-static void b_ghcb_call(struct percpu *cpu, struct ghcb *g)
-{
-	sim_hv_ghcb_exit(cpu, g);
-}
 static __noreturn void b_terminate(bool success, unsigned set, unsigned code)
 {
 	fprintf(stderr, "csvsm-accept-bench: terminate(set %u, code 0x%x)\n", set, code);
@@ -49,10 +34,10 @@ static __noreturn void b_terminate(bool success, unsigned set, unsigned code)
 }
 static const struct platform_ops bench_ops = {
     .name = "bench",
-    .pvalidate = b_pvalidate,
-    .rmpadjust = b_rmpadjust,
-    .ghcb_msr_call = b_msr,
-    .ghcb_call = b_ghcb_call,
+    .pvalidate = host_sim_pvalidate,
+    .rmpadjust = host_sim_rmpadjust,
+    .ghcb_msr_call = host_sim_msr_call,
+    .ghcb_call = host_sim_ghcb_call,
     .terminate = b_terminate,
 };
 const struct platform_ops *platform = &bench_ops;

@@ -30,9 +30,9 @@ test_vtpm_svsm_LIBS := -ltpms -lcrypto -lmbedcrypto
 
 TEST_SCRIPTS += tests/tpm/tpm2tools.sh
 
-# libFuzzer target for the vTPM request decoder: `make fuzz-vtpm [FUZZ_TIME=s]`.
+# libFuzzer target for the vTPM request decoder: `make fuzz-vtpm [VTPM_FUZZ_TIME=s]`.
 VTPM_FUZZ_CC    ?= clang
-FUZZ_TIME  ?= 60
+VTPM_FUZZ_TIME ?= 60
 VTPM_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
               -fno-sanitize-recover=all $(INCS) -DCSVSM_HOST
 $(BUILD)/fuzz/fuzz_vtpm_proto: tests/fuzz/fuzz_vtpm_proto.c tpm/vtpm_proto.c include/tpm/vtpm_proto.h
@@ -40,7 +40,7 @@ $(BUILD)/fuzz/fuzz_vtpm_proto: tests/fuzz/fuzz_vtpm_proto.c tpm/vtpm_proto.c inc
 	$(VTPM_FUZZ_CC) $(VTPM_FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_vtpm_proto.c tpm/vtpm_proto.c
 fuzz-vtpm: $(BUILD)/fuzz/fuzz_vtpm_proto
 	@mkdir -p $(BUILD)/fuzz/corpus-vtpm
-	$< -max_total_time=$(FUZZ_TIME) -max_len=4200 -print_final_stats=1 $(BUILD)/fuzz/corpus-vtpm
+	$< -max_total_time=$(VTPM_FUZZ_TIME) -max_len=4200 -print_final_stats=1 $(BUILD)/fuzz/corpus-vtpm
 .PHONY: fuzz-vtpm
 
 # vTPM benchmark (bench/tpm_bench.c, driven by bench/tpm_bench.sh): `make bench-tpm`.

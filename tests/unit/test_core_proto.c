@@ -26,6 +26,7 @@
 #include <sys/mman.h>
 #include <cmocka.h>
 
+#include "tests/fake/host_sim.h"
 #include "arch/x86/insn.h"
 #include "csvsm/percpu.h"
 #include "csvsm/platform.h"
@@ -55,22 +56,6 @@
 
 /* ---- platform over the RMP model ---------------------------------------- */
 
-static int t_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged)
-{
-	return rmp_pvalidate(va, size, validate, unchanged);
-}
-static int t_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
-{
-	return rmp_adjust(va, size, attrs);
-}
-static uint64_t t_msr_call(uint64_t req)
-{
-	return sim_hv_msr_protocol(req);
-}
-static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
-{
-	sim_hv_ghcb_exit(cpu, g);
-}
 static __noreturn void t_terminate(bool success, unsigned set, unsigned code)
 {
 	fprintf(stderr, "terminate(%d, %u, %u)\n", success, set, code);
@@ -80,10 +65,10 @@ static __noreturn void t_terminate(bool success, unsigned set, unsigned code)
 static const struct platform_ops test_ops = {
     .name = "test",
     .rmp_model = true,
-    .pvalidate = t_pvalidate,
-    .rmpadjust = t_rmpadjust,
-    .ghcb_msr_call = t_msr_call,
-    .ghcb_call = t_ghcb_call,
+    .pvalidate = host_sim_pvalidate,
+    .rmpadjust = host_sim_rmpadjust,
+    .ghcb_msr_call = host_sim_msr_call,
+    .ghcb_call = host_sim_ghcb_call,
     .terminate = t_terminate,
 };
 const struct platform_ops *platform = &test_ops;

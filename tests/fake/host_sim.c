@@ -1,0 +1,13 @@
+/* Host sim platform operations (tests/fake/host_sim.h). */
+#include "csvsm/sim_hv.h"
+#include "mm/rmp.h"
+#include "tests/fake/host_sim.h"
+
+/* csvsm identity-maps guest memory on both builds: the address is the GPA. */
+int host_sim_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged)
+{
+	return rmp_pvalidate(va, size, validate, unchanged);
+}
+int host_sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs) { return rmp_adjust(va, size, attrs); }
+uint64_t host_sim_msr_call(uint64_t req) { return sim_hv_msr_protocol(req); }
+void host_sim_ghcb_call(struct percpu *cpu, struct ghcb *g) { sim_hv_ghcb_exit(cpu, g); }
