@@ -13,6 +13,7 @@
  */
 #include "probe.h"
 #include "probe_int.h"
+#include "sha512.h"
 
 /* What call() returns when the SVSM did not answer: no valid result code. */
 #define RC_TRANSPORT_FAIL 0xDEAD0000DEADULL
@@ -910,6 +911,385 @@ static void check_vtpm(u64 page)
 	g_form = FORM_MSR;
 }
 
+/* --- Attestation (§2, §6.5, §7) ------------------------------------------ */
+
+/* Attest Services operation (0x40 B) and Single Service (0x58 B), reference §2. */
+#define ATT_SERVICES        0
+#define ATT_SINGLE_SERVICE  1
+#define ATT_OP_REPORT_GPA   0x00
+#define ATT_OP_REPORT_SIZE  0x08
+#define ATT_OP_NONCE_GPA    0x10
+#define ATT_OP_NONCE_SIZE   0x18
+#define ATT_OP_MANIF_GPA    0x20
+#define ATT_OP_MANIF_SIZE   0x28
+#define ATT_OP_CERTS_GPA    0x30
+#define ATT_OP_CERTS_SIZE   0x38
+#define ATT_OP_GUID         0x40
+#define ATT_OP_MANIF_VER    0x50
+#define ATT_OP_SIZE         0x40
+#define ATT_SINGLE_OP_SIZE  0x58
+#define ATT_NONCE_LEN       64
+/* ATTESTATION_REPORT, reference §7. */
+#define REPORT_SIZE         0x4A0
+#define REPORT_VERSION      0x000
+#define REPORT_VMPL         0x030
+#define REPORT_DATA         0x050
+#define REPORT_MEASUREMENT  0x090
+#define CERT_ENTRY_SIZE     24
+
+/* Services manifest GUID 63849ebb-3d92-4670-a1ff-58f9c94b87bb, EFI mixed-endian bytes. */
+static const u8 g_manifest_guid[16] = { 0xbb, 0x9e, 0x84, 0x63, 0x92, 0x3d, 0x70, 0x46,
+					0xa1, 0xff, 0x58, 0xf9, 0xc9, 0x4b, 0x87, 0xbb };
+/* vTPM service c476f1eb-0123-45a5-9641-b4e7dde5bfe3, EFI mixed-endian bytes. */
+static const u8 g_vtpm_guid[16] = { 0xeb, 0xf1, 0x76, 0xc4, 0x23, 0x01, 0xa5, 0x45,
+				    0x96, 0x41, 0xb4, 0xe7, 0xdd, 0xe5, 0xbf, 0xe3 };
+/* VCEK certificate 63da758d-e664-4564-adc5-f4b93be8accd, RFC-4122 byte order (§6.5). */
+static const u8 g_vcek_guid[16] = { 0x63, 0xda, 0x75, 0x8d, 0xe6, 0x64, 0x45, 0x64,
+				    0xad, 0xc5, 0xf4, 0xb9, 0x3b, 0xe8, 0xac, 0xcd };
+
+static void check_sha512(void)
+{
+	static const u8 abc[64] = {
+		0xdd, 0xaf, 0x35, 0xa1, 0x93, 0x61, 0x7a, 0xba, 0xcc, 0x41, 0x73, 0x49, 0xae, 0x20, 0x41, 0x31,
+		0x12, 0xe6, 0xfa, 0x4e, 0x89, 0xa9, 0x7e, 0xa2, 0x0a, 0x9e, 0xee, 0xe6, 0x4b, 0x55, 0xd3, 0x9a,
+		0x21, 0x92, 0x99, 0x2a, 0x27, 0x4f, 0xc1, 0xa8, 0x36, 0xba, 0x3c, 0x23, 0xa3, 0xfe, 0xeb, 0xbd,
+		0x45, 0x4d, 0x44, 0x23, 0x64, 0x3c, 0xe8, 0x0e, 0x2a, 0x9a, 0xc9, 0x4f, 0xa5, 0x4c, 0xa4, 0x9f };
+	/* 896-bit message "abcdefghbcdefghi...nopqrstu" (FIPS 180-2 appendix C.2). */
+	static const u8 two[64] = {
+		0x8e, 0x95, 0x9b, 0x75, 0xda, 0xe3, 0x13, 0xda, 0x8c, 0xf4, 0xf7, 0x28, 0x14, 0xfc, 0x14, 0x3f,
+		0x8f, 0x77, 0x79, 0xc6, 0xeb, 0x9f, 0x7f, 0xa1, 0x72, 0x99, 0xae, 0xad, 0xb6, 0x88, 0x90, 0x18,
+		0x50, 0x1d, 0x28, 0x9e, 0x49, 0x00, 0xf7, 0xe4, 0x33, 0x1b, 0x99, 0xde, 0xc4, 0xb5, 0x43, 0x3a,
+		0xc7, 0xd3, 0x29, 0xee, 0xb6, 0xdd, 0x26, 0x54, 0x5e, 0x96, 0xe5, 0x5b, 0x87, 0x4b, 0xe9, 0x09 };
+	/* SHA-512 of one million 'a' (FIPS 180-2 appendix C.3). */
+	static const u8 mil[64] = {
+		0xe7, 0x18, 0x48, 0x3d, 0x0c, 0xe7, 0x69, 0x64, 0x4e, 0x2e, 0x42, 0xc7, 0xbc, 0x15, 0xb4, 0x63,
+		0x8e, 0x1f, 0x98, 0xb1, 0x3b, 0x20, 0x44, 0x28, 0x56, 0x32, 0xa8, 0x03, 0xaf, 0xa9, 0x73, 0xeb,
+		0xde, 0x0f, 0xf2, 0x44, 0x87, 0x7e, 0xa6, 0x0a, 0x4c, 0xb0, 0x43, 0x2c, 0xe5, 0x77, 0xc3, 0x1b,
+		0xeb, 0x00, 0x9c, 0x5c, 0x2c, 0x49, 0xaa, 0x2e, 0x4e, 0xad, 0xb2, 0x17, 0xad, 0x8c, 0xc0, 0x9b };
+	const char *m2 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+			 "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
+	u8 out[64], a[1000];
+	struct sha512_ctx c;
+	BOOLEAN ok;
+
+	sha512("abc", 3, out);
+	ok = CompareMem(out, abc, 64) == 0;
+	sha512(m2, strlena((const CHAR8 *)m2), out);
+	ok = ok && CompareMem(out, two, 64) == 0;
+	SetMem(a, sizeof(a), 'a');
+	sha512_init(&c);
+	for (UINTN done = 0, i = 0, n; done < 1000000; done += n, i++) {
+		n = 1 + i % 997; /* odd-sized pieces exercise the partial-block path */
+		if (n > 1000000 - done)
+			n = 1000000 - done;
+		sha512_update(&c, a, n);
+	}
+	sha512_final(&c, out);
+	ok = ok && CompareMem(out, mil, 64) == 0;
+	tap(ok, L"probe self-test: SHA-512 FIPS 180 vectors (abc, 896-bit, 10^6 x 'a')");
+}
+
+static int rdrand64(u64 *v)
+{
+	u8 ok;
+
+	__asm__ volatile("rdrand %0; setc %1" : "=r"(*v), "=qm"(ok) : : "cc");
+	return ok;
+}
+
+/* 64 fresh nonce bytes from RDRAND (CPUID.1:ECX[30]), retried as Intel's DRNG guide advises. */
+static BOOLEAN make_nonce(u8 *nonce)
+{
+	u32 a = 1, b, c = 0, d;
+
+	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
+	if (!(c & (1u << 30)))
+		return FALSE;
+	for (int i = 0; i < ATT_NONCE_LEN / 8; i++) {
+		u64 v;
+		int tries = 0;
+
+		while (!rdrand64(&v))
+			if (++tries > 100)
+				return FALSE;
+		CopyMem(nonce + 8 * i, &v, 8);
+	}
+	return TRUE;
+}
+
+static u32 le32(const u8 *p) { return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24; }
+
+/* `# evidence NAME OFFSET HEX` lines, 32 bytes each, for tests/qemu/attest.sh. */
+static void evidence(const CHAR8 *name, const u8 *d, UINTN n)
+{
+	CHAR16 hex[2 * 32 + 1];
+
+	for (UINTN off = 0; off < n; off += 32) {
+		UINTN k = n - off < 32 ? n - off : 32;
+
+		for (UINTN i = 0; i < k; i++) {
+			hex[2 * i] = L"0123456789abcdef"[d[off + i] >> 4];
+			hex[2 * i + 1] = L"0123456789abcdef"[d[off + i] & 15];
+		}
+		hex[2 * k] = 0;
+		Print(L"# evidence %a %ld %s\n", name, (u64)off, hex);
+	}
+}
+
+/* Fill the op page for SVSM_ATTEST_SERVICES (and SINGLE_SERVICE if guid). */
+static void attest_op(u8 *op, u64 nonce, u64 report, u32 report_size, u64 manifest, u32 manifest_size,
+		      u64 certs, u32 certs_size, const u8 *guid)
+{
+	u16 nlen = ATT_NONCE_LEN;
+
+	ZeroMem(op, ATT_SINGLE_OP_SIZE);
+	CopyMem(op + ATT_OP_REPORT_GPA, &report, 8);
+	CopyMem(op + ATT_OP_REPORT_SIZE, &report_size, 4);
+	CopyMem(op + ATT_OP_NONCE_GPA, &nonce, 8);
+	CopyMem(op + ATT_OP_NONCE_SIZE, &nlen, 2);
+	CopyMem(op + ATT_OP_MANIF_GPA, &manifest, 8);
+	CopyMem(op + ATT_OP_MANIF_SIZE, &manifest_size, 4);
+	CopyMem(op + ATT_OP_CERTS_GPA, &certs, 8);
+	CopyMem(op + ATT_OP_CERTS_SIZE, &certs_size, 4);
+	if (guid)
+		CopyMem(op + ATT_OP_GUID, (void *)guid, 16); /* manifest version @0x50 stays 0 */
+}
+
+/*
+ * Services manifest (§2): GUID table {GUID 63849ebb-..., u32 total, u32 N,
+ * N x {GUID, u32 offset, u32 size}, data}. Returns the vTPM entry's data.
+ */
+static BOOLEAN manifest_parse(const u8 *m, u32 mlen, const u8 **vtpm, u32 *vtpm_len, CHAR16 *why, UINTN wn)
+{
+	u32 total, n;
+
+	*vtpm = NULL;
+	*vtpm_len = 0;
+	if (mlen < 24 || CompareMem((void *)m, (void *)g_manifest_guid, 16) != 0) {
+		UnicodeSPrint(why, wn, L"no services-manifest GUID header");
+		return FALSE;
+	}
+	total = le32(m + 0x10);
+	n = le32(m + 0x14);
+	if (total != mlen || n > (mlen - 24) / 24) {
+		UnicodeSPrint(why, wn, L"total size %d (returned %d) or count %d inconsistent", total, mlen, n);
+		return FALSE;
+	}
+	for (u32 i = 0; i < n; i++) {
+		const u8 *e = m + 24 + 24 * i;
+		u32 off = le32(e + 16), sz = le32(e + 20);
+
+		Print(L"# manifest service %g: offset %d size %d\n", (EFI_GUID *)e, off, sz);
+		if (off < 24 + 24 * n || off > mlen || sz > mlen - off) {
+			UnicodeSPrint(why, wn, L"service %d data [%d, +%d) outside the manifest", i, off, sz);
+			return FALSE;
+		}
+		if (CompareMem((void *)e, (void *)g_vtpm_guid, 16) == 0) {
+			*vtpm = m + off;
+			*vtpm_len = sz;
+		}
+	}
+	UnicodeSPrint(why, wn, L"%d services", n);
+	return TRUE;
+}
+
+/*
+ * Certificate table (§6.5): 24-byte entries {GUID, u32 offset, u32 length}
+ * up to an all-zero one; offsets from the table start. Returns the used
+ * length (entries, terminator and data) or 0 if malformed.
+ */
+static u32 certtable_parse(const u8 *t, u32 cap, BOOLEAN *vcek, u32 *count)
+{
+	u32 used, entries_end, i;
+
+	*vcek = FALSE;
+	*count = 0;
+	for (i = 0;; i++) {
+		static const u8 zero[CERT_ENTRY_SIZE];
+
+		if ((i + 1) * CERT_ENTRY_SIZE > cap)
+			return 0;
+		if (CompareMem((void *)(t + i * CERT_ENTRY_SIZE), (void *)zero, CERT_ENTRY_SIZE) == 0)
+			break;
+	}
+	*count = i;
+	used = entries_end = (i + 1) * CERT_ENTRY_SIZE;
+	for (u32 k = 0; k < i; k++) {
+		const u8 *e = t + k * CERT_ENTRY_SIZE;
+		u32 off = le32(e + 16), len = le32(e + 20);
+
+		Print(L"# certificate table entry %d: %02x%02x%02x%02x-... offset %d length %d\n", k, e[0], e[1], e[2],
+		      e[3], off, len);
+		if (len && off < entries_end)
+			return 0;
+		if (off > cap || len > cap - off)
+			return 0;
+		if (off + len > used)
+			used = off + len;
+		if (CompareMem((void *)e, (void *)g_vcek_guid, 16) == 0 && len)
+			*vcek = TRUE;
+	}
+	return used;
+}
+
+static void attest_skip_all(const CHAR16 *why)
+{
+	static const CHAR16 *names[] = {
+		L"SVSM_ATTEST_SERVICES manifest buffer too small -> INVALID_PARAMETER with sizes",
+		L"SVSM_ATTEST_SERVICES -> SUCCESS, report 0x4A0 bytes",
+		L"attestation report VERSION >= 3, VMPL 0",
+		L"attestation REPORT_DATA == SHA-512(nonce || manifest)",
+		L"services manifest: GUID table with the vTPM EK (TPMT_PUBLIC RSA, SHA-256)",
+		L"certificate table with a VCEK entry",
+		L"SVSM_ATTEST_SINGLE_SERVICE(vTPM) -> the vTPM service data",
+	};
+	for (UINTN i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		tap_skip(why, L"%s", names[i]);
+}
+
+static void check_attest(void)
+{
+	struct probe_regs r;
+	u64 rc, op_page, report, manifest, certs, nonce_gpa;
+	u32 man_pages = 2, cert_pages = 4, mlen, clen, vtpm_len = 0, used, count;
+	u8 *op, *nonce, want[64];
+	const u8 *rep, *vtpm = NULL;
+	struct sha512_ctx c;
+	CHAR16 why[160];
+	BOOLEAN ok, vcek;
+
+	g_form = FORM_GHCB;
+	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_ATTEST << 32) | 1, 0, 0, &r);
+	if (rc == SVSM_SUCCESS && r.rcx == 0) {
+		attest_skip_all(L"attestation not implemented (QUERY_PROTOCOL(1) = 0)");
+		g_form = FORM_MSR;
+		return;
+	}
+	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
+	    L"QUERY_PROTOCOL(attestation, v1) -> %s RCX 0x%lx (want SUCCESS, 0x100000001)", rc_name(rc), r.rcx);
+
+	op_page = alloc_pages(1);
+	report = alloc_pages(1);
+	manifest = alloc_pages(man_pages);
+	certs = alloc_pages(cert_pages);
+	if (!op_page || !report || !manifest || !certs) {
+		tap(FALSE, L"AllocatePages for the attestation buffers");
+		g_form = FORM_MSR;
+		return;
+	}
+	op = (u8 *)(UINTN)op_page;
+	nonce_gpa = op_page + 0x800; /* 64 bytes, inside the op's page */
+	nonce = (u8 *)(UINTN)nonce_gpa;
+	if (!make_nonce(nonce)) {
+		tap(FALSE, L"nonce: 64 bytes from RDRAND (CPUID.1:ECX[30] %a)", "missing or RDRAND failing");
+		g_form = FORM_MSR;
+		return;
+	}
+
+	/* 1. Manifest buffer of 16 bytes: INVALID_PARAMETER, and the sizes the SVSM needs. */
+	attest_op(op, nonce_gpa, report, PAGE_SIZE, manifest, 16, certs, cert_pages * PAGE_SIZE, NULL);
+	rc = call3(PROTO_ATTEST, ATT_SERVICES, op_page, 0, 0, &r);
+	tap(rc == SVSM_ERR_INVALID_PARAMETER && r.rcx > 16 && r.r8 == REPORT_SIZE,
+	    L"SVSM_ATTEST_SERVICES manifest buffer 16 bytes -> %s, RCX (manifest) %ld, RDX (certs) %ld, R8 (report) 0x%lx "
+	    L"(want INVALID_PARAMETER, RCX > 16, R8 0x4A0)", rc_name(rc), r.rcx, r.rdx, r.r8);
+	if (rc == SVSM_ERR_INVALID_PARAMETER && r.rcx > man_pages * PAGE_SIZE && r.rcx <= 64 * PAGE_SIZE) {
+		man_pages = (u32)((r.rcx + PAGE_SIZE - 1) / PAGE_SIZE);
+		manifest = alloc_pages(man_pages);
+	}
+	if (rc == SVSM_ERR_INVALID_PARAMETER && r.rdx > cert_pages * PAGE_SIZE && r.rdx <= 64 * PAGE_SIZE) {
+		cert_pages = (u32)((r.rdx + PAGE_SIZE - 1) / PAGE_SIZE);
+		certs = alloc_pages(cert_pages);
+	}
+
+	/* 2. The real call; a certificate table larger than announced gets one retry (Linux retries). */
+	for (int tries = 0; tries < 2 && manifest && certs; tries++) {
+		attest_op(op, nonce_gpa, report, PAGE_SIZE, manifest, man_pages * PAGE_SIZE, certs,
+			  cert_pages * PAGE_SIZE, NULL);
+		rc = call3(PROTO_ATTEST, ATT_SERVICES, op_page, 0, 0, &r);
+		if (rc != SVSM_ERR_INVALID_PARAMETER || r.rdx <= cert_pages * PAGE_SIZE || r.rdx > 64 * PAGE_SIZE)
+			break;
+		Print(L"# certificate table needs %ld bytes: retrying with a larger buffer\n", r.rdx);
+		cert_pages = (u32)((r.rdx + PAGE_SIZE - 1) / PAGE_SIZE);
+		certs = alloc_pages(cert_pages);
+	}
+	mlen = (u32)r.rcx;
+	clen = (u32)r.rdx;
+	ok = rc == SVSM_SUCCESS && r.r8 == REPORT_SIZE && mlen >= 24 && mlen <= man_pages * PAGE_SIZE &&
+	     clen <= cert_pages * PAGE_SIZE;
+	tap(ok, L"SVSM_ATTEST_SERVICES -> %s, manifest %d bytes, certificates %d bytes, report 0x%lx bytes "
+		L"(want SUCCESS, R8 0x4A0)", rc_name(rc), mlen, clen, r.r8);
+	if (!ok) {
+		g_form = FORM_MSR;
+		return;
+	}
+	rep = (const u8 *)(UINTN)report;
+	tap(le32(rep + REPORT_VERSION) >= 3 && le32(rep + REPORT_VMPL) == 0,
+	    L"attestation report VERSION %d (want >= 3), VMPL %d (want 0)", le32(rep + REPORT_VERSION),
+	    le32(rep + REPORT_VMPL));
+	sha512_init(&c);
+	sha512_update(&c, nonce, ATT_NONCE_LEN);
+	sha512_update(&c, (void *)(UINTN)manifest, mlen);
+	sha512_final(&c, want);
+	tap(CompareMem((void *)(rep + REPORT_DATA), want, 64) == 0,
+	    L"attestation REPORT_DATA == SHA-512(nonce || manifest)");
+
+	ok = manifest_parse((const u8 *)(UINTN)manifest, mlen, &vtpm, &vtpm_len, why, sizeof(why));
+	tap(ok && vtpm && vtpm_len >= 4 && vtpm[0] == 0x00 && vtpm[1] == 0x01 && vtpm[2] == 0x00 && vtpm[3] == 0x0B,
+	    L"services manifest: GUID table (%s) with the vTPM service, EK TPMT_PUBLIC %d bytes, type/nameAlg %02x%02x "
+	    L"%02x%02x (want 0001 000b: RSA, SHA-256)", why, vtpm_len, vtpm_len >= 4 ? vtpm[0] : 0,
+	    vtpm_len >= 4 ? vtpm[1] : 0, vtpm_len >= 4 ? vtpm[2] : 0, vtpm_len >= 4 ? vtpm[3] : 0);
+
+	used = certtable_parse((const u8 *)(UINTN)certs, cert_pages * PAGE_SIZE, &vcek, &count);
+	tap(used && count && vcek && used <= clen,
+	    L"certificate table: %d entries, %d bytes used (RDX %d), VCEK entry %a", count, used, clen,
+	    vcek ? "present" : "MISSING");
+
+	/* The evidence for the host-side verifier (tests/qemu/attest.sh). */
+	Print(L"# evidence sizes report %d manifest %d certs %d\n", REPORT_SIZE, mlen, used);
+	evidence((const CHAR8 *)"nonce", nonce, ATT_NONCE_LEN);
+	evidence((const CHAR8 *)"report", rep, REPORT_SIZE);
+	evidence((const CHAR8 *)"manifest", (const u8 *)(UINTN)manifest, mlen);
+	evidence((const CHAR8 *)"certs", (const u8 *)(UINTN)certs, used);
+	evidence((const CHAR8 *)"measurement", rep + REPORT_MEASUREMENT, 48);
+	Print(L"# evidence end\n");
+
+	/* 3. SINGLE_SERVICE(vTPM, version 0): the raw vTPM service data. */
+	if (!vtpm) {
+		tap(FALSE, L"SVSM_ATTEST_SINGLE_SERVICE(vTPM): no vTPM service in the manifest to compare with");
+		g_form = FORM_MSR;
+		return;
+	}
+	{
+		u64 single = alloc_pages(man_pages);
+		u8 vt[1024];
+		BOOLEAN rd_ok = FALSE;
+
+		if (vtpm_len > sizeof(vt) || !single) {
+			tap(FALSE, L"SVSM_ATTEST_SINGLE_SERVICE(vTPM): vTPM data %d bytes too large for the probe", vtpm_len);
+			g_form = FORM_MSR;
+			return;
+		}
+		CopyMem(vt, (void *)vtpm, vtpm_len);
+		ZeroMem((void *)(UINTN)report, PAGE_SIZE);
+		attest_op(op, nonce_gpa, report, PAGE_SIZE, single, man_pages * PAGE_SIZE, certs,
+			  cert_pages * PAGE_SIZE, g_vtpm_guid);
+		rc = call3(PROTO_ATTEST, ATT_SINGLE_SERVICE, op_page, 0, 0, &r);
+		ok = rc == SVSM_SUCCESS && r.rcx == vtpm_len && r.r8 == REPORT_SIZE &&
+		     CompareMem((void *)(UINTN)single, vt, vtpm_len) == 0;
+		if (ok) {
+			sha512_init(&c);
+			sha512_update(&c, nonce, ATT_NONCE_LEN);
+			sha512_update(&c, vt, vtpm_len);
+			sha512_final(&c, want);
+			rd_ok = CompareMem((void *)(rep + REPORT_DATA), want, 64) == 0;
+		}
+		tap(ok && rd_ok,
+		    L"SVSM_ATTEST_SINGLE_SERVICE(vTPM, version 0) -> %s, manifest %ld bytes == the vTPM service data (%d), "
+		    L"REPORT_DATA == SHA-512(nonce || it) %a", rc_name(rc), r.rcx, vtpm_len, rd_ok ? "yes" : "NO");
+	}
+	g_form = FORM_MSR;
+}
+
 /* --- Isolation: csvsm memory must be closed to the guest (DESIGN "sim") --- */
 
 static const CHAR16 *vec_name(INTN v)
@@ -1020,6 +1400,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	Print(L"\n# csvsm probe: SVSM client conformance suite (TAP)\n");
 
 	check_sha256();
+	check_sha512();
 
 	s = fault_handlers_install();
 	tap(!EFI_ERROR(s), L"#UD/#GP/#PF handlers registered through EFI_CPU_ARCH_PROTOCOL (%r)", s);
@@ -1109,6 +1490,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	check_remap(newca, pool + 11 * PAGE_SIZE);
 	Print(L"# --- vTPM protocol (2), GHCB form ---\n");
 	check_vtpm(vtpm_page);
+	Print(L"# --- attestation protocol (1), GHCB form ---\n");
+	check_attest();
 	Print(L"# --- isolation: guest access to csvsm memory ---\n");
 	check_fpu();
 	check_init_ipi();
