@@ -6,17 +6,13 @@
 #include <csvsm/string.h>
 
 const uint8_t certtable_guid_vcek[CERTTABLE_GUID_LEN] = {
-	0x63, 0xda, 0x75, 0x8d, 0xe6, 0x64, 0x45, 0x64,
-	0xad, 0xc5, 0xf4, 0xb9, 0x3b, 0xe8, 0xac, 0xcd };
+    0x63, 0xda, 0x75, 0x8d, 0xe6, 0x64, 0x45, 0x64, 0xad, 0xc5, 0xf4, 0xb9, 0x3b, 0xe8, 0xac, 0xcd};
 const uint8_t certtable_guid_vlek[CERTTABLE_GUID_LEN] = {
-	0xa8, 0x07, 0x4b, 0xc2, 0xa2, 0x5a, 0x48, 0x3e,
-	0xaa, 0xe6, 0x39, 0xc0, 0x45, 0xa0, 0xb8, 0xa1 };
+    0xa8, 0x07, 0x4b, 0xc2, 0xa2, 0x5a, 0x48, 0x3e, 0xaa, 0xe6, 0x39, 0xc0, 0x45, 0xa0, 0xb8, 0xa1};
 const uint8_t certtable_guid_ask[CERTTABLE_GUID_LEN] = {
-	0x4a, 0xb7, 0xb3, 0x79, 0xbb, 0xac, 0x4f, 0xe4,
-	0xa0, 0x2f, 0x05, 0xae, 0xf3, 0x27, 0xc7, 0x82 };
+    0x4a, 0xb7, 0xb3, 0x79, 0xbb, 0xac, 0x4f, 0xe4, 0xa0, 0x2f, 0x05, 0xae, 0xf3, 0x27, 0xc7, 0x82};
 const uint8_t certtable_guid_ark[CERTTABLE_GUID_LEN] = {
-	0xc0, 0xb4, 0x06, 0xa4, 0xa8, 0x03, 0x49, 0x52,
-	0x97, 0x43, 0x3f, 0xb6, 0x01, 0x4c, 0xd0, 0xae };
+    0xc0, 0xb4, 0x06, 0xa4, 0xa8, 0x03, 0x49, 0x52, 0x97, 0x43, 0x3f, 0xb6, 0x01, 0x4c, 0xd0, 0xae};
 
 static const uint8_t zero_guid[CERTTABLE_GUID_LEN];
 
@@ -35,8 +31,7 @@ enum certtable_kind certtable_guid_kind(const uint8_t guid[CERTTABLE_GUID_LEN])
 
 static uint32_t get_le32(const uint8_t *p)
 {
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-	       (uint32_t)p[3] << 24;
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
 static void put_le32(uint8_t *p, uint32_t v)
@@ -55,8 +50,8 @@ static bool entry_is_zero(const uint8_t *p)
 	return true;
 }
 
-int certtable_parse(const void *buf, size_t len, struct certtable_entry *out,
-		    size_t max, size_t *count)
+int certtable_parse(const void *buf, size_t len, struct certtable_entry *out, size_t max,
+		    size_t *count)
 {
 	const uint8_t *b = buf;
 	size_t n = 0, end_of_entries = 0;
@@ -106,8 +101,8 @@ int certtable_parse(const void *buf, size_t len, struct certtable_entry *out,
 	return CERTTABLE_OK;
 }
 
-const struct certtable_entry *certtable_find(const struct certtable_entry *e,
-					     size_t count, enum certtable_kind kind)
+const struct certtable_entry *certtable_find(const struct certtable_entry *e, size_t count,
+					     enum certtable_kind kind)
 {
 	for (size_t i = 0; i < count; i++)
 		if (e[i].kind == kind)
@@ -145,14 +140,23 @@ size_t certtable_build(void *buf, size_t cap, const uint8_t (*guids)[CERTTABLE_G
 const char *certtable_strerror(int err)
 {
 	switch (err) {
-	case CERTTABLE_OK: return "ok";
-	case CERTTABLE_ERR_INVAL: return "invalid argument";
-	case CERTTABLE_ERR_NO_END: return "no terminating all-zero entry";
-	case CERTTABLE_ERR_BOUNDS: return "certificate outside the table";
-	case CERTTABLE_ERR_OVERLAP: return "certificate overlaps the entry array";
-	case CERTTABLE_ERR_EMPTY_CERT: return "empty certificate or zero GUID";
-	case CERTTABLE_ERR_DUPLICATE: return "duplicate GUID";
-	case CERTTABLE_ERR_TOO_MANY: return "too many entries";
-	default: return "unknown error";
+	case CERTTABLE_OK:
+		return "ok";
+	case CERTTABLE_ERR_INVAL:
+		return "invalid argument";
+	case CERTTABLE_ERR_NO_END:
+		return "no terminating all-zero entry";
+	case CERTTABLE_ERR_BOUNDS:
+		return "certificate outside the table";
+	case CERTTABLE_ERR_OVERLAP:
+		return "certificate overlaps the entry array";
+	case CERTTABLE_ERR_EMPTY_CERT:
+		return "empty certificate or zero GUID";
+	case CERTTABLE_ERR_DUPLICATE:
+		return "duplicate GUID";
+	case CERTTABLE_ERR_TOO_MANY:
+		return "too many entries";
+	default:
+		return "unknown error";
 	}
 }

@@ -6,15 +6,31 @@
 #include "attest/elf_load.h"
 #include "csvsm/string.h"
 
-#define EHDR_SIZE     64
-#define PHDR_SIZE     56
-#define PT_LOAD       1
+#define EHDR_SIZE 64
+#define PHDR_SIZE 56
+#define PT_LOAD	  1
 
-static uint16_t rd16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return v; }
-static uint32_t rd32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static uint64_t rd64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static uint16_t rd16(const uint8_t *p)
+{
+	uint16_t v;
+	memcpy(&v, p, 2);
+	return v;
+}
+static uint32_t rd32(const uint8_t *p)
+{
+	uint32_t v;
+	memcpy(&v, p, 4);
+	return v;
+}
+static uint64_t rd64(const uint8_t *p)
+{
+	uint64_t v;
+	memcpy(&v, p, 8);
+	return v;
+}
 
-int elf_load_segments(const uint8_t *img, size_t len, struct ld_segment *segs, size_t max, size_t *n)
+int elf_load_segments(const uint8_t *img, size_t len, struct ld_segment *segs, size_t max,
+		      size_t *n)
 {
 	*n = 0;
 	/* e_ident: 0x7F 'E' 'L' 'F', EI_CLASS 2 (64-bit), EI_DATA 1 (little-endian) */
@@ -34,8 +50,8 @@ int elf_load_segments(const uint8_t *img, size_t len, struct ld_segment *segs, s
 			return ELF_LOAD_ERR_SEGMENT;
 		if (*n == max)
 			return ELF_LOAD_ERR_TOO_MANY;
-		segs[(*n)++] = (struct ld_segment){.paddr = paddr, .data = img + offset,
-						   .filesz = filesz, .memsz = memsz};
+		segs[(*n)++] = (struct ld_segment){
+		    .paddr = paddr, .data = img + offset, .filesz = filesz, .memsz = memsz};
 	}
 	return *n ? ELF_LOAD_OK : ELF_LOAD_ERR_NONE;
 }
@@ -43,12 +59,18 @@ int elf_load_segments(const uint8_t *img, size_t len, struct ld_segment *segs, s
 const char *elf_load_strerror(int err)
 {
 	switch (err) {
-	case ELF_LOAD_OK: return "ok";
-	case ELF_LOAD_ERR_NOT_ELF64: return "not a little-endian ELF64 file";
-	case ELF_LOAD_ERR_PHDRS: return "bad program header table";
-	case ELF_LOAD_ERR_SEGMENT: return "PT_LOAD segment outside the file";
-	case ELF_LOAD_ERR_TOO_MANY: return "too many PT_LOAD segments";
-	case ELF_LOAD_ERR_NONE: return "no PT_LOAD segment";
+	case ELF_LOAD_OK:
+		return "ok";
+	case ELF_LOAD_ERR_NOT_ELF64:
+		return "not a little-endian ELF64 file";
+	case ELF_LOAD_ERR_PHDRS:
+		return "bad program header table";
+	case ELF_LOAD_ERR_SEGMENT:
+		return "PT_LOAD segment outside the file";
+	case ELF_LOAD_ERR_TOO_MANY:
+		return "too many PT_LOAD segments";
+	case ELF_LOAD_ERR_NONE:
+		return "no PT_LOAD segment";
 	}
 	return "unknown error";
 }

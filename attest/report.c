@@ -21,8 +21,7 @@ int snp_report_decode(const void *buf, size_t len, struct snp_report *out)
 
 	out->product = SNP_PRODUCT_UNKNOWN;
 	if (raw->version >= 3)
-		out->product = snp_report_product_from_cpuid(raw->cpuid_fam_id,
-							     raw->cpuid_mod_id);
+		out->product = snp_report_product_from_cpuid(raw->cpuid_fam_id, raw->cpuid_mod_id);
 	snp_policy_decode(raw->policy, &out->policy);
 	snp_signer_info_decode(raw->signer_info, &out->signer);
 	return SNP_REPORT_OK;
@@ -42,12 +41,8 @@ long snp_report_first_reserved_nonzero(const struct snp_report *r)
 	uint32_t v = r->raw.version;
 	/* Reserved ranges [from, to) per version (§7 table). */
 	const size_t ranges[][2] = {
-		{ 0x04C, 0x050 },
-		{ v >= 3 ? 0x18B : 0x188, 0x1A0 },
-		{ 0x1EB, 0x1EC },
-		{ 0x1EF, 0x1F0 },
-		{ v >= 5 ? 0x208 : 0x1F8, 0x2A0 },
-		{ 0x330, 0x4A0 },
+	    {0x04C, 0x050}, {v >= 3 ? 0x18B : 0x188, 0x1A0}, {0x1EB, 0x1EC},
+	    {0x1EF, 0x1F0}, {v >= 5 ? 0x208 : 0x1F8, 0x2A0}, {0x330, 0x4A0},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(ranges); i++) {
 		long off = first_nonzero(b, ranges[i][0], ranges[i][1]);
@@ -135,8 +130,7 @@ void snp_tcb_decode(uint64_t raw, enum snp_product product, struct snp_tcb *out)
 
 bool snp_tcb_at_least(const struct snp_tcb *a, const struct snp_tcb *min)
 {
-	if (a->bl < min->bl || a->tee < min->tee || a->snp < min->snp ||
-	    a->ucode < min->ucode)
+	if (a->bl < min->bl || a->tee < min->tee || a->snp < min->snp || a->ucode < min->ucode)
 		return false;
 	if (a->has_fmc && min->has_fmc && a->fmc < min->fmc)
 		return false;
@@ -162,33 +156,48 @@ void snp_signer_info_decode(uint32_t raw, struct snp_signer_info *out)
 {
 	out->author_key_en = raw & SNP_SIGNER_AUTHOR_KEY_EN;
 	out->mask_chip_key = raw & SNP_SIGNER_MASK_CHIP_KEY;
-	out->signing_key = (uint8_t)((raw & SNP_SIGNER_SIGNING_KEY_MASK) >>
-				     SNP_SIGNER_SIGNING_KEY_SHIFT);
+	out->signing_key =
+	    (uint8_t)((raw & SNP_SIGNER_SIGNING_KEY_MASK) >> SNP_SIGNER_SIGNING_KEY_SHIFT);
 }
 
 const char *snp_product_name(enum snp_product p)
 {
 	switch (p) {
-	case SNP_PRODUCT_MILAN: return "Milan";
-	case SNP_PRODUCT_GENOA: return "Genoa";
-	case SNP_PRODUCT_TURIN: return "Turin";
-	default: return "unknown";
+	case SNP_PRODUCT_MILAN:
+		return "Milan";
+	case SNP_PRODUCT_GENOA:
+		return "Genoa";
+	case SNP_PRODUCT_TURIN:
+		return "Turin";
+	default:
+		return "unknown";
 	}
 }
 
 const char *snp_report_strerror(int err)
 {
 	switch (err) {
-	case SNP_REPORT_OK: return "ok";
-	case SNP_REPORT_ERR_INVAL: return "invalid argument";
-	case SNP_REPORT_ERR_SIZE: return "report is not 1184 bytes";
-	case SNP_REPORT_ERR_VERSION: return "unknown report version (2..5 known)";
-	case SNP_REPORT_ERR_SIG_ALGO: return "SIGNATURE_ALGO is not 1 (ECDSA P-384/SHA-384)";
-	case SNP_REPORT_ERR_POLICY: return "POLICY bit 17 clear or bits 63:26 set";
-	case SNP_REPORT_ERR_SIGNER: return "signer info MBZ bits set or unknown SIGNING_KEY";
-	case SNP_REPORT_ERR_RESERVED: return "reserved byte not zero";
-	case SNP_REPORT_ERR_SIGNATURE: return "signature R/S bytes 48..71 not zero";
-	case SNP_REPORT_ERR_VMPL: return "VMPL above 3";
-	default: return "unknown error";
+	case SNP_REPORT_OK:
+		return "ok";
+	case SNP_REPORT_ERR_INVAL:
+		return "invalid argument";
+	case SNP_REPORT_ERR_SIZE:
+		return "report is not 1184 bytes";
+	case SNP_REPORT_ERR_VERSION:
+		return "unknown report version (2..5 known)";
+	case SNP_REPORT_ERR_SIG_ALGO:
+		return "SIGNATURE_ALGO is not 1 (ECDSA P-384/SHA-384)";
+	case SNP_REPORT_ERR_POLICY:
+		return "POLICY bit 17 clear or bits 63:26 set";
+	case SNP_REPORT_ERR_SIGNER:
+		return "signer info MBZ bits set or unknown SIGNING_KEY";
+	case SNP_REPORT_ERR_RESERVED:
+		return "reserved byte not zero";
+	case SNP_REPORT_ERR_SIGNATURE:
+		return "signature R/S bytes 48..71 not zero";
+	case SNP_REPORT_ERR_VMPL:
+		return "VMPL above 3";
+	default:
+		return "unknown error";
 	}
 }

@@ -24,17 +24,17 @@
 #include <string.h>
 
 static const uint8_t ark_fp_milan[SNP_FP_LEN] = {
-	0x69, 0xd0, 0x63, 0xb4, 0x53, 0x44, 0xd2, 0x6a, 0x2e, 0x94, 0xe1, 0xf4, 0x21, 0x0d, 0xe4, 0x9e,
-	0xf5, 0x55, 0x30, 0x82, 0x87, 0xd4, 0xc1, 0x74, 0x44, 0x5c, 0x95, 0x63, 0x9a, 0x54, 0x0b, 0xcd };
+    0x69, 0xd0, 0x63, 0xb4, 0x53, 0x44, 0xd2, 0x6a, 0x2e, 0x94, 0xe1, 0xf4, 0x21, 0x0d, 0xe4, 0x9e,
+    0xf5, 0x55, 0x30, 0x82, 0x87, 0xd4, 0xc1, 0x74, 0x44, 0x5c, 0x95, 0x63, 0x9a, 0x54, 0x0b, 0xcd};
 static const uint8_t ark_fp_genoa[SNP_FP_LEN] = {
-	0x4c, 0x65, 0x98, 0xd1, 0x9c, 0x18, 0x71, 0x9c, 0x5d, 0xfd, 0x4a, 0x7d, 0x33, 0x5f, 0x67, 0x4e,
-	0x5b, 0xfe, 0x1d, 0x8f, 0x80, 0x0c, 0xea, 0x2c, 0xf2, 0x70, 0xc1, 0x0d, 0x10, 0x3d, 0xb2, 0xf1 };
+    0x4c, 0x65, 0x98, 0xd1, 0x9c, 0x18, 0x71, 0x9c, 0x5d, 0xfd, 0x4a, 0x7d, 0x33, 0x5f, 0x67, 0x4e,
+    0x5b, 0xfe, 0x1d, 0x8f, 0x80, 0x0c, 0xea, 0x2c, 0xf2, 0x70, 0xc1, 0x0d, 0x10, 0x3d, 0xb2, 0xf1};
 static const uint8_t ark_fp_turin[SNP_FP_LEN] = {
-	0x1f, 0x08, 0x41, 0x61, 0xa4, 0x4b, 0xb6, 0xd9, 0x37, 0x78, 0xa9, 0x04, 0x87, 0x7d, 0x48, 0x19,
-	0xca, 0xfa, 0x5d, 0x05, 0xef, 0x41, 0x93, 0xb2, 0xde, 0xd9, 0xdd, 0x9c, 0x73, 0xdd, 0x3f, 0x6a };
+    0x1f, 0x08, 0x41, 0x61, 0xa4, 0x4b, 0xb6, 0xd9, 0x37, 0x78, 0xa9, 0x04, 0x87, 0x7d, 0x48, 0x19,
+    0xca, 0xfa, 0x5d, 0x05, 0xef, 0x41, 0x93, 0xb2, 0xde, 0xd9, 0xdd, 0x9c, 0x73, 0xdd, 0x3f, 0x6a};
 
 /* 1.3.6.1.4.1.3704.1 */
-static const uint8_t amd_oid_prefix[] = { 0x2b, 0x06, 0x01, 0x04, 0x01, 0x9c, 0x78, 0x01 };
+static const uint8_t amd_oid_prefix[] = {0x2b, 0x06, 0x01, 0x04, 0x01, 0x9c, 0x78, 0x01};
 
 static void setd(char *d, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static void setd(char *d, size_t n, const char *fmt, ...)
@@ -50,10 +50,14 @@ static void setd(char *d, size_t n, const char *fmt, ...)
 const uint8_t *snp_pinned_ark_fp(enum snp_product p)
 {
 	switch (p) {
-	case SNP_PRODUCT_MILAN: return ark_fp_milan;
-	case SNP_PRODUCT_GENOA: return ark_fp_genoa;
-	case SNP_PRODUCT_TURIN: return ark_fp_turin;
-	default: return NULL;
+	case SNP_PRODUCT_MILAN:
+		return ark_fp_milan;
+	case SNP_PRODUCT_GENOA:
+		return ark_fp_genoa;
+	case SNP_PRODUCT_TURIN:
+		return ark_fp_turin;
+	default:
+		return NULL;
 	}
 }
 
@@ -121,7 +125,8 @@ void snp_cert_cn(const mbedtls_x509_crt *crt, char *buf, size_t n)
 			memcpy(buf, nm->val.p, l);
 			buf[l] = 0;
 			for (size_t i = 0; i < l; i++) /* keep output printable */
-				if (buf[i] < 0x20 || buf[i] > 0x7e || buf[i] == '"' || buf[i] == '\\')
+				if (buf[i] < 0x20 || buf[i] > 0x7e || buf[i] == '"' ||
+				    buf[i] == '\\')
 					buf[i] = '?';
 			return;
 		}
@@ -168,7 +173,8 @@ static bool cert_is_asvk(const mbedtls_x509_crt *ask)
 
 bool snp_der_spl(const uint8_t *p, size_t len, uint8_t *out)
 {
-	/* INTEGER, minimal, non-negative, 0..255: 02 01 vv (vv < 0x80) or 02 02 00 vv (vv >= 0x80). */
+	/* INTEGER, minimal, non-negative, 0..255: 02 01 vv (vv < 0x80) or 02 02 00 vv (vv >= 0x80).
+	 */
 	if (len == 3 && p[0] == 0x02 && p[1] == 0x01 && p[2] < 0x80) {
 		*out = p[2];
 		return true;
@@ -180,12 +186,11 @@ bool snp_der_spl(const uint8_t *p, size_t len, uint8_t *out)
 	return false;
 }
 
-bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
-		       char *detail, size_t n)
+bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out, char *detail, size_t n)
 {
 	unsigned char *p = crt->v3_ext.p, *end;
 	size_t len;
-	bool seen[16] = { false };
+	bool seen[16] = {false};
 
 	memset(out, 0, sizeof(*out));
 	if (!p || crt->v3_ext.len == 0) {
@@ -204,7 +209,8 @@ bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
 		mbedtls_asn1_buf oid;
 		int crit = 0;
 
-		if (mbedtls_asn1_get_tag(&p, end, &ext_len, MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
+		if (mbedtls_asn1_get_tag(&p, end, &ext_len,
+					 MBEDTLS_ASN1_CONSTRUCTED | MBEDTLS_ASN1_SEQUENCE))
 			goto bad;
 		ext_end = p + ext_len;
 		if (mbedtls_asn1_get_tag(&p, ext_end, &oid_len, MBEDTLS_ASN1_OID))
@@ -212,7 +218,8 @@ bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
 		oid.p = p;
 		oid.len = oid_len;
 		p += oid_len;
-		if (p < ext_end && *p == MBEDTLS_ASN1_BOOLEAN && mbedtls_asn1_get_bool(&p, ext_end, &crit))
+		if (p < ext_end && *p == MBEDTLS_ASN1_BOOLEAN &&
+		    mbedtls_asn1_get_bool(&p, ext_end, &crit))
 			goto bad;
 		if (mbedtls_asn1_get_tag(&p, ext_end, &val_len, MBEDTLS_ASN1_OCTET_STRING) ||
 		    p + val_len != ext_end)
@@ -230,7 +237,8 @@ bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
 			key = 0;
 		else if (sl == 1 && s[0] == 4)
 			key = 1;
-		else if (sl == 2 && s[0] == 3 && (s[1] == 1 || s[1] == 2 || s[1] == 3 || s[1] == 8 || s[1] == 9))
+		else if (sl == 2 && s[0] == 3 &&
+			 (s[1] == 1 || s[1] == 2 || s[1] == 3 || s[1] == 8 || s[1] == 9))
 			key = 2 + s[1]; /* 3..11 */
 		if (key < 0)
 			continue;
@@ -240,8 +248,8 @@ bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
 		}
 		seen[key] = true;
 		if (key == 0) { /* productName: IA5String */
-			if (val_len < 2 || val[0] != MBEDTLS_ASN1_IA5_STRING || val[1] != val_len - 2 ||
-			    val_len - 2 >= sizeof(out->product_name)) {
+			if (val_len < 2 || val[0] != MBEDTLS_ASN1_IA5_STRING ||
+			    val[1] != val_len - 2 || val_len - 2 >= sizeof(out->product_name)) {
 				setd(detail, n, "malformed productName extension");
 				return false;
 			}
@@ -252,7 +260,8 @@ bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
 					out->product_name[i] = '?';
 		} else if (key == 1) { /* hwID: raw bytes */
 			if (val_len != 64 && val_len != 8) {
-				setd(detail, n, "hwID extension is %zu bytes (64, or 8 on Turin)", val_len);
+				setd(detail, n, "hwID extension is %zu bytes (64, or 8 on Turin)",
+				     val_len);
 				return false;
 			}
 			memcpy(out->hwid, val, val_len);
@@ -261,15 +270,31 @@ bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
 		} else {
 			uint8_t v;
 			if (!snp_der_spl(val, val_len, &v)) {
-				setd(detail, n, "SPL extension .3.%d is not a DER INTEGER 0..255", key - 2);
+				setd(detail, n, "SPL extension .3.%d is not a DER INTEGER 0..255",
+				     key - 2);
 				return false;
 			}
 			switch (key - 2) {
-			case 1: out->bl = v; out->has_bl = true; break;
-			case 2: out->tee = v; out->has_tee = true; break;
-			case 3: out->snp = v; out->has_snp = true; break;
-			case 8: out->ucode = v; out->has_ucode = true; break;
-			case 9: out->fmc = v; out->has_fmc = true; break;
+			case 1:
+				out->bl = v;
+				out->has_bl = true;
+				break;
+			case 2:
+				out->tee = v;
+				out->has_tee = true;
+				break;
+			case 3:
+				out->snp = v;
+				out->has_snp = true;
+				break;
+			case 8:
+				out->ucode = v;
+				out->has_ucode = true;
+				break;
+			case 9:
+				out->fmc = v;
+				out->has_fmc = true;
+				break;
 			}
 		}
 	}
@@ -279,8 +304,8 @@ bad:
 	return false;
 }
 
-bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf,
-			  char *detail, size_t n)
+bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf, char *detail,
+			  size_t n)
 {
 	uint8_t hash[64], be[SNP_REPORT_P384_LEN]; /* SHA-384 in a SHA-512-sized buffer */
 	mbedtls_mpi R, S;
@@ -288,7 +313,8 @@ bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *le
 	int ret;
 
 	if (r->raw.signature_algo != SNP_SIG_ALGO_ECDSA_P384_SHA384) {
-		setd(detail, n, "SIGNATURE_ALGO is %u, not 1 (ECDSA P-384 SHA-384)", r->raw.signature_algo);
+		setd(detail, n, "SIGNATURE_ALGO is %u, not 1 (ECDSA P-384 SHA-384)",
+		     r->raw.signature_algo);
 		return false;
 	}
 	if (r->signer.signing_key == SNP_SIGNING_KEY_NONE) {
@@ -329,12 +355,13 @@ bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *le
 	if (!ret)
 		ret = mbedtls_mpi_read_binary(&S, be, sizeof(be));
 	if (!ret)
-		ret = mbedtls_ecdsa_verify((mbedtls_ecp_group *)&ec->grp, hash, 48,
-					   &ec->Q, &R, &S);
+		ret = mbedtls_ecdsa_verify((mbedtls_ecp_group *)&ec->grp, hash, 48, &ec->Q, &R, &S);
 	if (ret)
-		setd(detail, n, "ECDSA P-384 signature over 0x000-0x29F does not verify (-0x%04x)", -ret);
+		setd(detail, n, "ECDSA P-384 signature over 0x000-0x29F does not verify (-0x%04x)",
+		     -ret);
 	else {
-		setd(detail, n, "ECDSA P-384/SHA-384 by the %s", snp_cert_is_vlek(leaf) ? "VLEK" : "VCEK");
+		setd(detail, n, "ECDSA P-384/SHA-384 by the %s",
+		     snp_cert_is_vlek(leaf) ? "VLEK" : "VCEK");
 		ok = true;
 	}
 	mbedtls_mpi_free(&R);
@@ -344,16 +371,16 @@ bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *le
 
 static int time_cmp(const mbedtls_x509_time *a, const struct snp_time *b)
 {
-	int av[6] = { a->year, a->mon, a->day, a->hour, a->min, a->sec };
-	int bv[6] = { b->year, b->mon, b->day, b->hour, b->min, b->sec };
+	int av[6] = {a->year, a->mon, a->day, a->hour, a->min, a->sec};
+	int bv[6] = {b->year, b->mon, b->day, b->hour, b->min, b->sec};
 	for (int i = 0; i < 6; i++)
 		if (av[i] != bv[i])
 			return av[i] < bv[i] ? -1 : 1;
 	return 0;
 }
 
-static bool cert_valid_at(const mbedtls_x509_crt *c, const struct snp_time *t,
-			  const char *what, char *d, size_t n)
+static bool cert_valid_at(const mbedtls_x509_crt *c, const struct snp_time *t, const char *what,
+			  char *d, size_t n)
 {
 	if (time_cmp(&c->valid_from, t) > 0) {
 		setd(d, n, "%s not valid before %04d-%02d-%02d", what, c->valid_from.year,
@@ -361,8 +388,8 @@ static bool cert_valid_at(const mbedtls_x509_crt *c, const struct snp_time *t,
 		return false;
 	}
 	if (time_cmp(&c->valid_to, t) < 0) {
-		setd(d, n, "%s expired on %04d-%02d-%02d", what, c->valid_to.year,
-		     c->valid_to.mon, c->valid_to.day);
+		setd(d, n, "%s expired on %04d-%02d-%02d", what, c->valid_to.year, c->valid_to.mon,
+		     c->valid_to.day);
 		return false;
 	}
 	return true;
@@ -373,7 +400,7 @@ static bool pss_signed_by(const mbedtls_x509_crt *child, const mbedtls_x509_crt 
 			  const char *what, char *d, size_t n)
 {
 	const mbedtls_pk_rsassa_pss_options *o = child->sig_opts;
-	mbedtls_pk_rsassa_pss_options want = { MBEDTLS_MD_SHA384, 48 };
+	mbedtls_pk_rsassa_pss_options want = {MBEDTLS_MD_SHA384, 48};
 	uint8_t hash[64]; /* SHA-384 in a SHA-512-sized buffer */
 
 	if (child->sig_pk != MBEDTLS_PK_RSASSA_PSS || child->sig_md != MBEDTLS_MD_SHA384 || !o ||
@@ -391,8 +418,9 @@ static bool pss_signed_by(const mbedtls_x509_crt *child, const mbedtls_x509_crt 
 		return false;
 	}
 	mbedtls_sha512_ret(child->tbs.p, child->tbs.len, hash, 1);
-	int ret = mbedtls_pk_verify_ext(MBEDTLS_PK_RSASSA_PSS, &want, (mbedtls_pk_context *)&parent->pk,
-					MBEDTLS_MD_SHA384, hash, 48, child->sig.p, child->sig.len);
+	int ret =
+	    mbedtls_pk_verify_ext(MBEDTLS_PK_RSASSA_PSS, &want, (mbedtls_pk_context *)&parent->pk,
+				  MBEDTLS_MD_SHA384, hash, 48, child->sig.p, child->sig.len);
 	if (ret) {
 		setd(d, n, "%s signature does not verify (-0x%04x)", what, -ret);
 		return false;
@@ -402,7 +430,8 @@ static bool pss_signed_by(const mbedtls_x509_crt *child, const mbedtls_x509_crt 
 
 static bool ca_cert_ok(const mbedtls_x509_crt *c, const char *what, char *d, size_t n)
 {
-	if (mbedtls_pk_get_type(&c->pk) != MBEDTLS_PK_RSA || mbedtls_pk_get_bitlen(&c->pk) != 4096) {
+	if (mbedtls_pk_get_type(&c->pk) != MBEDTLS_PK_RSA ||
+	    mbedtls_pk_get_bitlen(&c->pk) != 4096) {
 		setd(d, n, "%s key is not RSA-4096", what);
 		return false;
 	}
@@ -441,8 +470,7 @@ enum snp_product snp_verify_product(const struct snp_chain *c, const struct snp_
 }
 
 bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
-		      const struct snp_verify_opts *o, enum snp_product *product,
-		      char *d, size_t n)
+		      const struct snp_verify_opts *o, enum snp_product *product, char *d, size_t n)
 {
 	uint8_t fp[SNP_FP_LEN];
 	enum snp_product pin, p_ark, p_ask, p_leaf = SNP_PRODUCT_UNKNOWN, p;
@@ -460,7 +488,9 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 	snp_cert_fingerprint(&c->ark, fp);
 	pin = snp_pinned_ark_product(fp);
 	if (!pin && !trusted_extra(o, fp)) {
-		setd(d, n, "ARK is not a pinned AMD root (SHA-256 %02x%02x%02x%02x...) and not given by --trust-ark",
+		setd(d, n,
+		     "ARK is not a pinned AMD root (SHA-256 %02x%02x%02x%02x...) and not given by "
+		     "--trust-ark",
 		     fp[0], fp[1], fp[2], fp[3]);
 		return false;
 	}
@@ -471,8 +501,9 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 	/* ASK (VCEK chain) or ASVK (VLEK chain), signed by the ARK. */
 	const char *mid = vlek ? "ASVK" : "ASK";
 	if (cert_is_asvk(&c->ask) != vlek) {
-		setd(d, n, vlek ? "a VLEK needs the ASVK (SEV-VLEK-<product>), not an ASK"
-				: "a VCEK needs the ASK (SEV-<product>), not an ASVK");
+		setd(d, n,
+		     vlek ? "a VLEK needs the ASVK (SEV-VLEK-<product>), not an ASK"
+			  : "a VCEK needs the ASK (SEV-<product>), not an ASVK");
 		return false;
 	}
 	if (!ca_cert_ok(&c->ask, mid, d, n) || !pss_signed_by(&c->ask, &c->ark, mid, d, n) ||
@@ -499,9 +530,13 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 	p_ark = snp_cert_cn_product(&c->ark);
 	p_ask = snp_cert_cn_product(&c->ask);
 	p = pin ? pin : p_ark;
-	const struct { enum snp_product v; const char *src; } src[] = {
-		{ p_ark, "ARK subject" }, { p_ask, mid }, { p_leaf, "productName" },
-		{ r ? r->product : SNP_PRODUCT_UNKNOWN, "report CPUID" }, { o->product_hint, "--product" },
+	const struct {
+		enum snp_product v;
+		const char *src;
+	} src[] = {
+	    {p_ark, "ARK subject"},	    {p_ask, mid},
+	    {p_leaf, "productName"},	    {r ? r->product : SNP_PRODUCT_UNKNOWN, "report CPUID"},
+	    {o->product_hint, "--product"},
 	};
 	for (size_t i = 0; i < ARRAY_SIZE(src); i++) {
 		if (!src[i].v)
@@ -516,8 +551,8 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 	}
 	*product = p;
 	setd(d, n, "%s ARK %s -> %s -> %s, RSASSA-PSS SHA-384 salt 48, valid at %04d-%02d-%02d",
-	     snp_product_name(p), pin ? "pinned" : "trusted by --trust-ark", mid, leaf,
-	     o->at.year, o->at.mon, o->at.day);
+	     snp_product_name(p), pin ? "pinned" : "trusted by --trust-ark", mid, leaf, o->at.year,
+	     o->at.mon, o->at.day);
 	return true;
 }
 
@@ -532,9 +567,11 @@ bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
 		return false;
 	snp_tcb_decode(raw, product, &t);
 	/* Reserved TCB_VERSION bytes: 2..5 (Milan/Genoa), 4..6 (Turin). */
-	uint64_t rsvd = product == SNP_PRODUCT_TURIN ? 0x00FFFFFF00000000ull : 0x0000FFFFFFFF0000ull;
+	uint64_t rsvd =
+	    product == SNP_PRODUCT_TURIN ? 0x00FFFFFF00000000ull : 0x0000FFFFFFFF0000ull;
 	if (raw & rsvd) {
-		setd(d, n, "REPORTED_TCB reserved bytes are not zero (0x%016llx)", (unsigned long long)raw);
+		setd(d, n, "REPORTED_TCB reserved bytes are not zero (0x%016llx)",
+		     (unsigned long long)raw);
 		return false;
 	}
 	if (!e.has_bl || !e.has_tee || !e.has_snp || !e.has_ucode) {
@@ -547,12 +584,16 @@ bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
 	}
 	if (e.bl != t.bl || e.tee != t.tee || e.snp != t.snp || e.ucode != t.ucode ||
 	    (t.has_fmc && e.fmc != t.fmc)) {
-		setd(d, n, "certificate SPLs bl=%u tee=%u snp=%u ucode=%u fmc=%u != REPORTED_TCB bl=%u tee=%u snp=%u ucode=%u fmc=%u",
+		setd(d, n,
+		     "certificate SPLs bl=%u tee=%u snp=%u ucode=%u fmc=%u != REPORTED_TCB bl=%u "
+		     "tee=%u snp=%u ucode=%u fmc=%u",
 		     e.bl, e.tee, e.snp, e.ucode, e.fmc, t.bl, t.tee, t.snp, t.ucode, t.fmc);
 		return false;
 	}
 	if (t.has_fmc)
-		setd(d, n, "REPORTED_TCB fmc=%u bl=%u tee=%u snp=%u ucode=%u (Turin layout) matches the certificate",
+		setd(d, n,
+		     "REPORTED_TCB fmc=%u bl=%u tee=%u snp=%u ucode=%u (Turin layout) matches the "
+		     "certificate",
 		     t.fmc, t.bl, t.tee, t.snp, t.ucode);
 	else
 		setd(d, n, "REPORTED_TCB bl=%u tee=%u snp=%u ucode=%u matches the certificate",
@@ -581,7 +622,8 @@ enum snp_check_state snp_verify_chip_id(const struct snp_report *r, const mbedtl
 		return SNP_CHECK_FAIL;
 	}
 	if (e.hwid_len != want) {
-		setd(d, n, "hwID is %zu bytes, %s expects %zu", e.hwid_len, snp_product_name(product), want);
+		setd(d, n, "hwID is %zu bytes, %s expects %zu", e.hwid_len,
+		     snp_product_name(product), want);
 		return SNP_CHECK_FAIL;
 	}
 	if (memcmp(e.hwid, r->raw.chip_id, want)) {
@@ -623,8 +665,9 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 	if (parse_err) {
 		long off = snp_report_first_reserved_nonzero(r);
 		if (parse_err == SNP_REPORT_ERR_RESERVED && off >= 0)
-			setd(c->detail, SNP_DETAIL_LEN, "reserved byte at 0x%03lx is not zero (version %u)",
-			     off, r->raw.version);
+			setd(c->detail, SNP_DETAIL_LEN,
+			     "reserved byte at 0x%03lx is not zero (version %u)", off,
+			     r->raw.version);
 		else
 			setd(c->detail, SNP_DETAIL_LEN, "%s", snp_report_strerror(parse_err));
 	} else {
@@ -651,22 +694,26 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 
 	c = add(res, "chip_id");
 	if (ch->have_leaf)
-		c->state = snp_verify_chip_id(r, &ch->leaf, res->product, c->detail, SNP_DETAIL_LEN);
+		c->state =
+		    snp_verify_chip_id(r, &ch->leaf, res->product, c->detail, SNP_DETAIL_LEN);
 	else
 		setd(c->detail, SNP_DETAIL_LEN, "no VCEK/VLEK certificate");
 
 	c = add(res, "policy.debug");
 	if (r->policy.debug && !o->allow_debug) {
-		setd(c->detail, SNP_DETAIL_LEN, "guest policy allows DEBUG (use --allow-debug to accept)");
+		setd(c->detail, SNP_DETAIL_LEN,
+		     "guest policy allows DEBUG (use --allow-debug to accept)");
 	} else {
 		c->state = SNP_CHECK_PASS;
-		setd(c->detail, SNP_DETAIL_LEN, r->policy.debug ? "DEBUG allowed by --allow-debug"
-								 : "DEBUG not allowed by the guest policy");
+		setd(c->detail, SNP_DETAIL_LEN,
+		     r->policy.debug ? "DEBUG allowed by --allow-debug"
+				     : "DEBUG not allowed by the guest policy");
 	}
 
 	c = add(res, "policy.vmpl");
 	if (r->raw.vmpl != o->vmpl) {
-		setd(c->detail, SNP_DETAIL_LEN, "report VMPL %u, expected %u", r->raw.vmpl, o->vmpl);
+		setd(c->detail, SNP_DETAIL_LEN, "report VMPL %u, expected %u", r->raw.vmpl,
+		     o->vmpl);
 	} else {
 		c->state = SNP_CHECK_PASS;
 		setd(c->detail, SNP_DETAIL_LEN, "VMPL %u", r->raw.vmpl);
@@ -679,12 +726,15 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 		m.has_fmc = m.has_fmc && t.has_fmc;
 		if (snp_tcb_at_least(&t, &m)) {
 			c->state = SNP_CHECK_PASS;
-			setd(c->detail, SNP_DETAIL_LEN, "REPORTED_TCB bl=%u tee=%u snp=%u ucode=%u fmc=%u >= minimum",
-			     t.bl, t.tee, t.snp, t.ucode, t.fmc);
+			setd(c->detail, SNP_DETAIL_LEN,
+			     "REPORTED_TCB bl=%u tee=%u snp=%u ucode=%u fmc=%u >= minimum", t.bl,
+			     t.tee, t.snp, t.ucode, t.fmc);
 		} else {
 			setd(c->detail, SNP_DETAIL_LEN,
-			     "REPORTED_TCB bl=%u tee=%u snp=%u ucode=%u fmc=%u below minimum bl=%u tee=%u snp=%u ucode=%u fmc=%u",
-			     t.bl, t.tee, t.snp, t.ucode, t.fmc, m.bl, m.tee, m.snp, m.ucode, m.fmc);
+			     "REPORTED_TCB bl=%u tee=%u snp=%u ucode=%u fmc=%u below minimum bl=%u "
+			     "tee=%u snp=%u ucode=%u fmc=%u",
+			     t.bl, t.tee, t.snp, t.ucode, t.fmc, m.bl, m.tee, m.snp, m.ucode,
+			     m.fmc);
 		}
 	}
 
@@ -723,15 +773,15 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 
 /* ---- TPM 2.0 quote (tpm2_checkquote equivalent) ---- */
 
-#define TPM_GENERATED_VALUE 0xff544347u
-#define TPM_ST_ATTEST_QUOTE 0x8018u
-#define TPM_ALG_RSASSA 0x0014u
-#define TPM_ALG_RSAPSS 0x0016u
-#define TPM_ALG_ECDSA 0x0018u
-#define TPM_PCR_SELECT_MAX 4u   /* tpm2-tss TPMS_PCR_SELECTION.pcrSelect[] */
-#define TPM_NUM_BANKS 16u       /* tpm2-tss TPML_PCR_SELECTION.pcrSelections[] */
-#define TPM_DIGESTS_PER_LIST 8u /* tpm2-tss TPML_DIGEST.digests[] */
-#define TPM_DIGEST_MAX 64u
+#define TPM_GENERATED_VALUE  0xff544347u
+#define TPM_ST_ATTEST_QUOTE  0x8018u
+#define TPM_ALG_RSASSA	     0x0014u
+#define TPM_ALG_RSAPSS	     0x0016u
+#define TPM_ALG_ECDSA	     0x0018u
+#define TPM_PCR_SELECT_MAX   4u	 /* tpm2-tss TPMS_PCR_SELECTION.pcrSelect[] */
+#define TPM_NUM_BANKS	     16u /* tpm2-tss TPML_PCR_SELECTION.pcrSelections[] */
+#define TPM_DIGESTS_PER_LIST 8u	 /* tpm2-tss TPML_DIGEST.digests[] */
+#define TPM_DIGEST_MAX	     64u
 
 /* Big-endian cursor over an untrusted buffer: every read is bounds-checked. */
 struct cur {
@@ -783,11 +833,16 @@ static const uint8_t *cur_tpm2b(struct cur *c, size_t *n)
 static mbedtls_md_type_t tpm_hash(uint16_t alg)
 {
 	switch (alg) {
-	case 0x0004: return MBEDTLS_MD_SHA1;
-	case 0x000b: return MBEDTLS_MD_SHA256;
-	case 0x000c: return MBEDTLS_MD_SHA384;
-	case 0x000d: return MBEDTLS_MD_SHA512;
-	default: return MBEDTLS_MD_NONE;
+	case 0x0004:
+		return MBEDTLS_MD_SHA1;
+	case 0x000b:
+		return MBEDTLS_MD_SHA256;
+	case 0x000c:
+		return MBEDTLS_MD_SHA384;
+	case 0x000d:
+		return MBEDTLS_MD_SHA512;
+	default:
+		return MBEDTLS_MD_NONE;
 	}
 }
 
@@ -800,8 +855,8 @@ struct pcr_sel {
 
 bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 {
-	struct cur c = { q->msg, q->msg_len, 0, false };
-	struct pcr_sel qs = { 0 }, fs = { 0 };
+	struct cur c = {q->msg, q->msg_len, 0, false};
+	struct pcr_sel qs = {0}, fs = {0};
 	const uint8_t *extra, *pcr_digest, *sigp = NULL, *rp = NULL, *sp = NULL;
 	size_t extra_len, digest_len, l, sig_len = 0, r_len = 0, s_len = 0;
 	uint8_t mh[64], ph[64];
@@ -818,11 +873,15 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 		setd(d, n, "quote message: type is not TPM_ST_ATTEST_QUOTE");
 		return false;
 	}
-	cur_tpm2b(&c, &l);                      /* qualifiedSigner */
-	extra = cur_tpm2b(&c, &extra_len);      /* extraData */
-	cur_be(&c, 4); cur_be(&c, 4);           /* clockInfo.clock */
-	cur_be(&c, 4); cur_be(&c, 4); cur_be(&c, 1); /* resetCount, restartCount, safe */
-	cur_be(&c, 4); cur_be(&c, 4);           /* firmwareVersion */
+	cur_tpm2b(&c, &l);		   /* qualifiedSigner */
+	extra = cur_tpm2b(&c, &extra_len); /* extraData */
+	cur_be(&c, 4);
+	cur_be(&c, 4); /* clockInfo.clock */
+	cur_be(&c, 4);
+	cur_be(&c, 4);
+	cur_be(&c, 1); /* resetCount, restartCount, safe */
+	cur_be(&c, 4);
+	cur_be(&c, 4); /* firmwareVersion */
 	qs.n = cur_be(&c, 4);
 	if (c.bad || qs.n == 0 || qs.n > TPM_NUM_BANKS) {
 		setd(d, n, "quote message: malformed header or PCR selection count");
@@ -849,7 +908,7 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	}
 
 	/* TPMT_SIGNATURE (Part 2 11.3.4). */
-	struct cur s = { q->sig, q->sig_len, 0, false };
+	struct cur s = {q->sig, q->sig_len, 0, false};
 	uint16_t alg = (uint16_t)cur_be(&s, 2), halg = (uint16_t)cur_be(&s, 2);
 	if (alg == TPM_ALG_ECDSA) {
 		rp = cur_tpm2b(&s, &r_len);
@@ -863,7 +922,8 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	mbedtls_md_type_t md = tpm_hash(halg);
 	const mbedtls_md_info_t *mi = mbedtls_md_info_from_type(md);
 	if (s.bad || s.off != s.len || !mi) {
-		setd(d, n, "quote signature: malformed TPMT_SIGNATURE or unknown hash 0x%04x", halg);
+		setd(d, n, "quote signature: malformed TPMT_SIGNATURE or unknown hash 0x%04x",
+		     halg);
 		return false;
 	}
 	size_t hl = mbedtls_md_get_size(mi);
@@ -878,7 +938,8 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 		}
 		memcpy(z, q->ak, q->ak_len);
 		z[q->ak_len] = 0;
-		ret = mbedtls_pk_parse_public_key(&ak, z, q->ak_len + (q->ak_len && q->ak[0] != 0x30));
+		ret = mbedtls_pk_parse_public_key(&ak, z,
+						  q->ak_len + (q->ak_len && q->ak[0] != 0x30));
 		free(z);
 	}
 	if (ret) {
@@ -898,7 +959,8 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 		if (!ret)
 			ret = mbedtls_mpi_read_binary(&S, sp, s_len);
 		if (!ret)
-			ret = mbedtls_ecdsa_verify((mbedtls_ecp_group *)&ec->grp, mh, hl, &ec->Q, &R, &S);
+			ret = mbedtls_ecdsa_verify((mbedtls_ecp_group *)&ec->grp, mh, hl, &ec->Q,
+						   &R, &S);
 		mbedtls_mpi_free(&R);
 		mbedtls_mpi_free(&S);
 	} else if (!mbedtls_pk_can_do(&ak, MBEDTLS_PK_RSA)) {
@@ -907,8 +969,9 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	} else if (alg == TPM_ALG_RSASSA) {
 		ret = mbedtls_pk_verify(&ak, md, mh, hl, sigp, sig_len);
 	} else {
-		mbedtls_pk_rsassa_pss_options o = { md, MBEDTLS_RSA_SALT_LEN_ANY };
-		ret = mbedtls_pk_verify_ext(MBEDTLS_PK_RSASSA_PSS, &o, &ak, md, mh, hl, sigp, sig_len);
+		mbedtls_pk_rsassa_pss_options o = {md, MBEDTLS_RSA_SALT_LEN_ANY};
+		ret = mbedtls_pk_verify_ext(MBEDTLS_PK_RSASSA_PSS, &o, &ak, md, mh, hl, sigp,
+					    sig_len);
 	}
 	if (ret) {
 		setd(d, n, "quote signature does not verify with the AK (-0x%04x)", -ret);
@@ -916,7 +979,7 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	}
 
 	/* PCR file (tpm2-tools "serialized"): host-order (little-endian) structs. */
-	struct cur f = { q->pcrs, q->pcrs_len, 0, false };
+	struct cur f = {q->pcrs, q->pcrs_len, 0, false};
 	fs.n = cur_le(&f, 4);
 	if (fs.n > TPM_NUM_BANKS)
 		f.bad = true;
@@ -929,7 +992,8 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	}
 	size_t nlists = cur_le(&f, 4);
 	if (f.bad || nlists > 64) {
-		setd(d, n, "PCR file: malformed selection (expected tpm2_quote -o serialized format)");
+		setd(d, n,
+		     "PCR file: malformed selection (expected tpm2_quote -o serialized format)");
 		goto out;
 	}
 	bool same = fs.n == qs.n;
@@ -967,12 +1031,14 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 				/* each value must have its bank's digest size */
 				while (bank_left == 0 && bank < qs.n) {
 					for (size_t j = 0; j < qs.size[bank]; j++)
-						bank_left += (size_t)__builtin_popcount(qs.bits[bank][j]);
+						bank_left +=
+						    (size_t)__builtin_popcount(qs.bits[bank][j]);
 					if (bank_left == 0)
 						bank++;
 				}
-				const mbedtls_md_info_t *bi = bank < qs.n ?
-					mbedtls_md_info_from_type(tpm_hash(qs.hash[bank])) : NULL;
+				const mbedtls_md_info_t *bi =
+				    bank < qs.n ? mbedtls_md_info_from_type(tpm_hash(qs.hash[bank]))
+						: NULL;
 				if (!bi || sz != mbedtls_md_get_size(bi)) {
 					f.bad = true;
 					break;
@@ -988,7 +1054,8 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	mbedtls_md_finish(&mc, ph);
 	mbedtls_md_free(&mc);
 	if (f.bad || f.off != f.len || got != want) {
-		setd(d, n, "PCR file: malformed digests or %zu values for %zu selected PCRs", got, want);
+		setd(d, n, "PCR file: malformed digests or %zu values for %zu selected PCRs", got,
+		     want);
 		goto out;
 	}
 	if (digest_len != hl || memcmp(ph, pcr_digest, hl)) {
@@ -996,7 +1063,10 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 		goto out;
 	}
 	setd(d, n, "%s quote by the AK over %zu PCRs, nonce and pcrDigest match",
-	     alg == TPM_ALG_ECDSA ? "ECDSA" : alg == TPM_ALG_RSAPSS ? "RSAPSS" : "RSASSA", want);
+	     alg == TPM_ALG_ECDSA    ? "ECDSA"
+	     : alg == TPM_ALG_RSAPSS ? "RSAPSS"
+				     : "RSASSA",
+	     want);
 	ok = true;
 out:
 	mbedtls_pk_free(&ak);

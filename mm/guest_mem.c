@@ -57,7 +57,10 @@ int guest_mem_check(gpa_t gpa, uint64_t len)
 	return 0;
 }
 
-void *guest_mem_ptr(gpa_t gpa) { return (void *)(uintptr_t)gpa; }
+void *guest_mem_ptr(gpa_t gpa)
+{
+	return (void *)(uintptr_t)gpa;
+}
 
 int guest_read(gpa_t gpa, void *dst, size_t len)
 {

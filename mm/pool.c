@@ -37,5 +37,11 @@ void *pool_alloc(uint64_t bytes, uint64_t align)
 	return p;
 }
 
-uint64_t pool_used(void) { return pool_next - pool_base; }
-uint64_t pool_size(void) { return pool_end - pool_base; }
+uint64_t pool_used(void)
+{
+	return pool_next - pool_base;
+}
+uint64_t pool_size(void)
+{
+	return pool_end - pool_base;
+}

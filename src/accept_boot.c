@@ -2,9 +2,9 @@
  * Boot phase 2: pre-accept all guest memory on every vCPU in parallel
  * (mm/accept*.c does the work) and report it, both as the dashboard and as
  * the machine-readable lines tests parse:
- *   csvsm: accept: bytes=<n> pvalidate_2m=<n> pvalidate_4k=<n> rmpadjust=<n> psc_calls=<n> vcpus=<n> ms=<n>
- *   csvsm: accept-vcpu: id=<i> bytes=<n>
- *   csvsm: accept-check: pages=<n> missing=<n> double=<n>
+ *   csvsm: accept: bytes=<n> pvalidate_2m=<n> pvalidate_4k=<n> rmpadjust=<n> psc_calls=<n>
+ * vcpus=<n> ms=<n> csvsm: accept-vcpu: id=<i> bytes=<n> csvsm: accept-check: pages=<n> missing=<n>
+ * double=<n>
  */
 #include "csvsm/boot.h"
 #include "csvsm/console.h"
@@ -47,17 +47,20 @@ void accept_all(const struct memmap *mm)
 	for (unsigned i = 0; i < cpu_count; i++) {
 		con_printf("csvsm: accept-vcpu: id=%u bytes=%llu\n", i,
 			   (unsigned long long)percpus[i].accept_bytes);
-		boot_phase("accept", "  vCPU %u: %6llu MiB in %4llu ms  (2M %llu, 4K %llu, PSC calls %llu)", i,
-			   (unsigned long long)(percpus[i].accept_bytes >> 20),
+		boot_phase("accept",
+			   "  vCPU %u: %6llu MiB in %4llu ms  (2M %llu, 4K %llu, PSC calls %llu)",
+			   i, (unsigned long long)(percpus[i].accept_bytes >> 20),
 			   (unsigned long long)(vcpu_us[i] / 1000),
 			   (unsigned long long)percpus[i].accept_pvalidate_2m,
 			   (unsigned long long)percpus[i].accept_pvalidate_4k,
 			   (unsigned long long)percpus[i].accept_psc_calls);
 	}
-	boot_phase("accept", "done: %llu MiB in %llu ms; %llu x 2M + %llu x 4K PVALIDATE, %llu 2M->4K fallbacks",
-		   (unsigned long long)(t.bytes >> 20), (unsigned long long)ms,
-		   (unsigned long long)t.pvalidate_2m, (unsigned long long)t.pvalidate_4k,
-		   (unsigned long long)t.fallbacks);
+	boot_phase(
+	    "accept",
+	    "done: %llu MiB in %llu ms; %llu x 2M + %llu x 4K PVALIDATE, %llu 2M->4K fallbacks",
+	    (unsigned long long)(t.bytes >> 20), (unsigned long long)ms,
+	    (unsigned long long)t.pvalidate_2m, (unsigned long long)t.pvalidate_4k,
+	    (unsigned long long)t.fallbacks);
 	if (platform->rmp_model) {
 		struct accept_check_result r;
 		accept_check(&plan, boot.csvsm_start, boot.csvsm_end, &r);

@@ -19,7 +19,10 @@ static void lock(void)
 	while (__atomic_exchange_n(&con_lock, 1, __ATOMIC_ACQUIRE))
 		cpu_relax();
 }
-static void unlock(void) { __atomic_store_n(&con_lock, 0, __ATOMIC_RELEASE); }
+static void unlock(void)
+{
+	__atomic_store_n(&con_lock, 0, __ATOMIC_RELEASE);
+}
 
 void con_init(void)
 {

@@ -28,7 +28,10 @@ static uint64_t core_remap_ca(struct guest_vcpu *gv, struct svsm_regs *r)
 }
 
 /* Map an instruction return code to the protocol's (coconut errors.rs). */
-static uint64_t insn_err(int rc) { return SVSM_ERR_PROTOCOL_BASE + (uint64_t)rc; }
+static uint64_t insn_err(int rc)
+{
+	return SVSM_ERR_PROTOCOL_BASE + (uint64_t)rc;
+}
 
 static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 {

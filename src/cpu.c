@@ -14,13 +14,14 @@ struct percpu percpus[MAX_CPUS];
 unsigned cpu_count = 1;
 
 struct tcb {
-	struct tcb *self;  /* %fs:0 */
+	struct tcb *self; /* %fs:0 */
 	uint64_t rsvd[4];
-	uint64_t canary;   /* %fs:0x28 */
-	uint64_t guard;    /* %fs:0x30 */
+	uint64_t canary; /* %fs:0x28 */
+	uint64_t guard;	 /* %fs:0x30 */
 	uint64_t pad[9];
 };
-_Static_assert(__builtin_offsetof(struct tcb, canary) == 0x28, "glibc x86_64 TCB: canary at fs:0x28");
+_Static_assert(__builtin_offsetof(struct tcb, canary) == 0x28,
+	       "glibc x86_64 TCB: canary at fs:0x28");
 static struct tcb tcbs[MAX_CPUS];
 
 struct percpu *this_cpu(void)
@@ -61,8 +62,14 @@ void timer_init(void)
 		tsc_hz = (t1 - t0) * (1000 / ms);
 }
 
-uint64_t timer_tsc_hz(void) { return tsc_hz; }
-uint64_t timer_us(void) { return (rdtsc() - tsc_boot) * 1000000ULL / tsc_hz; }
+uint64_t timer_tsc_hz(void)
+{
+	return tsc_hz;
+}
+uint64_t timer_us(void)
+{
+	return (rdtsc() - tsc_boot) * 1000000ULL / tsc_hz;
+}
 
 /* ---- entropy ---- */
 bool random_available(void)
@@ -100,12 +107,15 @@ bool random_bytes(void *buf, size_t n)
 }
 
 /* ---- fw_cfg (QEMU docs/specs/fw_cfg.txt), port interface ---- */
-#define FW_CFG_PORT_SEL  0x510
+#define FW_CFG_PORT_SEL	 0x510
 #define FW_CFG_PORT_DATA 0x511
 #define FW_CFG_SIGNATURE 0x0000
-#define FW_CFG_FILE_DIR  0x0019
+#define FW_CFG_FILE_DIR	 0x0019
 
-static void fw_cfg_select(uint16_t key) { outw(FW_CFG_PORT_SEL, key); }
+static void fw_cfg_select(uint16_t key)
+{
+	outw(FW_CFG_PORT_SEL, key);
+}
 
 bool fw_cfg_present(void)
 {
@@ -131,7 +141,10 @@ uint16_t fw_cfg_read16(uint16_t key)
 	return v;
 }
 
-static uint32_t be32(const uint8_t *b) { return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3]; }
+static uint32_t be32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | b[1] << 16 | b[2] << 8 | b[3];
+}
 
 bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size)
 {
@@ -159,11 +172,11 @@ bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size)
  * interface when QEMU offers it (FW_CFG_ID bit 1); the guest never gets
  * DMA (src/platform/sim_fwcfg.c). Fields are big-endian (fw_cfg.txt).
  */
-#define FW_CFG_ID          0x0001
+#define FW_CFG_ID	   0x0001
 #define FW_CFG_DMA_ADDR_HI 0x514
 #define FW_CFG_DMA_ADDR_LO 0x518
 #define FW_CFG_DMA_ERROR   0x01
-#define FW_CFG_DMA_READ    0x02
+#define FW_CFG_DMA_READ	   0x02
 #define FW_CFG_DMA_SELECT  0x08
 
 struct fw_cfg_dma {
@@ -171,7 +184,10 @@ struct fw_cfg_dma {
 	uint64_t address;
 } __aligned(16);
 
-static uint32_t bswap32(uint32_t v) { return __builtin_bswap32(v); }
+static uint32_t bswap32(uint32_t v)
+{
+	return __builtin_bswap32(v);
+}
 
 static bool fw_cfg_dma_read(uint16_t key, void *buf, uint32_t len)
 {

@@ -94,8 +94,8 @@ int fmt_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		case 'd':
 		case 'i':
 			s = lng ? va_arg(ap, long long) : va_arg(ap, int);
-			put_num(&o, s < 0 ? -(unsigned long long)s : (unsigned long long)s, 10, false,
-				s < 0, width, zero, left);
+			put_num(&o, s < 0 ? -(unsigned long long)s : (unsigned long long)s, 10,
+				false, s < 0, width, zero, left);
 			break;
 		case 'u':
 		case 'x':
@@ -106,7 +106,8 @@ int fmt_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 		case 'p':
 			put(&o, '0');
 			put(&o, 'x');
-			put_num(&o, (uintptr_t)va_arg(ap, void *), 16, false, false, width, zero, left);
+			put_num(&o, (uintptr_t)va_arg(ap, void *), 16, false, false, width, zero,
+				left);
 			break;
 		case 'c':
 			put(&o, (char)va_arg(ap, int));

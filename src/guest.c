@@ -20,17 +20,17 @@
 #include "attest/attest_proto.h"
 #include "attest/guest_req.h"
 
-#define FW_MAX    (4U << 20)
+#define FW_MAX	  (4U << 20)
 #define PROBE_MAX (4U << 20)
 
-#define GREQ_DATA_PAGES 4           /* extended-request certificate table */
+#define GREQ_DATA_PAGES 4	   /* extended-request certificate table */
 #define PSP_SETUP_BYTES (1U << 20) /* the platform's PSP set-up (sim: its keys) */
 
 uint64_t boot_heap_bytes(void)
 {
-	return FW_MAX + PAGE_SIZE_2M + PROBE_MAX + (2 + GREQ_DATA_PAGES) * PAGE_SIZE + PSP_SETUP_BYTES;
+	return FW_MAX + PAGE_SIZE_2M + PROBE_MAX + (2 + GREQ_DATA_PAGES) * PAGE_SIZE +
+	       PSP_SETUP_BYTES;
 }
-
 
 static struct ovmf_info fw_info;
 static struct guest_launch gl;
@@ -63,8 +63,10 @@ static void attest_boot(void)
 	evlog = tpm_event_log(&evlog_len);
 	attest_set_services(ek, ek_len, evlog, evlog_len);
 	svsm_attest_protocol = &attest_svsm_protocol;
-	boot_phase("attest", "attestation protocol ready (VMPCK0 channel, manifest: vTPM EK %zu B, event log %zu B)",
-		   ek_len, evlog_len);
+	boot_phase(
+	    "attest",
+	    "attestation protocol ready (VMPCK0 channel, manifest: vTPM EK %zu B, event log %zu B)",
+	    ek_len, evlog_len);
 }
 
 static gpa_t meta_gpa(uint32_t type)
@@ -90,7 +92,8 @@ static void place_secrets(void)
 	copy.svsm_max_version = 1;
 	copy.svsm_guest_vmpl = (uint8_t)gl.vmpl;
 	if (guest_write(gl.secrets_gpa, &copy, sizeof(copy)) != 0)
-		panic("secrets page GPA 0x%llx is not guest RAM", (unsigned long long)gl.secrets_gpa);
+		panic("secrets page GPA 0x%llx is not guest RAM",
+		      (unsigned long long)gl.secrets_gpa);
 	memzero_explicit(&copy, sizeof(copy));
 }
 
@@ -112,8 +115,11 @@ __noreturn void boot_guest(void)
 		con_printf("csvsm: firmware: %s\n", ovmf_meta_strerror(rc));
 		panic("the firmware has no usable SEV metadata");
 	}
-	gl = (struct guest_launch){.mm = boot.memmap, .vmpl = boot.guest_vmpl, .fw = fw,
-				   .fw_size = size, .fw_gpa = (4ULL << 30) - size};
+	gl = (struct guest_launch){.mm = boot.memmap,
+				   .vmpl = boot.guest_vmpl,
+				   .fw = fw,
+				   .fw_size = size,
+				   .fw_gpa = (4ULL << 30) - size};
 	gl.secrets_gpa = meta_gpa(OVMF_SECTION_SNP_SECRETS);
 	/* edk2 before 2024 has no SVSM_CAA section: use its CPUID page, unused on sim. */
 	gl.caa = meta_gpa(OVMF_SECTION_SVSM_CAA);
@@ -127,10 +133,10 @@ __noreturn void boot_guest(void)
 	uint8_t *probe = pool_alloc(PROBE_MAX, PAGE_SIZE);
 	if (fw_cfg_load_file("opt/csvsm/probe", probe, PROBE_MAX, &gl.probe_size))
 		gl.probe = probe;
-	boot_phase("guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx; kernel %s (%u KiB)",
-		   size >> 10, (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
-		   (unsigned long long)gl.caa, gl.probe ? "opt/csvsm/probe" : "none",
-		   gl.probe_size >> 10);
+	boot_phase(
+	    "guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx; kernel %s (%u KiB)",
+	    size >> 10, (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
+	    (unsigned long long)gl.caa, gl.probe ? "opt/csvsm/probe" : "none", gl.probe_size >> 10);
 	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
 	if (tpm_boot(fw, size, gl.fw_gpa) != 0)
 		panic("vTPM start-up or firmware measurement failed");

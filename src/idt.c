@@ -27,9 +27,12 @@ void idt_init(void)
 {
 	for (int i = 0; i < 32; i++) {
 		uint64_t a = exc_stub_table[i];
-		idt[i] = (struct idt_entry){
-			.off_lo = (uint16_t)a, .sel = 0x08, .ist = 0, .type = 0x8E,
-			.off_mid = (uint16_t)(a >> 16), .off_hi = (uint32_t)(a >> 32)};
+		idt[i] = (struct idt_entry){.off_lo = (uint16_t)a,
+					    .sel = 0x08,
+					    .ist = 0,
+					    .type = 0x8E,
+					    .off_mid = (uint16_t)(a >> 16),
+					    .off_hi = (uint32_t)(a >> 32)};
 	}
 }
 
@@ -43,9 +46,9 @@ void idt_load(void)
 }
 
 static const char *const exc_names[32] = {
-	"#DE", "#DB", "NMI", "#BP", "#OF", "#BR", "#UD", "#NM", "#DF", "CSO", "#TS", "#NP",
-	"#SS", "#GP", "#PF", "rsvd", "#MF", "#AC", "#MC", "#XM", "#VE", "#CP", "rsvd", "rsvd",
-	"rsvd", "rsvd", "rsvd", "rsvd", "#HV", "#VC", "#SX", "rsvd"};
+    "#DE",  "#DB",  "NMI",  "#BP",  "#OF",  "#BR",  "#UD", "#NM", "#DF", "CSO", "#TS",
+    "#NP",  "#SS",  "#GP",  "#PF",  "rsvd", "#MF",  "#AC", "#MC", "#XM", "#VE", "#CP",
+    "rsvd", "rsvd", "rsvd", "rsvd", "rsvd", "rsvd", "#HV", "#VC", "#SX", "rsvd"};
 
 void exception_dispatch(struct exc_frame *f)
 {
@@ -64,9 +67,9 @@ void exception_dispatch(struct exc_frame *f)
 	con_printf("  rsi=%016llx rdi=%016llx rbp=%016llx r8 =%016llx\n",
 		   (unsigned long long)f->rsi, (unsigned long long)f->rdi,
 		   (unsigned long long)f->rbp, (unsigned long long)f->r8);
-	con_printf("  r9 =%016llx r10=%016llx r11=%016llx r12=%016llx\n",
-		   (unsigned long long)f->r9, (unsigned long long)f->r10,
-		   (unsigned long long)f->r11, (unsigned long long)f->r12);
+	con_printf("  r9 =%016llx r10=%016llx r11=%016llx r12=%016llx\n", (unsigned long long)f->r9,
+		   (unsigned long long)f->r10, (unsigned long long)f->r11,
+		   (unsigned long long)f->r12);
 	con_printf("  r13=%016llx r14=%016llx r15=%016llx cr3=%016llx\n",
 		   (unsigned long long)f->r13, (unsigned long long)f->r14,
 		   (unsigned long long)f->r15, (unsigned long long)read_cr3());

@@ -30,10 +30,11 @@ void con_init(void);
 __noreturn void boot_main(uint32_t start_info_pa);
 
 #define BOOT_STACK_GUARD 0
-#define POOL_FIXED      (12ULL << 20) /* page tables, NPT, GHCBs, the OVMF copy, slack */
-#define AP_STACK_BYTES  (68ULL << 10)
-#define CMDLINE_MAX     1024
-#define LIBC_HEAP_BYTES (8ULL << 20) /* libtpms/OpenSSL/mbedTLS arena (tpm/boot.c reports the high water) */
+#define POOL_FIXED	 (12ULL << 20) /* page tables, NPT, GHCBs, the OVMF copy, slack */
+#define AP_STACK_BYTES	 (68ULL << 10)
+#define CMDLINE_MAX	 1024
+#define LIBC_HEAP_BYTES                                                                            \
+	(8ULL << 20) /* libtpms/OpenSSL/mbedTLS arena (tpm/boot.c reports the high water) */
 
 /* OpenSSL's CPU detection (.init fragment, linker.ld) and the libraries' constructors. */
 void _init(void);
@@ -104,22 +105,23 @@ static unsigned read_start_info(uint32_t pa)
 static uint64_t pool_bytes_for(gpa_t max_gpa, unsigned ncpu)
 {
 	gpa_t top = MAX(max_gpa, 4ULL << 30);
-	uint64_t b = rmp_storage_bytes(top) + accept_bitmap_bytes(top) + POOL_FIXED + ncpu * (AP_STACK_BYTES + PAGE_SIZE) +
-		     boot_heap_bytes() + LIBC_HEAP_BYTES;
+	uint64_t b = rmp_storage_bytes(top) + accept_bitmap_bytes(top) + POOL_FIXED +
+		     ncpu * (AP_STACK_BYTES + PAGE_SIZE) + boot_heap_bytes() + LIBC_HEAP_BYTES;
 	return ALIGN_UP(b, PAGE_SIZE_2M);
 }
 
 static void setup_memory(unsigned nraw, unsigned ncpu)
 {
-	int override = memmap_parse_test_override(boot.cmdline, boot.cmdline_len, raw_map,
-						  MEMMAP_MAX_ENTRIES);
+	int override =
+	    memmap_parse_test_override(boot.cmdline, boot.cmdline_len, raw_map, MEMMAP_MAX_ENTRIES);
 	if (override < 0) {
-		con_printf("csvsm: memmap: refused: csvsm.test_memmap: %s\n", memmap_strerror(override));
+		con_printf("csvsm: memmap: refused: csvsm.test_memmap: %s\n",
+			   memmap_strerror(override));
 		fail(4, "memory map refused");
 	}
 	if (override > 0) {
 		con_printf("csvsm: memmap: using the test override (%d entries)\n", override);
-		nraw = (unsigned)override;
+		nraw = (unsigned) override;
 	}
 	gpa_t img_start = (gpa_t)(uintptr_t)__image_start, img_end = (gpa_t)(uintptr_t)__image_end;
 	int rc = memmap_build(&memmap, raw_map, nraw, img_start, img_end);
@@ -138,11 +140,13 @@ static void setup_memory(unsigned nraw, unsigned ncpu)
 	pool_init(img_end, memmap.csvsm_end);
 	pgtable_identity_map_to(MAX(memmap.max_gpa, 4ULL << 30));
 	memmap_print(&memmap);
-	boot_phase("memory", "%llu MiB RAM in %u ranges; csvsm region 0x%llx-0x%llx (%llu MiB, image %llu KiB)",
-		   (unsigned long long)(memmap_ram_bytes(&memmap) >> 20), memmap.nr_ram,
-		   (unsigned long long)memmap.csvsm_start, (unsigned long long)memmap.csvsm_end,
-		   (unsigned long long)((memmap.csvsm_end - memmap.csvsm_start) >> 20),
-		   (unsigned long long)((img_end - img_start) >> 10));
+	boot_phase(
+	    "memory",
+	    "%llu MiB RAM in %u ranges; csvsm region 0x%llx-0x%llx (%llu MiB, image %llu KiB)",
+	    (unsigned long long)(memmap_ram_bytes(&memmap) >> 20), memmap.nr_ram,
+	    (unsigned long long)memmap.csvsm_start, (unsigned long long)memmap.csvsm_end,
+	    (unsigned long long)((memmap.csvsm_end - memmap.csvsm_start) >> 20),
+	    (unsigned long long)((img_end - img_start) >> 10));
 }
 
 __noreturn void boot_main(uint32_t start_info_pa)

@@ -11,7 +11,7 @@ const struct svsm_protocol *svsm_attest_protocol;
 const struct svsm_protocol *svsm_vtpm_protocol;
 
 static const struct svsm_protocol core_protocol = {
-	.id = SVSM_PROTOCOL_CORE, .min_version = 1, .max_version = 1, .call = core_protocol_call};
+    .id = SVSM_PROTOCOL_CORE, .min_version = 1, .max_version = 1, .call = core_protocol_call};
 
 const struct svsm_protocol *svsm_find_protocol(uint32_t id)
 {

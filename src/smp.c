@@ -39,17 +39,20 @@ unsigned smp_start_aps(unsigned wanted)
 		struct percpu *cpu = &percpus[i];
 		cpu->id = i;
 		cpu->apic_id = i; /* QEMU numbers a single socket's APIC IDs 0..n-1 */
-		cpu->stack_top = (vaddr_t)(uintptr_t)pool_alloc(AP_STACK_SIZE, PAGE_SIZE) + AP_STACK_SIZE;
+		cpu->stack_top =
+		    (vaddr_t)(uintptr_t)pool_alloc(AP_STACK_SIZE, PAGE_SIZE) + AP_STACK_SIZE;
 		cpu->ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 		cpu->ghcb_gpa = (gpa_t)(uintptr_t)cpu->ghcb;
 		if (platform->start_ap(cpu) != 0) {
-			con_printf("csvsm: vCPU %u did not start; continuing with %u\n", i, cpu_count);
+			con_printf("csvsm: vCPU %u did not start; continuing with %u\n", i,
+				   cpu_count);
 			break;
 		}
 		uint64_t t0 = timer_us();
 		while (!__atomic_load_n(&cpu->online, __ATOMIC_ACQUIRE)) {
 			if (timer_us() - t0 > 2000000) {
-				con_printf("csvsm: vCPU %u did not come online in 2 s; continuing with %u\n",
+				con_printf("csvsm: vCPU %u did not come online in 2 s; continuing "
+					   "with %u\n",
 					   i, cpu_count);
 				return cpu_count;
 			}

@@ -24,7 +24,10 @@ struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 	return NULL;
 }
 
-static uint64_t grant(gpa_t page, unsigned vmpl) { return (uint64_t)vmpl | RMPADJUST_RWX; }
+static uint64_t grant(gpa_t page, unsigned vmpl)
+{
+	return (uint64_t)vmpl | RMPADJUST_RWX;
+}
 
 uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 {
@@ -40,7 +43,8 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 		return SVSM_ERR_INVALID_PARAMETER;
 	if (guest_read(vmsa_gpa, &v, sizeof(v)))
 		return SVSM_ERR_INVALID_ADDRESS;
-	if (v.vmpl != gv->vmpl || !(v.efer & EFER_SVME) || v.sev_features != vcpu_guest_sev_features)
+	if (v.vmpl != gv->vmpl || !(v.efer & EFER_SVME) ||
+	    v.sev_features != vcpu_guest_sev_features)
 		return SVSM_ERR_INVALID_PARAMETER;
 	struct guest_vmsa_slot *s = NULL;
 	for (unsigned i = 0; i < MAX_GUEST_VCPUS && !s; i++)
@@ -61,7 +65,8 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 		guest_mem_unprotect(vmsa_gpa);
 		return SVSM_ERR_INVALID_ADDRESS;
 	}
-	*s = (struct guest_vmsa_slot){.used = true, .vmsa = vmsa_gpa, .caa = caa, .apic_id = apic_id};
+	*s = (struct guest_vmsa_slot){
+	    .used = true, .vmsa = vmsa_gpa, .caa = caa, .apic_id = apic_id};
 	return SVSM_SUCCESS;
 }
 

@@ -191,8 +191,8 @@ static void parse_time(const char *s, struct snp_time *t)
 {
 	int y, m, d;
 	char extra;
-	if (sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &extra) != 3 || y < 1950 || y > 9999 ||
-	    m < 1 || m > 12 || d < 1 || d > 31)
+	if (sscanf(s, "%4d-%2d-%2d%c", &y, &m, &d, &extra) != 3 || y < 1950 || y > 9999 || m < 1 ||
+	    m > 12 || d < 1 || d > 31)
 		die2("--time: expected YYYY-MM-DD");
 	memset(t, 0, sizeof(*t));
 	t->year = y;
@@ -229,7 +229,8 @@ static void json_tcb(const char *key, uint64_t raw, enum snp_product p, bool com
 {
 	struct snp_tcb t;
 	snp_tcb_decode(raw, p, &t);
-	printf("    \"%s\": {\"raw\": \"0x%016llx\", \"bl\": %u, \"tee\": %u, \"snp\": %u, \"ucode\": %u",
+	printf("    \"%s\": {\"raw\": \"0x%016llx\", \"bl\": %u, \"tee\": %u, \"snp\": %u, "
+	       "\"ucode\": %u",
 	       key, (unsigned long long)raw, t.bl, t.tee, t.snp, t.ucode);
 	if (t.has_fmc)
 		printf(", \"fmc\": %u", t.fmc);
@@ -238,8 +239,10 @@ static void json_tcb(const char *key, uint64_t raw, enum snp_product p, bool com
 
 static const char *signing_key_name(uint8_t k)
 {
-	return k == SNP_SIGNING_KEY_VCEK ? "vcek" : k == SNP_SIGNING_KEY_VLEK ? "vlek" :
-	       k == SNP_SIGNING_KEY_NONE ? "none" : "reserved";
+	return k == SNP_SIGNING_KEY_VCEK   ? "vcek"
+	       : k == SNP_SIGNING_KEY_VLEK ? "vlek"
+	       : k == SNP_SIGNING_KEY_NONE ? "none"
+					   : "reserved";
 }
 
 static const char *state_name(enum snp_check_state s)
@@ -277,7 +280,8 @@ static void print_json(const struct snp_report *r, const struct snp_verify_resul
 	       p->mem_aes_256_xts ? "true" : "false", p->rapl_dis ? "true" : "false",
 	       p->ciphertext_hiding ? "true" : "false", p->page_swap_disable ? "true" : "false");
 	printf("    \"vmpl\": %u,\n    \"signature_algo\": %u,\n", w->vmpl, w->signature_algo);
-	printf("    \"signing_key\": \"%s\",\n    \"author_key_en\": %s,\n    \"mask_chip_key\": %s,\n",
+	printf("    \"signing_key\": \"%s\",\n    \"author_key_en\": %s,\n    \"mask_chip_key\": "
+	       "%s,\n",
 	       signing_key_name(r->signer.signing_key), r->signer.author_key_en ? "true" : "false",
 	       r->signer.mask_chip_key ? "true" : "false");
 	printf("    \"platform_info\": \"0x%016llx\",\n", (unsigned long long)w->platform_info);
@@ -292,14 +296,17 @@ static void print_json(const struct snp_report *r, const struct snp_verify_resul
 	json_hex("report_id_ma", w->report_id_ma, 32, true);
 	json_hex("chip_id", w->chip_id, 64, true);
 	if (w->version >= 3)
-		printf("    \"cpuid\": {\"family\": \"0x%02x\", \"model\": \"0x%02x\", \"stepping\": \"0x%02x\"},\n",
+		printf("    \"cpuid\": {\"family\": \"0x%02x\", \"model\": \"0x%02x\", "
+		       "\"stepping\": \"0x%02x\"},\n",
 		       w->cpuid_fam_id, w->cpuid_mod_id, w->cpuid_step);
 	printf("    \"current_version\": \"%u.%u.%u\",\n    \"committed_version\": \"%u.%u.%u\",\n",
 	       w->current_major, w->current_minor, w->current_build, w->committed_major,
 	       w->committed_minor, w->committed_build);
 	if (w->version >= 5)
-		printf("    \"launch_mit_vector\": \"0x%016llx\",\n    \"current_mit_vector\": \"0x%016llx\",\n",
-		       (unsigned long long)w->launch_mit_vector, (unsigned long long)w->current_mit_vector);
+		printf("    \"launch_mit_vector\": \"0x%016llx\",\n    \"current_mit_vector\": "
+		       "\"0x%016llx\",\n",
+		       (unsigned long long)w->launch_mit_vector,
+		       (unsigned long long)w->current_mit_vector);
 	json_tcb("current_tcb", w->current_tcb, res->product, true);
 	json_tcb("reported_tcb", w->reported_tcb, res->product, true);
 	json_tcb("committed_tcb", w->committed_tcb, res->product, true);
@@ -311,7 +318,8 @@ static void print_human(const struct snp_report *r, const struct snp_verify_resu
 {
 	struct snp_tcb t;
 	printf("SEV-SNP report version %u, %s, VMPL %u, signed by %s\n", r->raw.version,
-	       snp_product_name(res->product), r->raw.vmpl, signing_key_name(r->signer.signing_key));
+	       snp_product_name(res->product), r->raw.vmpl,
+	       signing_key_name(r->signer.signing_key));
 	printf("  measurement ");
 	for (int i = 0; i < 48; i++)
 		printf("%02x", r->raw.measurement[i]);
@@ -338,8 +346,8 @@ struct inputs {
 static void from_certs_dir(struct snp_chain *c, const char *dir, bool want_vlek)
 {
 	char p[4096];
-	const char *leaves_vcek[] = { "vcek.der", "vcek.pem", "vcek.crt" };
-	const char *leaves_vlek[] = { "vlek.der", "vlek.pem", "vlek.crt" };
+	const char *leaves_vcek[] = {"vcek.der", "vcek.pem", "vcek.crt"};
+	const char *leaves_vlek[] = {"vlek.der", "vlek.pem", "vlek.crt"};
 	const char **first = want_vlek ? leaves_vlek : leaves_vcek;
 	const char **second = want_vlek ? leaves_vcek : leaves_vlek;
 
@@ -350,13 +358,13 @@ static void from_certs_dir(struct snp_chain *c, const char *dir, bool want_vlek)
 				load_cert_file(&c->leaf, &c->have_leaf, p);
 		}
 	bool vlek = c->have_leaf ? snp_cert_is_vlek(&c->leaf) : want_vlek;
-	const char *mids[] = { vlek ? "asvk.pem" : "ask.pem", vlek ? "asvk.der" : "ask.der" };
+	const char *mids[] = {vlek ? "asvk.pem" : "ask.pem", vlek ? "asvk.der" : "ask.der"};
 	for (int i = 0; i < 2 && !c->have_ask; i++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, mids[i]);
 		if (exists(p))
 			load_cert_file(&c->ask, &c->have_ask, p);
 	}
-	const char *arks[] = { "ark.pem", "ark.der" };
+	const char *arks[] = {"ark.pem", "ark.der"};
 	for (int i = 0; i < 2 && !c->have_ark; i++) {
 		snprintf(p, sizeof(p), "%s/%s", dir, arks[i]);
 		if (exists(p))
@@ -377,15 +385,18 @@ static void from_table(struct snp_chain *c, const char *path)
 		case CERTTABLE_VCEK:
 		case CERTTABLE_VLEK:
 			if (!c->have_leaf)
-				load_cert(&c->leaf, &c->have_leaf, e[i].data, e[i].length, "cert table VCEK/VLEK");
+				load_cert(&c->leaf, &c->have_leaf, e[i].data, e[i].length,
+					  "cert table VCEK/VLEK");
 			break;
 		case CERTTABLE_ASK:
 			if (!c->have_ask)
-				load_cert(&c->ask, &c->have_ask, e[i].data, e[i].length, "cert table ASK");
+				load_cert(&c->ask, &c->have_ask, e[i].data, e[i].length,
+					  "cert table ASK");
 			break;
 		case CERTTABLE_ARK:
 			if (!c->have_ark)
-				load_cert(&c->ark, &c->have_ark, e[i].data, e[i].length, "cert table ARK");
+				load_cert(&c->ark, &c->have_ark, e[i].data, e[i].length,
+					  "cert table ARK");
 			break;
 		default:
 			break;
@@ -397,7 +408,7 @@ static void from_table(struct snp_chain *c, const char *path)
 static void from_roots(struct snp_chain *c, const char *dir, enum snp_product p, bool vlek)
 {
 	char path[4096];
-	enum snp_product order[3] = { SNP_PRODUCT_MILAN, SNP_PRODUCT_GENOA, SNP_PRODUCT_TURIN };
+	enum snp_product order[3] = {SNP_PRODUCT_MILAN, SNP_PRODUCT_GENOA, SNP_PRODUCT_TURIN};
 	for (int i = 0; i < 3 && (!c->have_ark || !c->have_ask); i++) {
 		enum snp_product q = p ? p : order[i];
 		char lc[8];
@@ -414,7 +425,8 @@ static void from_roots(struct snp_chain *c, const char *dir, enum snp_product p,
 		/* Without a product, take the line whose intermediate issued the leaf. */
 		bool match = p || (t.have_ask && c->have_leaf &&
 				   t.ask.subject_raw.len == c->leaf.issuer_raw.len &&
-				   !memcmp(t.ask.subject_raw.p, c->leaf.issuer_raw.p, t.ask.subject_raw.len));
+				   !memcmp(t.ask.subject_raw.p, c->leaf.issuer_raw.p,
+					   t.ask.subject_raw.len));
 		if (match) {
 			if (!c->have_ask && t.have_ask) {
 				c->ask = t.ask;
@@ -436,24 +448,51 @@ static void from_roots(struct snp_chain *c, const char *dir, enum snp_product p,
 int main(int argc, char **argv)
 {
 	enum {
-		O_REPORT = 256, O_VCEK, O_VLEK, O_ASK, O_ASVK, O_ARK, O_CERTS, O_TABLE, O_ROOTS,
-		O_PRODUCT, O_TRUST, O_TIME, O_DEBUG, O_VMPL, O_MINTCB, O_MEAS, O_RDATA, O_NONCE,
-		O_MANIFEST, O_JSON, O_REPEAT, O_HELP, O_QMSG, O_QSIG, O_QPCRS, O_AK, O_QNONCE,
+		O_REPORT = 256,
+		O_VCEK,
+		O_VLEK,
+		O_ASK,
+		O_ASVK,
+		O_ARK,
+		O_CERTS,
+		O_TABLE,
+		O_ROOTS,
+		O_PRODUCT,
+		O_TRUST,
+		O_TIME,
+		O_DEBUG,
+		O_VMPL,
+		O_MINTCB,
+		O_MEAS,
+		O_RDATA,
+		O_NONCE,
+		O_MANIFEST,
+		O_JSON,
+		O_REPEAT,
+		O_HELP,
+		O_QMSG,
+		O_QSIG,
+		O_QPCRS,
+		O_AK,
+		O_QNONCE,
 	};
 	static const struct option lo[] = {
-		{ "report", 1, 0, O_REPORT }, { "vcek", 1, 0, O_VCEK }, { "vlek", 1, 0, O_VLEK },
-		{ "ask", 1, 0, O_ASK }, { "asvk", 1, 0, O_ASVK }, { "ark", 1, 0, O_ARK },
-		{ "certs", 1, 0, O_CERTS }, { "cert-table", 1, 0, O_TABLE }, { "roots", 1, 0, O_ROOTS },
-		{ "product", 1, 0, O_PRODUCT }, { "trust-ark", 1, 0, O_TRUST }, { "time", 1, 0, O_TIME },
-		{ "allow-debug", 0, 0, O_DEBUG }, { "vmpl", 1, 0, O_VMPL }, { "min-tcb", 1, 0, O_MINTCB },
-		{ "measurement", 1, 0, O_MEAS }, { "report-data", 1, 0, O_RDATA },
-		{ "nonce", 1, 0, O_NONCE }, { "manifest", 1, 0, O_MANIFEST }, { "json", 0, 0, O_JSON },
-		{ "repeat", 1, 0, O_REPEAT }, { "help", 0, 0, O_HELP },
-		{ "quote-msg", 1, 0, O_QMSG }, { "quote-sig", 1, 0, O_QSIG },
-		{ "quote-pcrs", 1, 0, O_QPCRS }, { "ak", 1, 0, O_AK }, { "quote-nonce", 1, 0, O_QNONCE },
-		{ 0, 0, 0, 0 },
+	    {"report", 1, 0, O_REPORT},	     {"vcek", 1, 0, O_VCEK},
+	    {"vlek", 1, 0, O_VLEK},	     {"ask", 1, 0, O_ASK},
+	    {"asvk", 1, 0, O_ASVK},	     {"ark", 1, 0, O_ARK},
+	    {"certs", 1, 0, O_CERTS},	     {"cert-table", 1, 0, O_TABLE},
+	    {"roots", 1, 0, O_ROOTS},	     {"product", 1, 0, O_PRODUCT},
+	    {"trust-ark", 1, 0, O_TRUST},    {"time", 1, 0, O_TIME},
+	    {"allow-debug", 0, 0, O_DEBUG},  {"vmpl", 1, 0, O_VMPL},
+	    {"min-tcb", 1, 0, O_MINTCB},     {"measurement", 1, 0, O_MEAS},
+	    {"report-data", 1, 0, O_RDATA},  {"nonce", 1, 0, O_NONCE},
+	    {"manifest", 1, 0, O_MANIFEST},  {"json", 0, 0, O_JSON},
+	    {"repeat", 1, 0, O_REPEAT},	     {"help", 0, 0, O_HELP},
+	    {"quote-msg", 1, 0, O_QMSG},     {"quote-sig", 1, 0, O_QSIG},
+	    {"quote-pcrs", 1, 0, O_QPCRS},   {"ak", 1, 0, O_AK},
+	    {"quote-nonce", 1, 0, O_QNONCE}, {0, 0, 0, 0},
 	};
-	struct inputs in = { 0 };
+	struct inputs in = {0};
 	struct snp_verify_opts o;
 	const char *report_path = NULL, *nonce_hex = NULL, *manifest = NULL, *rdata_hex = NULL;
 	const char *qmsg = NULL, *qsig = NULL, *qpcrs = NULL, *qak = NULL, *qnonce = NULL;
@@ -465,52 +504,102 @@ int main(int argc, char **argv)
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		char *end;
 		switch (opt) {
-		case O_REPORT: report_path = optarg; break;
-		case O_VCEK: in.vcek = optarg; break;
-		case O_VLEK: in.vlek = optarg; break;
-		case O_ASK: in.ask = optarg; break;
-		case O_ASVK: in.asvk = optarg; break;
-		case O_ARK: in.ark = optarg; break;
-		case O_CERTS: in.certs = optarg; break;
-		case O_TABLE: in.table = optarg; break;
-		case O_ROOTS: in.roots = optarg; break;
-		case O_PRODUCT: o.product_hint = parse_product(optarg); break;
+		case O_REPORT:
+			report_path = optarg;
+			break;
+		case O_VCEK:
+			in.vcek = optarg;
+			break;
+		case O_VLEK:
+			in.vlek = optarg;
+			break;
+		case O_ASK:
+			in.ask = optarg;
+			break;
+		case O_ASVK:
+			in.asvk = optarg;
+			break;
+		case O_ARK:
+			in.ark = optarg;
+			break;
+		case O_CERTS:
+			in.certs = optarg;
+			break;
+		case O_TABLE:
+			in.table = optarg;
+			break;
+		case O_ROOTS:
+			in.roots = optarg;
+			break;
+		case O_PRODUCT:
+			o.product_hint = parse_product(optarg);
+			break;
 		case O_TRUST:
 			if (in.n_trust >= SNP_MAX_TRUSTED_ARKS)
 				die2("too many --trust-ark");
 			in.trust_ark[in.n_trust++] = optarg;
 			break;
-		case O_TIME: parse_time(optarg, &o.at); have_time = true; break;
-		case O_DEBUG: o.allow_debug = true; break;
+		case O_TIME:
+			parse_time(optarg, &o.at);
+			have_time = true;
+			break;
+		case O_DEBUG:
+			o.allow_debug = true;
+			break;
 		case O_VMPL:
 			errno = 0;
 			o.vmpl = (uint32_t)strtoul(optarg, &end, 0);
 			if (errno || *end || !*optarg || o.vmpl > 3)
 				die2("--vmpl: 0..3");
 			break;
-		case O_MINTCB: parse_min_tcb(optarg, &o.min_tcb); o.have_min_tcb = true; break;
+		case O_MINTCB:
+			parse_min_tcb(optarg, &o.min_tcb);
+			o.have_min_tcb = true;
+			break;
 		case O_MEAS:
 			if (parse_hex("--measurement", optarg, o.measurement, 48) != 48)
 				die2("--measurement: need 48 bytes (96 hex digits)");
 			o.have_measurement = true;
 			break;
-		case O_RDATA: rdata_hex = optarg; break;
-		case O_NONCE: nonce_hex = optarg; break;
-		case O_MANIFEST: manifest = optarg; break;
-		case O_JSON: json = true; break;
+		case O_RDATA:
+			rdata_hex = optarg;
+			break;
+		case O_NONCE:
+			nonce_hex = optarg;
+			break;
+		case O_MANIFEST:
+			manifest = optarg;
+			break;
+		case O_JSON:
+			json = true;
+			break;
 		case O_REPEAT:
 			errno = 0;
 			repeat = strtoul(optarg, &end, 0);
 			if (errno || *end || repeat == 0 || repeat > 100000000)
 				die2("--repeat: 1..100000000");
 			break;
-		case O_HELP: usage(stdout); return 0;
-		case O_QMSG: qmsg = optarg; break;
-		case O_QSIG: qsig = optarg; break;
-		case O_QPCRS: qpcrs = optarg; break;
-		case O_AK: qak = optarg; break;
-		case O_QNONCE: qnonce = optarg; break;
-		default: usage(stderr); return 2;
+		case O_HELP:
+			usage(stdout);
+			return 0;
+		case O_QMSG:
+			qmsg = optarg;
+			break;
+		case O_QSIG:
+			qsig = optarg;
+			break;
+		case O_QPCRS:
+			qpcrs = optarg;
+			break;
+		case O_AK:
+			qak = optarg;
+			break;
+		case O_QNONCE:
+			qnonce = optarg;
+			break;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc || !report_path) {
@@ -528,8 +617,8 @@ int main(int argc, char **argv)
 		time_t now = time(NULL);
 		struct tm tm;
 		gmtime_r(&now, &tm);
-		o.at = (struct snp_time){ tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-					  tm.tm_hour, tm.tm_min, tm.tm_sec };
+		o.at = (struct snp_time){tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+					 tm.tm_hour,	    tm.tm_min,	   tm.tm_sec};
 	}
 	if (rdata_hex) {
 		parse_hex("--report-data", rdata_hex, o.report_data, 64);
@@ -556,7 +645,8 @@ int main(int argc, char **argv)
 	uint8_t qn[1024];
 	if (qmsg || qsig || qpcrs || qak || qnonce) {
 		if (!qmsg || !qsig || !qpcrs || !qak || !qnonce)
-			die2("the quote check needs --quote-msg, --quote-sig, --quote-pcrs, --ak and --quote-nonce");
+			die2("the quote check needs --quote-msg, --quote-sig, --quote-pcrs, --ak "
+			     "and --quote-nonce");
 		memset(&quote, 0, sizeof(quote));
 		quote.msg = read_all(qmsg, &quote.msg_len);
 		quote.sig = read_all(qsig, &quote.sig_len);
@@ -573,8 +663,10 @@ int main(int argc, char **argv)
 	struct snp_report rep;
 	if (snp_report_decode(rbuf, rlen, &rep)) {
 		if (json)
-			printf("{\"verified\": false, \"checks\": [{\"name\": \"parse\", \"ok\": false, "
-			       "\"detail\": \"report is %zu bytes, not 1184\"}]}\n", rlen);
+			printf("{\"verified\": false, \"checks\": [{\"name\": \"parse\", \"ok\": "
+			       "false, "
+			       "\"detail\": \"report is %zu bytes, not 1184\"}]}\n",
+			       rlen);
 		die2("%s: report is %zu bytes, not 1184", report_path, rlen);
 	}
 	int perr = snp_report_check(&rep);
@@ -630,7 +722,8 @@ int main(int argc, char **argv)
 			snp_verify_run(&rep, perr, &ch, &o, &res);
 		}
 		clock_gettime(CLOCK_MONOTONIC, &t1);
-		double s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+		double s =
+		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		fprintf(stderr, "repeat: %lu verifications in %.3f s, %.1f reports/s\n", repeat, s,
 			s > 0 ? (double)repeat / s : 0.0);
 	} else {

@@ -560,8 +560,10 @@ int vtpm_ek_public(const uint8_t **pub, size_t *len)
 	p = put16(p, 0);      /* TPM2B_PUBLIC size, filled below */
 	p = put16(p, 0x0001); /* type TPM_ALG_RSA */
 	p = put16(p, 0x000B); /* nameAlg SHA-256 */
-	p = put32(p, 0x000300B2); /* fixedTPM|fixedParent|sensitiveDataOrigin|adminWithPolicy|restricted|decrypt
-				   */
+	p = put32(
+	    p,
+	    0x000300B2); /* fixedTPM|fixedParent|sensitiveDataOrigin|adminWithPolicy|restricted|decrypt
+			  */
 	p = put16(p, sizeof(ek_policy_a_sha256));
 	memcpy(p, ek_policy_a_sha256, sizeof(ek_policy_a_sha256));
 	p += sizeof(ek_policy_a_sha256);

@@ -16,8 +16,8 @@
 
 #include <csvsm/types.h>
 
-#define CERTTABLE_ENTRY_SIZE 24u
-#define CERTTABLE_GUID_LEN   16u
+#define CERTTABLE_ENTRY_SIZE  24u
+#define CERTTABLE_GUID_LEN    16u
 #define CERTTABLE_MAX_ENTRIES 64u
 
 struct certtable_entry_raw {
@@ -34,7 +34,7 @@ enum certtable_kind {
 	CERTTABLE_OTHER = 0,
 	CERTTABLE_VCEK,
 	CERTTABLE_VLEK,
-	CERTTABLE_ASK,  /* ASK, or ASVK in a VLEK table */
+	CERTTABLE_ASK, /* ASK, or ASVK in a VLEK table */
 	CERTTABLE_ARK,
 };
 
@@ -48,13 +48,13 @@ struct certtable_entry {
 
 enum certtable_err {
 	CERTTABLE_OK = 0,
-	CERTTABLE_ERR_INVAL = -1,     /* NULL argument */
-	CERTTABLE_ERR_NO_END = -2,    /* no all-zero entry inside the buffer */
-	CERTTABLE_ERR_BOUNDS = -3,    /* offset/length outside the buffer */
-	CERTTABLE_ERR_OVERLAP = -4,   /* data overlaps the entry array */
-	CERTTABLE_ERR_EMPTY_CERT = -5,/* zero length, or zero GUID with data */
-	CERTTABLE_ERR_DUPLICATE = -6, /* the same GUID twice */
-	CERTTABLE_ERR_TOO_MANY = -7,  /* more entries than the caller's array */
+	CERTTABLE_ERR_INVAL = -1,      /* NULL argument */
+	CERTTABLE_ERR_NO_END = -2,     /* no all-zero entry inside the buffer */
+	CERTTABLE_ERR_BOUNDS = -3,     /* offset/length outside the buffer */
+	CERTTABLE_ERR_OVERLAP = -4,    /* data overlaps the entry array */
+	CERTTABLE_ERR_EMPTY_CERT = -5, /* zero length, or zero GUID with data */
+	CERTTABLE_ERR_DUPLICATE = -6,  /* the same GUID twice */
+	CERTTABLE_ERR_TOO_MANY = -7,   /* more entries than the caller's array */
 };
 
 /* RFC-4122 byte order (§6.5, go-sev-guest abi.go). */
@@ -68,12 +68,12 @@ extern const uint8_t certtable_guid_ark[CERTTABLE_GUID_LEN];
  * excluded) are in out[0..max). Entries point into buf; buf must outlive
  * them and must not change (the caller owns a private copy).
  */
-int certtable_parse(const void *buf, size_t len, struct certtable_entry *out,
-		    size_t max, size_t *count);
+int certtable_parse(const void *buf, size_t len, struct certtable_entry *out, size_t max,
+		    size_t *count);
 
 /* The entry of a kind, or NULL. */
-const struct certtable_entry *certtable_find(const struct certtable_entry *e,
-					     size_t count, enum certtable_kind kind);
+const struct certtable_entry *certtable_find(const struct certtable_entry *e, size_t count,
+					     enum certtable_kind kind);
 
 enum certtable_kind certtable_guid_kind(const uint8_t guid[CERTTABLE_GUID_LEN]);
 

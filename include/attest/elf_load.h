@@ -15,11 +15,12 @@ enum elf_load_err {
 	ELF_LOAD_ERR_PHDRS = -2,     /* program header table outside the file */
 	ELF_LOAD_ERR_SEGMENT = -3,   /* a PT_LOAD outside the file, or filesz > memsz */
 	ELF_LOAD_ERR_TOO_MANY = -4,  /* more PT_LOAD segments than `max` */
-	ELF_LOAD_ERR_NONE = -5,      /* no PT_LOAD segment */
+	ELF_LOAD_ERR_NONE = -5,	     /* no PT_LOAD segment */
 };
 
 /* Fills segs[0..*n) (pointing into img), in file order. */
-int elf_load_segments(const uint8_t *img, size_t len, struct ld_segment *segs, size_t max, size_t *n);
+int elf_load_segments(const uint8_t *img, size_t len, struct ld_segment *segs, size_t max,
+		      size_t *n);
 const char *elf_load_strerror(int err);
 
 #endif

@@ -13,94 +13,94 @@
 
 #include <csvsm/types.h>
 
-#define SNP_REPORT_SIZE        0x4A0u  /* 1184 bytes */
-#define SNP_REPORT_SIGNED_LEN  0x2A0u  /* signature covers bytes 0x000-0x29F */
-#define SNP_REPORT_SIG_COMP    72u     /* R and S, little-endian, zero-extended */
-#define SNP_REPORT_P384_LEN    48u     /* meaningful bytes of R and S */
-#define SNP_REPORT_VERSION_MIN 2u
-#define SNP_REPORT_VERSION_MAX 5u
+#define SNP_REPORT_SIZE		       0x4A0u /* 1184 bytes */
+#define SNP_REPORT_SIGNED_LEN	       0x2A0u /* signature covers bytes 0x000-0x29F */
+#define SNP_REPORT_SIG_COMP	       72u    /* R and S, little-endian, zero-extended */
+#define SNP_REPORT_P384_LEN	       48u    /* meaningful bytes of R and S */
+#define SNP_REPORT_VERSION_MIN	       2u
+#define SNP_REPORT_VERSION_MAX	       5u
 #define SNP_SIG_ALGO_ECDSA_P384_SHA384 1u
 
 /* GUEST_POLICY bits (§7, go-sev-guest ParseSnpPolicy). */
-#define SNP_POLICY_ABI_MINOR_MASK  0xFFull
-#define SNP_POLICY_ABI_MAJOR_SHIFT 8
-#define SNP_POLICY_SMT             (1ull << 16)
-#define SNP_POLICY_RESERVED1       (1ull << 17) /* must be 1 */
-#define SNP_POLICY_MIGRATE_MA      (1ull << 18)
-#define SNP_POLICY_DEBUG           (1ull << 19)
-#define SNP_POLICY_SINGLE_SOCKET   (1ull << 20)
-#define SNP_POLICY_CXL_ALLOW       (1ull << 21)
-#define SNP_POLICY_MEM_AES_256_XTS (1ull << 22)
-#define SNP_POLICY_RAPL_DIS        (1ull << 23)
+#define SNP_POLICY_ABI_MINOR_MASK    0xFFull
+#define SNP_POLICY_ABI_MAJOR_SHIFT   8
+#define SNP_POLICY_SMT		     (1ull << 16)
+#define SNP_POLICY_RESERVED1	     (1ull << 17) /* must be 1 */
+#define SNP_POLICY_MIGRATE_MA	     (1ull << 18)
+#define SNP_POLICY_DEBUG	     (1ull << 19)
+#define SNP_POLICY_SINGLE_SOCKET     (1ull << 20)
+#define SNP_POLICY_CXL_ALLOW	     (1ull << 21)
+#define SNP_POLICY_MEM_AES_256_XTS   (1ull << 22)
+#define SNP_POLICY_RAPL_DIS	     (1ull << 23)
 #define SNP_POLICY_CIPHERTEXT_HIDING (1ull << 24)
 #define SNP_POLICY_PAGE_SWAP_DISABLE (1ull << 25)
-#define SNP_POLICY_MBZ_MASK        (~0ull << 26)
+#define SNP_POLICY_MBZ_MASK	     (~0ull << 26)
 
 /* PLATFORM_INFO bits (§7). Unknown bits are tolerated: firmware adds them. */
-#define SNP_PINFO_SMT_EN               (1ull << 0)
-#define SNP_PINFO_TSME_EN              (1ull << 1)
-#define SNP_PINFO_ECC_EN               (1ull << 2)
-#define SNP_PINFO_RAPL_DIS             (1ull << 3)
+#define SNP_PINFO_SMT_EN	       (1ull << 0)
+#define SNP_PINFO_TSME_EN	       (1ull << 1)
+#define SNP_PINFO_ECC_EN	       (1ull << 2)
+#define SNP_PINFO_RAPL_DIS	       (1ull << 3)
 #define SNP_PINFO_CIPHERTEXT_HIDING_EN (1ull << 4)
 #define SNP_PINFO_ALIAS_CHECK_COMPLETE (1ull << 5)
-#define SNP_PINFO_TIO_EN               (1ull << 7)
+#define SNP_PINFO_TIO_EN	       (1ull << 7)
 
 /* Signer info word at 0x048 (§7). */
-#define SNP_SIGNER_AUTHOR_KEY_EN   (1u << 0)
-#define SNP_SIGNER_MASK_CHIP_KEY   (1u << 1)
+#define SNP_SIGNER_AUTHOR_KEY_EN     (1u << 0)
+#define SNP_SIGNER_MASK_CHIP_KEY     (1u << 1)
 #define SNP_SIGNER_SIGNING_KEY_SHIFT 2
 #define SNP_SIGNER_SIGNING_KEY_MASK  (7u << 2)
-#define SNP_SIGNER_MBZ_MASK        (~0u << 5)
-#define SNP_SIGNING_KEY_VCEK 0u
-#define SNP_SIGNING_KEY_VLEK 1u
-#define SNP_SIGNING_KEY_NONE 7u
+#define SNP_SIGNER_MBZ_MASK	     (~0u << 5)
+#define SNP_SIGNING_KEY_VCEK	     0u
+#define SNP_SIGNING_KEY_VLEK	     1u
+#define SNP_SIGNING_KEY_NONE	     7u
 
 /* The raw layout. Byte arrays only where the field is not an integer. */
 struct snp_report_raw {
-	uint32_t version;               /* 0x000 */
-	uint32_t guest_svn;             /* 0x004 */
-	uint64_t policy;                /* 0x008 */
-	uint8_t family_id[16];          /* 0x010 */
-	uint8_t image_id[16];           /* 0x020 */
-	uint32_t vmpl;                  /* 0x030 */
-	uint32_t signature_algo;        /* 0x034 */
-	uint64_t current_tcb;           /* 0x038 */
-	uint64_t platform_info;         /* 0x040 */
-	uint32_t signer_info;           /* 0x048 */
-	uint32_t reserved_04c;          /* 0x04C */
-	uint8_t report_data[64];        /* 0x050 */
-	uint8_t measurement[48];        /* 0x090 */
-	uint8_t host_data[32];          /* 0x0C0 */
-	uint8_t id_key_digest[48];      /* 0x0E0 */
-	uint8_t author_key_digest[48];  /* 0x110 */
-	uint8_t report_id[32];          /* 0x140 */
-	uint8_t report_id_ma[32];       /* 0x160 */
-	uint64_t reported_tcb;          /* 0x180 */
-	uint8_t cpuid_fam_id;           /* 0x188 (v3+, reserved in v2) */
-	uint8_t cpuid_mod_id;           /* 0x189 */
-	uint8_t cpuid_step;             /* 0x18A */
-	uint8_t reserved_18b[21];       /* 0x18B */
-	uint8_t chip_id[64];            /* 0x1A0 */
-	uint64_t committed_tcb;         /* 0x1E0 */
-	uint8_t current_build;          /* 0x1E8 */
-	uint8_t current_minor;          /* 0x1E9 */
-	uint8_t current_major;          /* 0x1EA */
-	uint8_t reserved_1eb;           /* 0x1EB */
-	uint8_t committed_build;        /* 0x1EC */
-	uint8_t committed_minor;        /* 0x1ED */
-	uint8_t committed_major;        /* 0x1EE */
-	uint8_t reserved_1ef;           /* 0x1EF */
-	uint64_t launch_tcb;            /* 0x1F0 */
-	uint64_t launch_mit_vector;     /* 0x1F8 (v5, reserved earlier) */
-	uint64_t current_mit_vector;    /* 0x200 (v5, reserved earlier) */
-	uint8_t reserved_208[0x98];     /* 0x208 */
+	uint32_t version;		    /* 0x000 */
+	uint32_t guest_svn;		    /* 0x004 */
+	uint64_t policy;		    /* 0x008 */
+	uint8_t family_id[16];		    /* 0x010 */
+	uint8_t image_id[16];		    /* 0x020 */
+	uint32_t vmpl;			    /* 0x030 */
+	uint32_t signature_algo;	    /* 0x034 */
+	uint64_t current_tcb;		    /* 0x038 */
+	uint64_t platform_info;		    /* 0x040 */
+	uint32_t signer_info;		    /* 0x048 */
+	uint32_t reserved_04c;		    /* 0x04C */
+	uint8_t report_data[64];	    /* 0x050 */
+	uint8_t measurement[48];	    /* 0x090 */
+	uint8_t host_data[32];		    /* 0x0C0 */
+	uint8_t id_key_digest[48];	    /* 0x0E0 */
+	uint8_t author_key_digest[48];	    /* 0x110 */
+	uint8_t report_id[32];		    /* 0x140 */
+	uint8_t report_id_ma[32];	    /* 0x160 */
+	uint64_t reported_tcb;		    /* 0x180 */
+	uint8_t cpuid_fam_id;		    /* 0x188 (v3+, reserved in v2) */
+	uint8_t cpuid_mod_id;		    /* 0x189 */
+	uint8_t cpuid_step;		    /* 0x18A */
+	uint8_t reserved_18b[21];	    /* 0x18B */
+	uint8_t chip_id[64];		    /* 0x1A0 */
+	uint64_t committed_tcb;		    /* 0x1E0 */
+	uint8_t current_build;		    /* 0x1E8 */
+	uint8_t current_minor;		    /* 0x1E9 */
+	uint8_t current_major;		    /* 0x1EA */
+	uint8_t reserved_1eb;		    /* 0x1EB */
+	uint8_t committed_build;	    /* 0x1EC */
+	uint8_t committed_minor;	    /* 0x1ED */
+	uint8_t committed_major;	    /* 0x1EE */
+	uint8_t reserved_1ef;		    /* 0x1EF */
+	uint64_t launch_tcb;		    /* 0x1F0 */
+	uint64_t launch_mit_vector;	    /* 0x1F8 (v5, reserved earlier) */
+	uint64_t current_mit_vector;	    /* 0x200 (v5, reserved earlier) */
+	uint8_t reserved_208[0x98];	    /* 0x208 */
 	uint8_t sig_r[SNP_REPORT_SIG_COMP]; /* 0x2A0 */
 	uint8_t sig_s[SNP_REPORT_SIG_COMP]; /* 0x2E8 */
-	uint8_t reserved_330[0x170];    /* 0x330 */
+	uint8_t reserved_330[0x170];	    /* 0x330 */
 } __packed;
 
-#define SNP_REPORT_OFF(f, o) \
-	_Static_assert(offsetof(struct snp_report_raw, f) == (o), \
+#define SNP_REPORT_OFF(f, o)                                                                       \
+	_Static_assert(offsetof(struct snp_report_raw, f) == (o),                                  \
 		       "SNP ABI 56860 ATTESTATION_REPORT: " #f)
 SNP_REPORT_OFF(guest_svn, 0x004);
 SNP_REPORT_OFF(policy, 0x008);
@@ -152,8 +152,8 @@ struct snp_tcb {
 
 struct snp_policy {
 	uint8_t abi_minor, abi_major;
-	bool smt, migrate_ma, debug, single_socket, cxl_allow, mem_aes_256_xts,
-	     rapl_dis, ciphertext_hiding, page_swap_disable;
+	bool smt, migrate_ma, debug, single_socket, cxl_allow, mem_aes_256_xts, rapl_dis,
+	    ciphertext_hiding, page_swap_disable;
 };
 
 struct snp_signer_info {
@@ -164,7 +164,7 @@ struct snp_signer_info {
 /* A decoded report: a private copy of the bytes plus the decoded words. */
 struct snp_report {
 	struct snp_report_raw raw;
-	enum snp_product product;   /* from CPUID_FAM_ID/MOD_ID, v3+; else UNKNOWN */
+	enum snp_product product; /* from CPUID_FAM_ID/MOD_ID, v3+; else UNKNOWN */
 	struct snp_policy policy;
 	struct snp_signer_info signer;
 };

@@ -22,10 +22,10 @@
 #include <attest/report.h>
 #include <mbedtls/x509_crt.h>
 
-#define SNP_FP_LEN 32 /* SHA-256 of a certificate's DER */
+#define SNP_FP_LEN	     32 /* SHA-256 of a certificate's DER */
 #define SNP_MAX_TRUSTED_ARKS 8
-#define SNP_DETAIL_LEN 256
-#define SNP_MAX_CHECKS 16
+#define SNP_DETAIL_LEN	     256
+#define SNP_MAX_CHECKS	     16
 
 /* AMD extension values found in a VCEK/VLEK (interfaces §7 OID table). */
 struct snp_amd_ext {
@@ -74,8 +74,8 @@ struct snp_check {
 struct snp_verify_result {
 	struct snp_check checks[SNP_MAX_CHECKS];
 	size_t n;
-	bool verified;              /* no check failed */
-	enum snp_product product;   /* the product line the TCB was decoded for */
+	bool verified;		  /* no check failed */
+	enum snp_product product; /* the product line the TCB was decoded for */
 };
 
 /* Pinned AMD ARK fingerprints (fixtures README; KDS cert_chain). */
@@ -96,21 +96,20 @@ void snp_cert_cn(const mbedtls_x509_crt *crt, char *buf, size_t n);
 bool snp_cert_is_vlek(const mbedtls_x509_crt *leaf);
 
 /* Strict parse of the AMD extensions; false on malformed or duplicate. */
-bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out,
-		       char *detail, size_t n);
+bool snp_amd_ext_parse(const mbedtls_x509_crt *crt, struct snp_amd_ext *out, char *detail,
+		       size_t n);
 /* Strict DER INTEGER 0..255 (minimal, non-negative), whole buffer. */
 bool snp_der_spl(const uint8_t *p, size_t len, uint8_t *out);
 
-bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf,
-			  char *detail, size_t n);
+bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf, char *detail,
+			  size_t n);
 bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
-		      const struct snp_verify_opts *o, enum snp_product *product,
-		      char *detail, size_t n);
+		      const struct snp_verify_opts *o, enum snp_product *product, char *detail,
+		      size_t n);
 bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
 		    enum snp_product product, char *detail, size_t n);
 /* Returns SNP_CHECK_SKIP for VLEK or MASK_CHIP_KEY reports. */
-enum snp_check_state snp_verify_chip_id(const struct snp_report *r,
-					const mbedtls_x509_crt *leaf,
+enum snp_check_state snp_verify_chip_id(const struct snp_report *r, const mbedtls_x509_crt *leaf,
 					enum snp_product product, char *detail, size_t n);
 
 /*

@@ -25,15 +25,15 @@ void accept_all(const struct memmap *mm);
 struct guest_launch {
 	const struct memmap *mm;
 	unsigned vmpl;
-	gpa_t caa;                 /* boot calling area */
-	gpa_t secrets_gpa;         /* where the secrets page copy was placed */
-	const uint8_t *fw;         /* the OVMF image (csvsm's copy) */
+	gpa_t caa;	   /* boot calling area */
+	gpa_t secrets_gpa; /* where the secrets page copy was placed */
+	const uint8_t *fw; /* the OVMF image (csvsm's copy) */
 	uint64_t fw_size;
-	gpa_t fw_gpa;              /* where the guest sees it: 4 GiB - size */
-	const uint8_t *probe;      /* the guest's kernel (sim: the probe), or NULL */
+	gpa_t fw_gpa;	      /* where the guest sees it: 4 GiB - size */
+	const uint8_t *probe; /* the guest's kernel (sim: the probe), or NULL */
 	uint32_t probe_size;
-	const struct ovmf_info *fw_info; /* the firmware's parsed metadata */
-	const uint8_t *vmpck0;     /* csvsm's VMPCK0 (the secrets page's) */
+	const struct ovmf_info *fw_info;   /* the firmware's parsed metadata */
+	const uint8_t *vmpck0;		   /* csvsm's VMPCK0 (the secrets page's) */
 	gpa_t req_gpa, resp_gpa, data_gpa; /* pages shared with the hypervisor for guest requests */
 	uint32_t data_npages;
 };

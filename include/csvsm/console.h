@@ -15,7 +15,8 @@ int con_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int con_vprintf(const char *fmt, va_list ap);
 /* Fixed-buffer formatting shared by the image and host (src/fmt.c). */
 int fmt_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap);
-int fmt_snprintf(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int fmt_snprintf(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 __noreturn void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -5,11 +5,11 @@
 #include "csvsm/types.h"
 #include "csvsm/percpu.h"
 
-#define MSR_FS_BASE 0xC0000100u
-#define MSR_GS_BASE 0xC0000101u
-#define MSR_EFER    0xC0000080u
+#define MSR_FS_BASE   0xC0000100u
+#define MSR_GS_BASE   0xC0000101u
+#define MSR_EFER      0xC0000080u
 #define MSR_APIC_BASE 0x1Bu
-#define EFER_SVME   (1ULL << 12)
+#define EFER_SVME     (1ULL << 12)
 
 /* Per-vCPU set-up run by each vCPU on itself: GS = percpu, FS = TCB, IDT. */
 void cpu_init_self(struct percpu *cpu);

@@ -23,7 +23,8 @@ struct platform_ops {
 	int (*setup)(const struct memmap *mm, const char *cmdline, size_t cmdline_len);
 	/* PVALIDATE semantics: returns 0/FAIL_INPUT/FAIL_SIZEMISMATCH, *unchanged = CF. */
 	int (*pvalidate)(vaddr_t va, unsigned size, bool validate, bool *unchanged);
-	/* RMPADJUST semantics from VMPL0: returns 0/FAIL_INPUT/FAIL_PERMISSION/FAIL_SIZEMISMATCH. */
+	/* RMPADJUST semantics from VMPL0: returns 0/FAIL_INPUT/FAIL_PERMISSION/FAIL_SIZEMISMATCH.
+	 */
 	int (*rmpadjust)(vaddr_t va, unsigned size, uint64_t attrs);
 	/* One GHCB MSR protocol round trip: write request, VMGEXIT, return the response. */
 	uint64_t (*ghcb_msr_call)(uint64_t request);

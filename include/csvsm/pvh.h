@@ -17,7 +17,7 @@ struct hvm_start_info {
 	uint64_t modlist_paddr;
 	uint64_t cmdline_paddr;
 	uint64_t rsdp_paddr;
-	uint64_t memmap_paddr;   /* version >= 1 */
+	uint64_t memmap_paddr;	 /* version >= 1 */
 	uint32_t memmap_entries; /* version >= 1 */
 	uint32_t reserved;
 };

@@ -17,8 +17,8 @@ struct svsm_regs {
 /* One guest vCPU as the SVSM protocol sees it. */
 struct guest_vcpu {
 	unsigned id;
-	unsigned vmpl;  /* the guest VMPL it runs at */
-	gpa_t caa;      /* its calling area (REMAP_CA moves it) */
+	unsigned vmpl;	/* the guest VMPL it runs at */
+	gpa_t caa;	/* its calling area (REMAP_CA moves it) */
 	uint64_t calls; /* served requests */
 };
 

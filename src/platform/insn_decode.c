@@ -38,8 +38,9 @@ int insn_decode_mov_store(const uint8_t *insn, size_t len, unsigned cs_bits, str
 	if ((op == 0xC6 || op == 0xC7) && reg != 0)
 		return -1;
 
-	unsigned abits = cs_bits == 64 ? (addrsize ? 32 : 64) : cs_bits == 32 ? (addrsize ? 16 : 32)
-									       : (addrsize ? 32 : 16);
+	unsigned abits = cs_bits == 64	 ? (addrsize ? 32 : 64)
+			 : cs_bits == 32 ? (addrsize ? 16 : 32)
+					 : (addrsize ? 32 : 16);
 	unsigned disp = 0;
 	if (abits == 16) {
 		if (mod == 1)

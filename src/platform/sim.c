@@ -22,11 +22,11 @@ int sim_psp_setup(const struct guest_launch *gl);
 #include "mm/rmp.h"
 
 #define TRAMPOLINE_BASE 0x8000
-#define LAPIC_ICR_LO    0x300
-#define LAPIC_ICR_HI    0x310
-#define ICR_INIT        0x00004500u /* INIT, level assert, edge */
-#define ICR_SIPI        0x00004600u /* start-up */
-#define ICR_BUSY        (1u << 12)
+#define LAPIC_ICR_LO	0x300
+#define LAPIC_ICR_HI	0x310
+#define ICR_INIT	0x00004500u /* INIT, level assert, edge */
+#define ICR_SIPI	0x00004600u /* start-up */
+#define ICR_BUSY	(1u << 12)
 #define DEBUG_EXIT_PORT 0xF4
 
 extern const uint8_t tramp_start[], tramp_end[], tramp_cr3[], tramp_stack[], tramp_arg[];
@@ -82,16 +82,24 @@ static __noreturn void sim_launch_guest(const struct guest_launch *gl)
 	/* The firmware is part of the launch: its pages are the guest's, at its VMPL. */
 	struct sim_io_config io = {.probe = gl->probe, .probe_size = gl->probe_size, .mm = gl->mm};
 	sim_io_init(&io);
-	struct sim_guest_config gc = {.mm = gl->mm, .vmpl = gl->vmpl, .caa = gl->caa,
+	struct sim_guest_config gc = {.mm = gl->mm,
+				      .vmpl = gl->vmpl,
+				      .caa = gl->caa,
 				      .flash_gpa = gl->fw_gpa,
 				      .flash_hpa = (gpa_t)(uintptr_t)gl->fw,
 				      .flash_size = gl->fw_size};
 	sim_guest_start(&gc);
 }
 
-static uint64_t sim_ghcb_msr_call(uint64_t request) { return sim_hv_msr_protocol(request); }
+static uint64_t sim_ghcb_msr_call(uint64_t request)
+{
+	return sim_hv_msr_protocol(request);
+}
 
-static void sim_ghcb_call(struct percpu *cpu, struct ghcb *ghcb) { sim_hv_ghcb_exit(cpu, ghcb); }
+static void sim_ghcb_call(struct percpu *cpu, struct ghcb *ghcb)
+{
+	sim_hv_ghcb_exit(cpu, ghcb);
+}
 
 static volatile uint32_t *lapic(unsigned reg)
 {
@@ -141,8 +149,8 @@ void sim_trampoline_scrub(void)
 static __noreturn void sim_terminate(bool success, unsigned reason_set, unsigned reason_code)
 {
 	if (!success)
-		con_printf("csvsm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
-			   reason_code);
+		con_printf("csvsm: terminating with failure (reason set %u code 0x%x)\n",
+			   reason_set, reason_code);
 	/* QEMU exits with (value << 1) | 1: 0 -> 1 (success), 1 -> 3 (failure). */
 	outl(DEBUG_EXIT_PORT, success ? 0 : 1);
 	for (;;) {
@@ -152,15 +160,15 @@ static __noreturn void sim_terminate(bool success, unsigned reason_set, unsigned
 }
 
 const struct platform_ops platform_sim = {
-	.name = "sim",
-	.rmp_model = true,
-	.setup = sim_setup,
-	.pvalidate = sim_pvalidate,
-	.rmpadjust = sim_rmpadjust,
-	.ghcb_msr_call = sim_ghcb_msr_call,
-	.ghcb_call = sim_ghcb_call,
-	.start_ap = sim_start_ap,
-	.psp_setup = sim_psp_setup,
-	.launch_guest = sim_launch_guest,
-	.terminate = sim_terminate,
+    .name = "sim",
+    .rmp_model = true,
+    .setup = sim_setup,
+    .pvalidate = sim_pvalidate,
+    .rmpadjust = sim_rmpadjust,
+    .ghcb_msr_call = sim_ghcb_msr_call,
+    .ghcb_call = sim_ghcb_call,
+    .start_ap = sim_start_ap,
+    .psp_setup = sim_psp_setup,
+    .launch_guest = sim_launch_guest,
+    .terminate = sim_terminate,
 };

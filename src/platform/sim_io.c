@@ -18,27 +18,27 @@ volatile int sim_guest_power_event;
 static struct sim_io_config cfg;
 
 /* ---- fw_cfg, QEMU docs/specs/fw_cfg.txt ---- */
-#define FW_SIG         0x0000
-#define FW_ID          0x0001
-#define FW_NB_CPUS     0x0005
-#define FW_MAX_CPUS    0x000F
-#define FW_KERNEL_ADDR 0x0007
-#define FW_KERNEL_SIZE 0x0008
+#define FW_SIG		  0x0000
+#define FW_ID		  0x0001
+#define FW_NB_CPUS	  0x0005
+#define FW_MAX_CPUS	  0x000F
+#define FW_KERNEL_ADDR	  0x0007
+#define FW_KERNEL_SIZE	  0x0008
 #define FW_KERNEL_CMDLINE 0x0009
-#define FW_INITRD_ADDR 0x000A
-#define FW_INITRD_SIZE 0x000B
-#define FW_KERNEL_ENTRY 0x0010
-#define FW_KERNEL_DATA 0x0011
-#define FW_INITRD_DATA 0x0012
-#define FW_CMDLINE_ADDR 0x0013
-#define FW_CMDLINE_SIZE 0x0014
-#define FW_CMDLINE_DATA 0x0015
-#define FW_SETUP_ADDR  0x0016
-#define FW_SETUP_SIZE  0x0017
-#define FW_SETUP_DATA  0x0018
-#define FW_FILE_DIR    0x0019
-#define FW_MAX_FILES   128
-#define FW_HIDDEN_PREFIX "opt/csvsm/"
+#define FW_INITRD_ADDR	  0x000A
+#define FW_INITRD_SIZE	  0x000B
+#define FW_KERNEL_ENTRY	  0x0010
+#define FW_KERNEL_DATA	  0x0011
+#define FW_INITRD_DATA	  0x0012
+#define FW_CMDLINE_ADDR	  0x0013
+#define FW_CMDLINE_SIZE	  0x0014
+#define FW_CMDLINE_DATA	  0x0015
+#define FW_SETUP_ADDR	  0x0016
+#define FW_SETUP_SIZE	  0x0017
+#define FW_SETUP_DATA	  0x0018
+#define FW_FILE_DIR	  0x0019
+#define FW_MAX_FILES	  128
+#define FW_HIDDEN_PREFIX  "opt/csvsm/"
 
 struct fw_item {
 	uint16_t key;
@@ -52,7 +52,8 @@ static uint8_t fw_e820[(MEMMAP_MAX_ENTRIES + 2) * 20];
 static uint32_t fw_e820_len;
 static uint16_t hidden_keys[16];
 static unsigned nhidden;
-static uint32_t u32_zero, u32_one, u32_id = 1 /* traditional interface only, no DMA */, probe_size_le;
+static uint32_t u32_zero, u32_one, u32_id = 1 /* traditional interface only, no DMA */,
+				   probe_size_le;
 static uint16_t u16_one = 1;
 static struct fw_item synth[24];
 static unsigned nsynth;
@@ -63,9 +64,13 @@ static const struct fw_item *fw_cur; /* NULL: pass through to the real device */
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
-	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+	p[3] = (uint8_t)v;
 }
-static uint32_t get_be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
 
 static void synth_add(uint16_t key, const void *data, uint32_t len)
 {
@@ -80,7 +85,8 @@ static void fw_build_e820(void)
 	if (n < 0)
 		n = 0;
 	for (int i = 0; i < n; i++) {
-		uint8_t *p = fw_e820 + 20 * i; /* QEMU struct e820_entry: u64 addr, u64 len, u32 type */
+		uint8_t *p =
+		    fw_e820 + 20 * i; /* QEMU struct e820_entry: u64 addr, u64 len, u32 type */
 		memcpy(p, &e[i].addr, 8);
 		memcpy(p + 8, &e[i].size, 8);
 		memcpy(p + 16, &e[i].type, 4);
@@ -122,7 +128,7 @@ void sim_io_init(const struct sim_io_config *c)
 	fw_build_e820();
 	probe_size_le = cfg.probe_size;
 	synth_add(FW_ID, &u32_id, 4);
-	synth_add(FW_NB_CPUS, &u16_one, 2);  /* one-vCPU view: guest APs only via CREATE_VCPU */
+	synth_add(FW_NB_CPUS, &u16_one, 2); /* one-vCPU view: guest APs only via CREATE_VCPU */
 	synth_add(FW_MAX_CPUS, &u16_one, 2);
 	synth_add(FW_KERNEL_ADDR, &u32_zero, 4);
 	synth_add(FW_KERNEL_SIZE, &probe_size_le, 4);
@@ -269,9 +275,9 @@ static bool passthrough(uint16_t port)
 	       (port >= 0xA0 && port <= 0xA1) ||   /* PIC slave */
 	       (port >= 0x4D0 && port <= 0x4D1) || /* ELCR */
 	       (port >= 0x40 && port <= 0x43) ||   /* PIT */
-	       port == 0x61 ||                     /* NMI status / PIT gate */
+	       port == 0x61 ||			   /* NMI status / PIT gate */
 	       (port >= 0x70 && port <= 0x71) ||   /* RTC / CMOS */
-	       port == 0x60 ||                     /* i8042 data */
+	       port == 0x60 ||			   /* i8042 data */
 	       (port >= 0x600 && port <= 0x67F);   /* ICH9 ACPI PM block (PMBASE 0x600) */
 }
 
@@ -311,8 +317,8 @@ bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val)
 			if (pci_filter_write(reg, size, &v))
 				port_out(port, size, v);
 			else
-				con_printf("csvsm: guest PCI config write 0x%x to %x:%x refused\n", v,
-					   (pci_addr >> 8) & 0xFFFF, reg);
+				con_printf("csvsm: guest PCI config write 0x%x to %x:%x refused\n",
+					   v, (pci_addr >> 8) & 0xFFFF, reg);
 		}
 	} else if (port == 0xCF9) {
 		if (!in && (v & 0x04)) {
@@ -336,7 +342,8 @@ bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val)
 	} else {
 		if (unknown_logged < 8 && port != 0x80) {
 			unknown_logged++;
-			con_printf("csvsm: guest port 0x%x denied (%s, %u bytes)\n", port, in ? "in" : "out", size);
+			con_printf("csvsm: guest port 0x%x denied (%s, %u bytes)\n", port,
+				   in ? "in" : "out", size);
 		}
 		v = 0xFFFFFFFFu;
 	}

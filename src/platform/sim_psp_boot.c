@@ -16,7 +16,7 @@
 #include "csvsm/string.h"
 #include "mm/pool.h"
 
-#define KEYS_MAX           (64U << 10)
+#define KEYS_MAX	   (64U << 10)
 #define SIM_GUEST_FEATURES 0x1 /* sev-snp-measure's default SEV_FEATURES */
 
 extern const uint8_t __image_start[], __text_end[], __data_start[], __data_end[], __bss_end[];
@@ -40,7 +40,8 @@ int sim_psp_setup(const struct guest_launch *gl)
 	if (!keys_blob)
 		keys_blob = pool_alloc(KEYS_MAX, PAGE_SIZE);
 	if (!fw_cfg_load_file("opt/csvsm/psp-keys", keys_blob, KEYS_MAX, &keys_len)) {
-		boot_phase("attest", "no simulated PSP keys (fw_cfg opt/csvsm/psp-keys): attestation off");
+		boot_phase("attest",
+			   "no simulated PSP keys (fw_cfg opt/csvsm/psp-keys): attestation off");
 		return -1;
 	}
 	if (sim_psp_keys_parse(keys_blob, keys_len, &keys) != 0) {
@@ -49,7 +50,8 @@ int sim_psp_setup(const struct guest_launch *gl)
 	}
 	/* csvsm's two PT_LOAD segments as loaded: text is never written; .data
 	 * was copied by boot.S before its first write; .bss was zero. */
-	segs[0] = (struct ld_segment){.paddr = (uint64_t)(uintptr_t)__image_start, .data = __image_start,
+	segs[0] = (struct ld_segment){.paddr = (uint64_t)(uintptr_t)__image_start,
+				      .data = __image_start,
 				      .filesz = (uint64_t)(__text_end - __image_start),
 				      .memsz = (uint64_t)(__text_end - __image_start)};
 	segs[1] = (struct ld_segment){.paddr = (uint64_t)(uintptr_t)__data_start,
@@ -59,8 +61,13 @@ int sim_psp_setup(const struct guest_launch *gl)
 	nsegs = 2;
 	int rc;
 	cpuid(1, &r);
-	struct ld_sim_launch l = {.segs = segs, .n_segs = nsegs, .ovmf = gl->fw, .ovmf_len = gl->fw_size,
-				  .info = gl->fw_info, .vcpus = cpu_count, .vcpu_sig = r.eax,
+	struct ld_sim_launch l = {.segs = segs,
+				  .n_segs = nsegs,
+				  .ovmf = gl->fw,
+				  .ovmf_len = gl->fw_size,
+				  .info = gl->fw_info,
+				  .vcpus = cpu_count,
+				  .vcpu_sig = r.eax,
 				  .guest_features = SIM_GUEST_FEATURES};
 	uint64_t t0 = timer_us();
 	rc = launch_digest_csvsm_sim(&ld_hash_mbedtls, &l, measurement);
@@ -68,7 +75,8 @@ int sim_psp_setup(const struct guest_launch *gl)
 		con_printf("csvsm: sim PSP: launch digest: %s\n", launch_digest_strerror(rc));
 		return -1;
 	}
-	if (sim_psp_init(gl->vmpck0, &keys, measurement, SIM_PSP_DEFAULT_POLICY, psp_rng, NULL) != 0) {
+	if (sim_psp_init(gl->vmpck0, &keys, measurement, SIM_PSP_DEFAULT_POLICY, psp_rng, NULL) !=
+	    0) {
 		con_printf("csvsm: sim PSP: bad keys\n");
 		return -1;
 	}
@@ -77,8 +85,11 @@ int sim_psp_setup(const struct guest_launch *gl)
 	char hex[2 * LD_SHA384_LEN + 1];
 	for (unsigned i = 0; i < LD_SHA384_LEN; i++)
 		fmt_snprintf(hex + 2 * i, 3, "%02x", measurement[i]);
-	con_printf("csvsm: sim-psp: measurement=%s vcpus=%u vcpu_sig=0x%x\n", hex, cpu_count, r.eax);
-	boot_phase("attest", "simulated PSP ready: launch digest over %zu ELF segments, OVMF, %u VMSAs (%llu ms)",
-		   nsegs, cpu_count, (unsigned long long)((timer_us() - t0) / 1000));
+	con_printf("csvsm: sim-psp: measurement=%s vcpus=%u vcpu_sig=0x%x\n", hex, cpu_count,
+		   r.eax);
+	boot_phase(
+	    "attest",
+	    "simulated PSP ready: launch digest over %zu ELF segments, OVMF, %u VMSAs (%llu ms)",
+	    nsegs, cpu_count, (unsigned long long)((timer_us() - t0) / 1000));
 	return 0;
 }

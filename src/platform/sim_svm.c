@@ -25,21 +25,21 @@
 #include "snp/svsm.h"
 #include "snp/vmsa.h"
 
-#define NPT_P  0x1ULL
-#define NPT_RW 0x2ULL
-#define NPT_US 0x4ULL
-#define NPT_PS 0x80ULL
-#define NPT_NX (1ULL << 63)
-#define NPT_ADDR 0x000FFFFFFFFFF000ULL
+#define NPT_P	  0x1ULL
+#define NPT_RW	  0x2ULL
+#define NPT_US	  0x4ULL
+#define NPT_PS	  0x80ULL
+#define NPT_NX	  (1ULL << 63)
+#define NPT_ADDR  0x000FFFFFFFFFF000ULL
 #define NPT_TABLE (NPT_P | NPT_RW | NPT_US)
 
-#define MSR_EFER_NR 0xC0000080u
-#define LAPIC_GPA   0xFEE00000ULL
-#define LAPIC_ICR_LO 0x300
-#define LAPIC_ICR_HI 0x310
+#define MSR_EFER_NR	 0xC0000080u
+#define LAPIC_GPA	 0xFEE00000ULL
+#define LAPIC_ICR_LO	 0x300
+#define LAPIC_ICR_HI	 0x310
 #define APIC_BASE_X2APIC (1ULL << 10)
-#define EFER_LMA (1ULL << 10)
-#define ASID_GUEST 1
+#define EFER_LMA	 (1ULL << 10)
+#define ASID_GUEST	 1
 
 static const struct memmap *npt_mm;
 static uint64_t *npt_pml4;
@@ -62,7 +62,10 @@ static void exits_lock(void)
 	while (__atomic_exchange_n(&exit_lock, 1, __ATOMIC_ACQUIRE))
 		cpu_relax();
 }
-static void exits_unlock(void) { __atomic_store_n(&exit_lock, 0, __ATOMIC_RELEASE); }
+static void exits_unlock(void)
+{
+	__atomic_store_n(&exit_lock, 0, __ATOMIC_RELEASE);
+}
 
 static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
 
@@ -133,7 +136,8 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
 {
 	if (!npt_pml4)
 		return;
-	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top; b += PAGE_SIZE_2M)
+	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top;
+	     b += PAGE_SIZE_2M)
 		npt_map_2m(b);
 	bsp.vmcb->ctl.tlb_control = 1; /* flush this ASID on the next VMRUN */
 }
@@ -218,8 +222,9 @@ bool sim_guest_read_linear(const struct vmcb *vmcb, uint64_t la, void *dst, size
 			return false;
 		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
 		uint64_t pte = npt_pte(ALIGN_DOWN(pa, PAGE_SIZE));
-		if (!(pte & NPT_P) || (!memmap_is_guest_ram(npt_mm, pa, chunk) &&
-				       !(flash_size && pa >= flash_gpa && pa - flash_gpa < flash_size)))
+		if (!(pte & NPT_P) ||
+		    (!memmap_is_guest_ram(npt_mm, pa, chunk) &&
+		     !(flash_size && pa >= flash_gpa && pa - flash_gpa < flash_size)))
 			return false;
 		memcpy(d, (const void *)(uintptr_t)((pte & NPT_ADDR) | (pa & 0xFFF)), chunk);
 		d += chunk, la += chunk, n -= chunk;
@@ -385,7 +390,8 @@ static void handle_msr(struct svm_vcpu *v)
 		else if (msr == MSR_EFER_NR)
 			vm->save.efer = val | EFER_SVME;
 		else if (msr == MSR_APIC_BASE)
-			wrmsr(MSR_APIC_BASE, (val & ~APIC_BASE_X2APIC & ~0xFFFFF000ULL) | LAPIC_GPA);
+			wrmsr(MSR_APIC_BASE,
+			      (val & ~APIC_BASE_X2APIC & ~0xFFFFF000ULL) | LAPIC_GPA);
 		else if (msr >= 0xC0010000u && msr < 0xC0012000u)
 			; /* AMD system MSRs (SYSCFG, VM_CR, HSAVE...): ignored */
 		else {
@@ -463,8 +469,10 @@ static void vmgexit_msr(struct svm_vcpu *v)
 			      ((uint64_t)GHCB_PROTOCOL_MIN << 32) | (51ULL << 24);
 		break;
 	case GHCB_MSR_HV_FT_REQ:
-		v->ghcb_msr = GHCB_MSR_HV_FT_RESP | ((GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION |
-						      GHCB_HV_FT_SNP_MULTI_VMPL) << 12);
+		v->ghcb_msr =
+		    GHCB_MSR_HV_FT_RESP |
+		    ((GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL)
+		     << 12);
 		break;
 	case GHCB_MSR_REG_GPA_REQ: {
 		gpa_t gpa = req & ~GHCB_MSR_INFO_MASK;
@@ -472,7 +480,8 @@ static void vmgexit_msr(struct svm_vcpu *v)
 			v->ghcb_gpa = gpa;
 			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | gpa;
 		} else {
-			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | ~GHCB_MSR_INFO_MASK; /* mismatch = failure */
+			v->ghcb_msr =
+			    GHCB_MSR_REG_GPA_RESP | ~GHCB_MSR_INFO_MASK; /* mismatch = failure */
 		}
 		break;
 	}
@@ -486,7 +495,8 @@ static void vmgexit_msr(struct svm_vcpu *v)
 		break;
 	case GHCB_MSR_TERM_REQ:
 		con_printf("csvsm: guest requested termination (reason set %llu code %llu)\n",
-			   (unsigned long long)((req >> 12) & 0xF), (unsigned long long)((req >> 16) & 0xFF));
+			   (unsigned long long)((req >> 12) & 0xF),
+			   (unsigned long long)((req >> 16) & 0xFF));
 		platform->terminate(false, 0, 0);
 	default:
 		v->ghcb_msr = 0;
@@ -517,15 +527,24 @@ static uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
 {
 	const uint64_t *g = &v->gprs.rbx;
 	switch (reg) {
-	case 0: return v->vmcb->save.rax;
-	case 1: return v->gprs.rcx;
-	case 2: return v->gprs.rdx;
-	case 3: return v->gprs.rbx;
-	case 4: return v->vmcb->save.rsp;
-	case 5: return v->gprs.rbp;
-	case 6: return v->gprs.rsi;
-	case 7: return v->gprs.rdi;
-	default: return g[6 + (reg - 8)]; /* r8..r15 follow rbp in struct guest_gprs */
+	case 0:
+		return v->vmcb->save.rax;
+	case 1:
+		return v->gprs.rcx;
+	case 2:
+		return v->gprs.rdx;
+	case 3:
+		return v->gprs.rbx;
+	case 4:
+		return v->vmcb->save.rsp;
+	case 5:
+		return v->gprs.rbp;
+	case 6:
+		return v->gprs.rsi;
+	case 7:
+		return v->gprs.rdi;
+	default:
+		return g[6 + (reg - 8)]; /* r8..r15 follow rbp in struct guest_gprs */
 	}
 }
 
@@ -567,10 +586,13 @@ static void handle_npf(struct svm_vcpu *v)
 		return;
 	v->npf_exits++;
 	if (v->npf_exits <= 16)
-		con_printf("csvsm: guest %s at gpa 0x%llx (rip 0x%llx) blocked: #GP(0) injected%s\n",
-			   (err & 0x10) ? "execute" : (err & 2) ? "write" : "read",
-			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip,
-			   gpa >= boot.csvsm_start && gpa < boot.csvsm_end ? " (csvsm memory)" : "");
+		con_printf(
+		    "csvsm: guest %s at gpa 0x%llx (rip 0x%llx) blocked: #GP(0) injected%s\n",
+		    (err & 0x10) ? "execute"
+		    : (err & 2)	 ? "write"
+				 : "read",
+		    (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip,
+		    gpa >= boot.csvsm_start && gpa < boot.csvsm_end ? " (csvsm memory)" : "");
 	inject_exception(v, 13, true, 0);
 }
 
@@ -579,9 +601,10 @@ static void dump_exit(struct svm_vcpu *v, const char *why)
 	struct vmcb *vm = v->vmcb;
 	con_printf("csvsm: guest %s: exit 0x%llx info1 0x%llx info2 0x%llx rip 0x%llx cs 0x%x "
 		   "cr0 0x%llx efer 0x%llx\n",
-		   why, (unsigned long long)vm->ctl.exit_code, (unsigned long long)vm->ctl.exit_info_1,
-		   (unsigned long long)vm->ctl.exit_info_2, (unsigned long long)vm->save.rip,
-		   vm->save.cs.sel, (unsigned long long)vm->save.cr0, (unsigned long long)vm->save.efer);
+		   why, (unsigned long long)vm->ctl.exit_code,
+		   (unsigned long long)vm->ctl.exit_info_1, (unsigned long long)vm->ctl.exit_info_2,
+		   (unsigned long long)vm->save.rip, vm->save.cs.sel,
+		   (unsigned long long)vm->save.cr0, (unsigned long long)vm->save.efer);
 }
 
 unsigned sim_park_check(void);
@@ -644,16 +667,18 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			platform->terminate(false, 0, 0x22);
 		}
 		if (sim_guest_power_event) {
-			con_printf("csvsm: guest %s after %llu exits (%llu I/O, %llu MSR, %llu VMGEXIT, "
-				   "%llu SVSM calls, %llu #NPF); %llu INITs to csvsm's vCPUs absorbed\n",
-				   sim_guest_power_event == 1 ? "powered off" : "requested a reset",
-				   (unsigned long long)v->exits, (unsigned long long)v->io_exits,
-				   (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
-				   (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
-				   (unsigned long long)sim_park_init_count());
+			con_printf(
+			    "csvsm: guest %s after %llu exits (%llu I/O, %llu MSR, %llu VMGEXIT, "
+			    "%llu SVSM calls, %llu #NPF); %llu INITs to csvsm's vCPUs absorbed\n",
+			    sim_guest_power_event == 1 ? "powered off" : "requested a reset",
+			    (unsigned long long)v->exits, (unsigned long long)v->io_exits,
+			    (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
+			    (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
+			    (unsigned long long)sim_park_init_count());
 			unsigned ok = sim_park_check();
 			con_printf("csvsm: vcpu-check: aps=%u responsive=%u\n", cpu_count - 1, ok);
-			platform->terminate(sim_guest_power_event == 1 && ok == cpu_count - 1, 0, 0x23);
+			platform->terminate(sim_guest_power_event == 1 && ok == cpu_count - 1, 0,
+					    0x23);
 		}
 		exits_unlock();
 	}
@@ -690,8 +715,8 @@ __noreturn void sim_guest_start(const struct sim_guest_config *gc)
 	bsp.vmcb_pa = (uint64_t)(uintptr_t)bsp.vmcb;
 	bsp.host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	bsp.xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	*(uint16_t *)bsp.xsave = 0x37F;               /* FCW at reset */
-	*(uint32_t *)(bsp.xsave + 24) = 0x1F80;       /* MXCSR at reset */
+	*(uint16_t *)bsp.xsave = 0x37F;		/* FCW at reset */
+	*(uint32_t *)(bsp.xsave + 24) = 0x1F80; /* MXCSR at reset */
 	bsp.gv = (struct guest_vcpu){.id = 0, .vmpl = gc->vmpl, .caa = gc->caa};
 	vmcb_init(bsp.vmcb);
 	cpuid(1, &r);
@@ -723,10 +748,12 @@ static void park_build(void)
 	 * intercepted NMI pending (like INIT), so NMIs are delivered to this
 	 * guest instead, whose handler reports them with VMMCALL. */
 	for (unsigned i = 0; i < 256; i++)
-		code[4 * i] = 0x00, code[4 * i + 1] = 0x05, code[4 * i + 2] = 0, code[4 * i + 3] = 0;
-	code[PARK_RIP] = 0xF4, code[PARK_RIP + 1] = 0xEB, code[PARK_RIP + 2] = 0xFD; /* hlt; jmp .-1 */
+		code[4 * i] = 0x00, code[4 * i + 1] = 0x05, code[4 * i + 2] = 0,
+			 code[4 * i + 3] = 0;
+	code[PARK_RIP] = 0xF4, code[PARK_RIP + 1] = 0xEB,
+	code[PARK_RIP + 2] = 0xFD;				    /* hlt; jmp .-1 */
 	code[0x500] = 0x0F, code[0x501] = 0x01, code[0x502] = 0xD9; /* vmmcall */
-	code[0x503] = 0xCF;                                          /* iret */
+	code[0x503] = 0xCF;					    /* iret */
 	park_npt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	park_npt[0] = (uint64_t)(uintptr_t)pdpt | NPT_TABLE;
 	pdpt[0] = (uint64_t)(uintptr_t)pd | NPT_TABLE;
@@ -755,10 +782,10 @@ static struct ap_job ap_jobs[MAX_CPUS];
 static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 {
 	struct vmcb_save *s = &v->vmcb->save;
-	struct vmcb_seg *segs[] = {&s->es, &s->cs, &s->ss, &s->ds, &s->fs, &s->gs,
-				   &s->gdtr, &s->ldtr, &s->idtr, &s->tr};
-	const struct vmsa_seg *msegs[] = {&m->es, &m->cs, &m->ss, &m->ds, &m->fs, &m->gs,
-					  &m->gdtr, &m->ldtr, &m->idtr, &m->tr};
+	struct vmcb_seg *segs[] = {&s->es, &s->cs,   &s->ss,   &s->ds,	 &s->fs,
+				   &s->gs, &s->gdtr, &s->ldtr, &s->idtr, &s->tr};
+	const struct vmsa_seg *msegs[] = {&m->es, &m->cs,   &m->ss,   &m->ds,	&m->fs,
+					  &m->gs, &m->gdtr, &m->ldtr, &m->idtr, &m->tr};
 	for (unsigned i = 0; i < ARRAY_SIZE(segs); i++)
 		seg(segs[i], msegs[i]->selector, msegs[i]->base, msegs[i]->limit, msegs[i]->attrib);
 	s->cpl = m->cpl;
@@ -769,10 +796,20 @@ static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 	s->star = m->star, s->lstar = m->lstar, s->cstar = m->cstar, s->sfmask = m->sfmask;
 	s->kernel_gs_base = m->kernel_gs_base, s->cr2 = m->cr2;
 	s->g_pat = m->g_pat ? m->g_pat : 0x0007040600070406ULL;
-	v->gprs = (struct guest_gprs){.rbx = m->rbx, .rcx = m->rcx, .rdx = m->rdx, .rsi = m->rsi,
-				      .rdi = m->rdi, .rbp = m->rbp, .r8 = m->r8, .r9 = m->r9,
-				      .r10 = m->r10, .r11 = m->r11, .r12 = m->r12, .r13 = m->r13,
-				      .r14 = m->r14, .r15 = m->r15};
+	v->gprs = (struct guest_gprs){.rbx = m->rbx,
+				      .rcx = m->rcx,
+				      .rdx = m->rdx,
+				      .rsi = m->rsi,
+				      .rdi = m->rdi,
+				      .rbp = m->rbp,
+				      .r8 = m->r8,
+				      .r9 = m->r9,
+				      .r10 = m->r10,
+				      .r11 = m->r11,
+				      .r12 = m->r12,
+				      .r13 = m->r13,
+				      .r14 = m->r14,
+				      .r15 = m->r15};
 }
 
 static void ap_run_job(struct percpu *cpu)
@@ -826,7 +863,8 @@ static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64
 		return (uint64_t)-1;
 	if (event == SVM_VMGEXIT_AP_DESTROY) {
 		for (unsigned i = 1; i < cpu_count; i++)
-			if (ap_jobs[i].busy && ap_jobs[i].v && ap_jobs[i].v->gv.caa == slot->caa && slot->running) {
+			if (ap_jobs[i].busy && ap_jobs[i].v && ap_jobs[i].v->gv.caa == slot->caa &&
+			    slot->running) {
 				__atomic_store_n(&ap_jobs[i].stop, 1, __ATOMIC_RELEASE);
 				/* The vCPU leaves its loop once halted; it needs the exit lock. */
 				exits_unlock();
@@ -838,7 +876,8 @@ static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64
 				if (!ap_jobs[i].busy)
 					return 0;
 				__atomic_store_n(&ap_jobs[i].stop, 0, __ATOMIC_RELEASE);
-				return (uint64_t)-1; /* still running: not halted with interrupts off */
+				return (
+				    uint64_t)-1; /* still running: not halted with interrupts off */
 			}
 		return (uint64_t)-1;
 	}
@@ -913,7 +952,10 @@ static __noreturn void park_self(struct percpu *cpu)
 	}
 }
 
-uint64_t sim_park_init_count(void) { return park_inits; }
+uint64_t sim_park_init_count(void)
+{
+	return park_inits;
+}
 
 /* Proof that csvsm still owns its secondary vCPUs: each answers an NMI from
  * inside the parking guest (a vCPU the guest had reset would not). */
@@ -928,7 +970,7 @@ unsigned sim_park_check(void)
 		uint32_t before = __atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE);
 		volatile uint32_t *icr = (volatile uint32_t *)(uintptr_t)LAPIC_GPA;
 		icr[LAPIC_ICR_HI / 4] = percpus[i].apic_id << 24;
-		icr[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14);           /* NMI, assert */
+		icr[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14); /* NMI, assert */
 		uint64_t t0 = timer_us();
 		while (__atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE) == before &&
 		       timer_us() - t0 < 500000)

@@ -13,12 +13,12 @@ struct memmap;
 
 struct svm_vcpu {
 	struct guest_gprs gprs; /* 0: swapped by svm_entry.S */
-	uint64_t vmcb_pa;       /* 112 */
-	uint64_t host_save_pa;  /* 120 */
-	uint8_t *xsave;         /* 128: guest x87/SSE/AVX state, switched by svm_entry.S */
+	uint64_t vmcb_pa;	/* 112 */
+	uint64_t host_save_pa;	/* 120 */
+	uint8_t *xsave;		/* 128: guest x87/SSE/AVX state, switched by svm_entry.S */
 	struct vmcb *vmcb;
-	uint64_t ghcb_msr;      /* the guest's view of MSR 0xC0010130 */
-	gpa_t ghcb_gpa;         /* registered through the MSR protocol, 0 = none */
+	uint64_t ghcb_msr; /* the guest's view of MSR 0xC0010130 */
+	gpa_t ghcb_gpa;	   /* registered through the MSR protocol, 0 = none */
 	struct guest_vcpu gv;
 	uint64_t exits, io_exits, msr_exits, npf_exits, vmgexits, svsm_calls;
 };
@@ -31,7 +31,7 @@ void svm_vmrun(struct svm_vcpu *v);
 
 /* Guest device view (sim_io.c). */
 struct sim_io_config {
-	const uint8_t *probe;  /* the guest's kernel (the probe), or NULL */
+	const uint8_t *probe; /* the guest's kernel (the probe), or NULL */
 	uint32_t probe_size;
 	const struct memmap *mm;
 };

@@ -4,9 +4,15 @@
 #include "csvsm/console.h"
 #include "csvsm/percpu.h"
 
-void con_write(const char *s, size_t n) { fwrite(s, 1, n, stdout); }
+void con_write(const char *s, size_t n)
+{
+	fwrite(s, 1, n, stdout);
+}
 
-int con_vprintf(const char *fmt, va_list ap) { return vprintf(fmt, ap); }
+int con_vprintf(const char *fmt, va_list ap)
+{
+	return vprintf(fmt, ap);
+}
 
 int con_printf(const char *fmt, ...)
 {
@@ -32,4 +38,7 @@ __noreturn void panic(const char *fmt, ...)
 struct percpu percpus[MAX_CPUS];
 unsigned cpu_count = 1;
 struct percpu *host_current_cpu = &percpus[0];
-struct percpu *this_cpu(void) { return host_current_cpu; }
+struct percpu *this_cpu(void)
+{
+	return host_current_cpu;
+}

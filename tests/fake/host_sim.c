@@ -8,6 +8,15 @@ int host_sim_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged
 {
 	return rmp_pvalidate(va, size, validate, unchanged);
 }
-int host_sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs) { return rmp_adjust(va, size, attrs); }
-uint64_t host_sim_msr_call(uint64_t req) { return sim_hv_msr_protocol(req); }
-void host_sim_ghcb_call(struct percpu *cpu, struct ghcb *g) { sim_hv_ghcb_exit(cpu, g); }
+int host_sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
+{
+	return rmp_adjust(va, size, attrs);
+}
+uint64_t host_sim_msr_call(uint64_t req)
+{
+	return sim_hv_msr_protocol(req);
+}
+void host_sim_ghcb_call(struct percpu *cpu, struct ghcb *g)
+{
+	sim_hv_ghcb_exit(cpu, g);
+}

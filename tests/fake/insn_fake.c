@@ -29,7 +29,10 @@ static __noreturn void fake_missing(const char *what)
 	abort();
 }
 
-void fake_msr_reset(void) { nmsrs = 0; }
+void fake_msr_reset(void)
+{
+	nmsrs = 0;
+}
 
 void cpuid_count(uint32_t leaf, uint32_t subleaf, struct cpuid_regs *r)
 {
@@ -61,7 +64,10 @@ void wrmsr(uint32_t msr, uint64_t val)
 	msrs[nmsrs++].val = val;
 }
 
-uint64_t rdtsc(void) { return fake_tsc += 1000; }
+uint64_t rdtsc(void)
+{
+	return fake_tsc += 1000;
+}
 
 bool rdrand64(uint64_t *v)
 {
@@ -70,7 +76,10 @@ bool rdrand64(uint64_t *v)
 	*v = ((uint64_t)rand() << 33) ^ ((uint64_t)rand() << 11) ^ (uint64_t)rand();
 	return true;
 }
-bool rdseed64(uint64_t *v) { return rdrand64(v); }
+bool rdseed64(uint64_t *v)
+{
+	return rdrand64(v);
+}
 
 static void port_out(uint16_t port, const void *v, size_t n)
 {
@@ -80,12 +89,33 @@ static void port_out(uint16_t port, const void *v, size_t n)
 		fake_port_out_len += n;
 	}
 }
-void outb(uint16_t port, uint8_t v) { port_out(port, &v, 1); }
-void outw(uint16_t port, uint16_t v) { port_out(port, &v, 2); }
-void outl(uint16_t port, uint32_t v) { port_out(port, &v, 4); }
-uint8_t inb(uint16_t port) { fake_port_last = port; return (uint8_t)fake_in_value; }
-uint16_t inw(uint16_t port) { fake_port_last = port; return (uint16_t)fake_in_value; }
-uint32_t inl(uint16_t port) { fake_port_last = port; return fake_in_value; }
+void outb(uint16_t port, uint8_t v)
+{
+	port_out(port, &v, 1);
+}
+void outw(uint16_t port, uint16_t v)
+{
+	port_out(port, &v, 2);
+}
+void outl(uint16_t port, uint32_t v)
+{
+	port_out(port, &v, 4);
+}
+uint8_t inb(uint16_t port)
+{
+	fake_port_last = port;
+	return (uint8_t)fake_in_value;
+}
+uint16_t inw(uint16_t port)
+{
+	fake_port_last = port;
+	return (uint16_t)fake_in_value;
+}
+uint32_t inl(uint16_t port)
+{
+	fake_port_last = port;
+	return fake_in_value;
+}
 
 int pvalidate_insn(vaddr_t va, unsigned size, bool validate, bool *unchanged)
 {
@@ -106,12 +136,33 @@ void vmgexit(void)
 	fake_vmgexit();
 }
 void cpu_relax(void) {}
-void cpu_halt(void) { fake_missing("HLT"); }
+void cpu_halt(void)
+{
+	fake_missing("HLT");
+}
 void irq_disable(void) {}
 static uint64_t cr3;
-uint64_t read_cr2(void) { return 0; }
-uint64_t read_cr3(void) { return cr3; }
-void write_cr3(uint64_t v) { cr3 = v; }
-void invlpg(vaddr_t va) { (void)va; }
-void *read_gs0(void) { return NULL; }
-void lidt(const void *desc) { (void)desc; }
+uint64_t read_cr2(void)
+{
+	return 0;
+}
+uint64_t read_cr3(void)
+{
+	return cr3;
+}
+void write_cr3(uint64_t v)
+{
+	cr3 = v;
+}
+void invlpg(vaddr_t va)
+{
+	(void)va;
+}
+void *read_gs0(void)
+{
+	return NULL;
+}
+void lidt(const void *desc)
+{
+	(void)desc;
+}

@@ -43,11 +43,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		d[i] = e[i].data;
 		l[i] = e[i].length;
 	}
-	size_t n = certtable_build(out, sizeof(out), (const uint8_t (*)[CERTTABLE_GUID_LEN])guids, d, l, count);
+	size_t n = certtable_build(out, sizeof(out), (const uint8_t(*)[CERTTABLE_GUID_LEN])guids, d,
+				   l, count);
 	if (n) {
 		struct certtable_entry e2[CERTTABLE_MAX_ENTRIES];
 		size_t c2;
-		if (certtable_parse(out, n, e2, CERTTABLE_MAX_ENTRIES, &c2) != CERTTABLE_OK || c2 != count)
+		if (certtable_parse(out, n, e2, CERTTABLE_MAX_ENTRIES, &c2) != CERTTABLE_OK ||
+		    c2 != count)
 			__builtin_trap();
 	}
 	return 0;

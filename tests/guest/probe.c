@@ -60,25 +60,38 @@ static void tap_skip(const CHAR16 *why, const CHAR16 *fmt, ...)
 static const CHAR16 *rc_name(u64 rc)
 {
 	switch (rc) {
-	case SVSM_SUCCESS: return L"SUCCESS";
-	case SVSM_ERR_INCOMPLETE: return L"INCOMPLETE";
-	case SVSM_ERR_UNSUPPORTED_PROTOCOL: return L"UNSUPPORTED_PROTOCOL";
-	case SVSM_ERR_UNSUPPORTED_CALL: return L"UNSUPPORTED_CALL";
-	case SVSM_ERR_INVALID_ADDRESS: return L"INVALID_ADDRESS";
-	case SVSM_ERR_INVALID_FORMAT: return L"INVALID_FORMAT";
-	case SVSM_ERR_INVALID_PARAMETER: return L"INVALID_PARAMETER";
-	case SVSM_ERR_INVALID_REQUEST: return L"INVALID_REQUEST";
-	case SVSM_ERR_BUSY: return L"BUSY";
-	case SVSM_PVALIDATE_FAIL_SIZEMISMATCH: return L"PVALIDATE_FAIL_SIZEMISMATCH";
-	case SVSM_PVALIDATE_FAIL_NO_CHANGE: return L"PVALIDATE_FAIL_NO_CHANGE";
-	case RC_TRANSPORT_FAIL: return L"(no answer)";
+	case SVSM_SUCCESS:
+		return L"SUCCESS";
+	case SVSM_ERR_INCOMPLETE:
+		return L"INCOMPLETE";
+	case SVSM_ERR_UNSUPPORTED_PROTOCOL:
+		return L"UNSUPPORTED_PROTOCOL";
+	case SVSM_ERR_UNSUPPORTED_CALL:
+		return L"UNSUPPORTED_CALL";
+	case SVSM_ERR_INVALID_ADDRESS:
+		return L"INVALID_ADDRESS";
+	case SVSM_ERR_INVALID_FORMAT:
+		return L"INVALID_FORMAT";
+	case SVSM_ERR_INVALID_PARAMETER:
+		return L"INVALID_PARAMETER";
+	case SVSM_ERR_INVALID_REQUEST:
+		return L"INVALID_REQUEST";
+	case SVSM_ERR_BUSY:
+		return L"BUSY";
+	case SVSM_PVALIDATE_FAIL_SIZEMISMATCH:
+		return L"PVALIDATE_FAIL_SIZEMISMATCH";
+	case SVSM_PVALIDATE_FAIL_NO_CHANGE:
+		return L"PVALIDATE_FAIL_NO_CHANGE";
+	case RC_TRANSPORT_FAIL:
+		return L"(no answer)";
 	}
 	return L"(other)";
 }
 
 static void shutdown(void)
 {
-	uefi_call_wrapper(g_st->RuntimeServices->ResetSystem, 4, EfiResetShutdown, EFI_SUCCESS, 0, NULL);
+	uefi_call_wrapper(g_st->RuntimeServices->ResetSystem, 4, EfiResetShutdown, EFI_SUCCESS, 0,
+			  NULL);
 	for (;;)
 		__asm__ volatile("hlt");
 }
@@ -86,23 +99,30 @@ static void shutdown(void)
 /* ------------------------------------------------------------------------ */
 /* #GP / #PF recovery (EFI_CPU_ARCH_PROTOCOL.RegisterInterruptHandler)       */
 
-#define EFI_CPU_ARCH_PROTOCOL_GUID { 0x26baccb1, 0x6f42, 0x11d4, { 0xbc, 0xe7, 0x00, 0x80, 0xc7, 0x3c, 0x88, 0x81 } }
+#define EFI_CPU_ARCH_PROTOCOL_GUID                                                                 \
+	{                                                                                          \
+		0x26baccb1, 0x6f42, 0x11d4,                                                        \
+		{                                                                                  \
+			0xbc, 0xe7, 0x00, 0x80, 0xc7, 0x3c, 0x88, 0x81                             \
+		}                                                                                  \
+	}
 
-typedef void(__attribute__((ms_abi)) *cpu_interrupt_handler)(EFI_EXCEPTION_TYPE, EFI_SYSTEM_CONTEXT);
+typedef void(__attribute__((ms_abi)) * cpu_interrupt_handler)(EFI_EXCEPTION_TYPE,
+							      EFI_SYSTEM_CONTEXT);
 /* PI spec vol. 2 EFI_CPU_ARCH_PROTOCOL; only RegisterInterruptHandler is used. */
 struct efi_cpu_arch_protocol {
 	void *flush_data_cache, *enable_interrupt, *disable_interrupt, *get_interrupt_state, *init;
-	EFI_STATUS(__attribute__((ms_abi)) *register_interrupt_handler)(struct efi_cpu_arch_protocol *,
-									 EFI_EXCEPTION_TYPE, cpu_interrupt_handler);
+	EFI_STATUS(__attribute__((ms_abi)) * register_interrupt_handler)
+	(struct efi_cpu_arch_protocol *, EFI_EXCEPTION_TYPE, cpu_interrupt_handler);
 };
 
 static struct efi_cpu_arch_protocol *g_cpu;
 
 static volatile struct {
 	int armed;
-	u64 expect_rip;  /* where the blocked access must fault */
+	u64 expect_rip; /* where the blocked access must fault */
 	u64 resume_rip;
-	int pop_return;  /* exec check: pop the call's return address */
+	int pop_return; /* exec check: pop the call's return address */
 	INTN vector;
 	u64 error_code, rip, cr2;
 } g_fault;
@@ -120,8 +140,8 @@ static void __attribute__((ms_abi)) fault_handler(EFI_EXCEPTION_TYPE type, EFI_S
 	g_fault.rip = x->Rip;
 	g_fault.cr2 = x->Cr2;
 	if (!g_fault.armed || x->Rip != g_fault.expect_rip) {
-		Print(L"# unexpected exception %d error code 0x%lx at RIP 0x%lx (CR2 0x%lx)\n", type,
-		      x->ExceptionData, x->Rip, x->Cr2);
+		Print(L"# unexpected exception %d error code 0x%lx at RIP 0x%lx (CR2 0x%lx)\n",
+		      type, x->ExceptionData, x->Rip, x->Cr2);
 		Print(L"Bail out! unexpected exception\n");
 		Print(L"%d passed, %d failed\n", g_pass, g_fail + 1);
 		shutdown();
@@ -196,18 +216,21 @@ static u64 alloc_pages(UINTN n)
 {
 	EFI_PHYSICAL_ADDRESS a = 0xFFFFFFFFULL;
 
-	if (EFI_ERROR(uefi_call_wrapper(g_st->BootServices->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData,
-					n, &a)))
+	if (EFI_ERROR(uefi_call_wrapper(g_st->BootServices->AllocatePages, 4, AllocateMaxAddress,
+					EfiLoaderData, n, &a)))
 		return 0;
 	ZeroMem((void *)(UINTN)a, n * PAGE_SIZE);
 	return a;
 }
 
-static u8 *ca_ptr(void) { return (u8 *)(UINTN)g_caa; }
+static u8 *ca_ptr(void)
+{
+	return (u8 *)(UINTN)g_caa;
+}
 
 static struct probe_regs regs(u32 proto, u32 call, u64 rcx, u64 rdx, u64 r8)
 {
-	struct probe_regs r = { SVSM_CALL(proto, call), rcx, rdx, r8, 0 };
+	struct probe_regs r = {SVSM_CALL(proto, call), rcx, rdx, r8, 0};
 	return r;
 }
 
@@ -223,11 +246,12 @@ static u64 call(struct probe_regs *r)
 	enum call_status s = probe_call(g_form, r);
 
 	if (s != CALL_OK) {
-		Print(L"# call RAX=0x%lx via %s form failed: %s (GHCB MSR after: 0x%lx",
-		      rax_in, g_form == FORM_GHCB ? L"GHCB" : L"MSR", probe_call_status_str(s),
+		Print(L"# call RAX=0x%lx via %s form failed: %s (GHCB MSR after: 0x%lx", rax_in,
+		      g_form == FORM_GHCB ? L"GHCB" : L"MSR", probe_call_status_str(s),
 		      g_last_ghcb_msr);
 		if (g_form == FORM_GHCB)
-			Print(L", sw_exit_info_1 0x%lx, sw_exit_info_2 0x%lx", g_last_exit_info1, g_last_exit_info2);
+			Print(L", sw_exit_info_1 0x%lx, sw_exit_info_2 0x%lx", g_last_exit_info1,
+			      g_last_exit_info2);
 		Print(L")\n");
 		return RC_TRANSPORT_FAIL;
 	}
@@ -244,7 +268,10 @@ static u64 call3(u32 proto, u32 id, u64 rcx, u64 rdx, u64 r8, struct probe_regs 
 	return rc;
 }
 
-static BOOLEAN rc_either(u64 rc, u64 a, u64 b) { return rc == a || rc == b; }
+static BOOLEAN rc_either(u64 rc, u64 a, u64 b)
+{
+	return rc == a || rc == b;
+}
 
 static void hex32(const CHAR16 *label, const u8 *d)
 {
@@ -296,16 +323,16 @@ static BOOLEAN secrets_sane(CHAR16 *why, UINTN n)
 
 static void check_sha256(void)
 {
-	static const u8 abc[32] = { 0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
-				    0xde, 0x5d, 0xae, 0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17,
-				    0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad };
-	static const u8 two[32] = { 0x24, 0x8d, 0x6a, 0x61, 0xd2, 0x06, 0x38, 0xb8, 0xe5, 0xc0, 0x26,
-				    0x93, 0x0c, 0x3e, 0x60, 0x39, 0xa3, 0x3c, 0xe4, 0x59, 0x64, 0xff,
-				    0x21, 0x67, 0xf6, 0xec, 0xed, 0xd4, 0x19, 0xdb, 0x06, 0xc1 };
+	static const u8 abc[32] = {0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40,
+				   0xde, 0x5d, 0xae, 0x22, 0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17,
+				   0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad};
+	static const u8 two[32] = {0x24, 0x8d, 0x6a, 0x61, 0xd2, 0x06, 0x38, 0xb8, 0xe5, 0xc0, 0x26,
+				   0x93, 0x0c, 0x3e, 0x60, 0x39, 0xa3, 0x3c, 0xe4, 0x59, 0x64, 0xff,
+				   0x21, 0x67, 0xf6, 0xec, 0xed, 0xd4, 0x19, 0xdb, 0x06, 0xc1};
 	/* SHA-256 of one million 'a' (FIPS 180-2 appendix B.3). */
-	static const u8 mil[32] = { 0xcd, 0xc7, 0x6e, 0x5c, 0x99, 0x14, 0xfb, 0x92, 0x81, 0xa1, 0xc7,
-				    0xe2, 0x84, 0xd7, 0x3e, 0x67, 0xf1, 0x80, 0x9a, 0x48, 0xa4, 0x97,
-				    0x20, 0x0e, 0x04, 0x6d, 0x39, 0xcc, 0xc7, 0x11, 0x2c, 0xd0 };
+	static const u8 mil[32] = {0xcd, 0xc7, 0x6e, 0x5c, 0x99, 0x14, 0xfb, 0x92, 0x81, 0xa1, 0xc7,
+				   0xe2, 0x84, 0xd7, 0x3e, 0x67, 0xf1, 0x80, 0x9a, 0x48, 0xa4, 0x97,
+				   0x20, 0x0e, 0x04, 0x6d, 0x39, 0xcc, 0xc7, 0x11, 0x2c, 0xd0};
 	const char *m2 = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
 	u8 out[32], a[1000];
 	struct sha256_ctx c;
@@ -345,7 +372,8 @@ static void check_fault_selftest(void)
 	probe_try_write64(nc, sentinel);
 	fault_disarm();
 	tap(rv == 13 && re == 0 && v == sentinel && g_fault.vector == 13 && g_fault.error_code == 0,
-	    L"probe self-test: non-canonical read/write -> %s(0x%lx)/%s(0x%lx), resumed, sentinel %a",
+	    L"probe self-test: non-canonical read/write -> %s(0x%lx)/%s(0x%lx), resumed, sentinel "
+	    L"%a",
 	    rv == 13 ? L"#GP" : L"?", re, g_fault.vector == 13 ? L"#GP" : L"?", g_fault.error_code,
 	    v == sentinel ? "kept" : "lost");
 }
@@ -359,25 +387,28 @@ static void check_mechanics(u64 ghcb_page)
 	g_form = FORM_MSR;
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
 	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
-	    L"MSR form (0x016/0x017): QUERY_PROTOCOL(core, v1) -> %s RCX 0x%lx (want SUCCESS, 0x100000001)",
+	    L"MSR form (0x016/0x017): QUERY_PROTOCOL(core, v1) -> %s RCX 0x%lx (want SUCCESS, "
+	    L"0x100000001)",
 	    rc_name(rc), r.rcx);
 
 	rc = probe_ghcb_register(ghcb_page, &resp);
-	tap(rc == 0, L"GHCB MSR protocol 0x012: register GHCB page 0x%lx -> 0x%lx (want 0x%lx)", ghcb_page, resp,
-	    ghcb_page | GHCB_MSR_REG_GPA_RESP);
+	tap(rc == 0, L"GHCB MSR protocol 0x012: register GHCB page 0x%lx -> 0x%lx (want 0x%lx)",
+	    ghcb_page, resp, ghcb_page | GHCB_MSR_REG_GPA_RESP);
 
 	g_form = FORM_GHCB;
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
 	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
-	    L"GHCB form (SNP_RUN_VMPL 0x80000018): QUERY_PROTOCOL(core, v1) -> %s RCX 0x%lx", rc_name(rc), r.rcx);
+	    L"GHCB form (SNP_RUN_VMPL 0x80000018): QUERY_PROTOCOL(core, v1) -> %s RCX 0x%lx",
+	    rc_name(rc), r.rcx);
 	g_form = FORM_MSR;
 
 	/* Reference §1.1 "SVSM entry check": no call without call_pending. */
 	r = regs(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0x1234, 0x5678);
 	s = probe_call_not_pending(FORM_MSR, &r);
 	tap(s == CALL_OK && r.rax == SVSM_CALL(PROTO_CORE, CORE_QUERY_PROTOCOL) &&
-		    r.rcx == (((u64)PROTO_CORE << 32) | 1) && r.rdx == 0x1234 && r.r8 == 0x5678,
-	    L"VMPL0 request with call_pending = 0 is not a call: VMPL switch %s, RAX 0x%lx RCX 0x%lx unchanged",
+		r.rcx == (((u64)PROTO_CORE << 32) | 1) && r.rdx == 0x1234 && r.r8 == 0x5678,
+	    L"VMPL0 request with call_pending = 0 is not a call: VMPL switch %s, RAX 0x%lx RCX "
+	    L"0x%lx unchanged",
 	    probe_call_status_str(s), r.rax, r.rcx);
 }
 
@@ -387,29 +418,32 @@ static void check_core(void)
 	u64 rc;
 
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, (99ULL << 32) | 1, 0, 0, &r);
-	tap(rc == SVSM_SUCCESS && r.rcx == 0, L"QUERY_PROTOCOL(99, v1) -> %s RCX 0x%lx (want SUCCESS, 0)",
-	    rc_name(rc), r.rcx);
+	tap(rc == SVSM_SUCCESS && r.rcx == 0,
+	    L"QUERY_PROTOCOL(99, v1) -> %s RCX 0x%lx (want SUCCESS, 0)", rc_name(rc), r.rcx);
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 2, 0, 0, &r);
-	tap(rc == SVSM_SUCCESS && r.rcx == 0, L"QUERY_PROTOCOL(core, v2) -> %s RCX 0x%lx (want SUCCESS, 0)",
-	    rc_name(rc), r.rcx);
+	tap(rc == SVSM_SUCCESS && r.rcx == 0,
+	    L"QUERY_PROTOCOL(core, v2) -> %s RCX 0x%lx (want SUCCESS, 0)", rc_name(rc), r.rcx);
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_ATTEST << 32) | 1, 0, 0, &r);
 	Print(L"# QUERY_PROTOCOL(attestation, v1) -> %s RCX 0x%lx\n", rc_name(rc), r.rcx);
 
 	rc = call3(7, 0, 0, 0, 0, NULL);
-	tap(rc == SVSM_ERR_UNSUPPORTED_PROTOCOL, L"unknown protocol 7 -> %s 0x%lx (want UNSUPPORTED_PROTOCOL)",
-	    rc_name(rc), rc);
+	tap(rc == SVSM_ERR_UNSUPPORTED_PROTOCOL,
+	    L"unknown protocol 7 -> %s 0x%lx (want UNSUPPORTED_PROTOCOL)", rc_name(rc), rc);
 	rc = call3(PROTO_CORE, 99, 0, 0, 0, NULL);
-	tap(rc == SVSM_ERR_UNSUPPORTED_CALL, L"core call 99 -> %s 0x%lx (want UNSUPPORTED_CALL)", rc_name(rc), rc);
+	tap(rc == SVSM_ERR_UNSUPPORTED_CALL, L"core call 99 -> %s 0x%lx (want UNSUPPORTED_CALL)",
+	    rc_name(rc), rc);
 	rc = call3(PROTO_CORE, CORE_CONFIGURE_VTOM, 1, 0, 0, &r);
-	tap(rc == SVSM_SUCCESS && r.rcx == 0, L"CONFIGURE_VTOM query -> %s RCX 0x%lx (want SUCCESS, 0)",
-	    rc_name(rc), r.rcx);
+	tap(rc == SVSM_SUCCESS && r.rcx == 0,
+	    L"CONFIGURE_VTOM query -> %s RCX 0x%lx (want SUCCESS, 0)", rc_name(rc), r.rcx);
 
 	/* Reference §10.1: layouts unconfirmed; an unaligned address must not succeed. */
 	rc = call3(PROTO_CORE, CORE_DEPOSIT_MEM, 0x1001, 0, 0, NULL);
-	tap(rc == SVSM_ERR_UNSUPPORTED_CALL || rc == SVSM_ERR_INVALID_PARAMETER || rc == SVSM_ERR_INVALID_ADDRESS,
+	tap(rc == SVSM_ERR_UNSUPPORTED_CALL || rc == SVSM_ERR_INVALID_PARAMETER ||
+		rc == SVSM_ERR_INVALID_ADDRESS,
 	    L"DEPOSIT_MEM(unaligned list) -> %s (UNSUPPORTED_CALL or INVALID_*)", rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_WITHDRAW_MEM, 0x1001, 0, 0, NULL);
-	tap(rc == SVSM_ERR_UNSUPPORTED_CALL || rc == SVSM_ERR_INVALID_PARAMETER || rc == SVSM_ERR_INVALID_ADDRESS,
+	tap(rc == SVSM_ERR_UNSUPPORTED_CALL || rc == SVSM_ERR_INVALID_PARAMETER ||
+		rc == SVSM_ERR_INVALID_ADDRESS,
 	    L"WITHDRAW_MEM(unaligned list) -> %s (UNSUPPORTED_CALL or INVALID_*)", rc_name(rc));
 }
 
@@ -445,51 +479,57 @@ static void check_pvalidate(u64 pool, u64 big)
 		e[i] = pg[i] | PVAL_VALIDATE | PVAL_SIZE_4K;
 	rc = pvalidate(list, 4, 0, e, 4, &next);
 	tap(rc == SVSM_SUCCESS && next == 4,
-	    L"PVALIDATE 4 x 4K validate of pre-accepted probe pages (list at CA+8) -> %s, next %d (want SUCCESS, 4)",
+	    L"PVALIDATE 4 x 4K validate of pre-accepted probe pages (list at CA+8) -> %s, next %d "
+	    L"(want SUCCESS, 4)",
 	    rc_name(rc), next);
 
-	/* Rescind, then validate again: the page must come back zeroed (§1.5 "Validate ... zero the page"). */
+	/* Rescind, then validate again: the page must come back zeroed (§1.5 "Validate ... zero the
+	 * page"). */
 	SetMem((void *)(UINTN)pg[4], PAGE_SIZE, 0x5A);
 	e[0] = pg[4] | PVAL_SIZE_4K;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
-	tap(rc == SVSM_SUCCESS && next == 1, L"PVALIDATE rescind 4K page 0x%lx -> %s, next %d", pg[4], rc_name(rc),
-	    next);
+	tap(rc == SVSM_SUCCESS && next == 1, L"PVALIDATE rescind 4K page 0x%lx -> %s, next %d",
+	    pg[4], rc_name(rc), next);
 	e[0] = pg[4] | PVAL_VALIDATE | PVAL_SIZE_4K;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	vec = probe_safe_read64(pg[4] + 0x800, &v);
 	tap(rc == SVSM_SUCCESS && next == 1 && vec == 0 && v == 0,
-	    L"PVALIDATE re-validate after rescind -> %s; page readable (%a) and zeroed (qword 0x%lx)", rc_name(rc),
-	    vec ? "no" : "yes", v);
+	    L"PVALIDATE re-validate after rescind -> %s; page readable (%a) and zeroed (qword "
+	    L"0x%lx)",
+	    rc_name(rc), vec ? "no" : "yes", v);
 
 	e[0] = big | PVAL_VALIDATE | PVAL_SIZE_2M;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	tap(rc == SVSM_SUCCESS || rc == SVSM_PVALIDATE_FAIL_SIZEMISMATCH,
-	    L"PVALIDATE 2M validate at 2M-aligned 0x%lx -> %s (SUCCESS; SIZEMISMATCH allowed: Linux then uses 4K)",
+	    L"PVALIDATE 2M validate at 2M-aligned 0x%lx -> %s (SUCCESS; SIZEMISMATCH allowed: "
+	    L"Linux then uses 4K)",
 	    big, rc_name(rc));
 	e[0] = (big + PAGE_SIZE) | PVAL_VALIDATE | PVAL_SIZE_2M;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"PVALIDATE 2M entry not 2M-aligned -> %s (want INVALID_PARAMETER)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"PVALIDATE 2M entry not 2M-aligned -> %s (want INVALID_PARAMETER)", rc_name(rc));
 
 	e[0] = pg[5] | PVAL_VALIDATE;
 	e[1] = pg[6] | PVAL_VALIDATE;
 	rc = pvalidate(list, 2, 2, e, 2, &next);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"PVALIDATE next (2) >= entries (2) -> %s (want INVALID_PARAMETER)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"PVALIDATE next (2) >= entries (2) -> %s (want INVALID_PARAMETER)", rc_name(rc));
 
 	rc = pvalidate(g_caa + PAGE_SIZE - 16, 2, 0, e, 1, &next);
 	tap(rc == SVSM_ERR_INVALID_PARAMETER,
-	    L"PVALIDATE list crossing the CA page end (CA+0xFF0, 2 entries) -> %s (want INVALID_PARAMETER)",
+	    L"PVALIDATE list crossing the CA page end (CA+0xFF0, 2 entries) -> %s (want "
+	    L"INVALID_PARAMETER)",
 	    rc_name(rc));
 
 	rc = pvalidate(list + 4, 1, 0, e, 1, &next);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"PVALIDATE list at unaligned CA+0xC -> %s (want INVALID_PARAMETER)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"PVALIDATE list at unaligned CA+0xC -> %s (want INVALID_PARAMETER)", rc_name(rc));
 
 	e[0] = pg[5] | PVAL_VALIDATE | 0x10;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	tap(rc == SVSM_ERR_INVALID_PARAMETER && next == 0,
-	    L"PVALIDATE entry with reserved bit 4 -> %s, next %d (want INVALID_PARAMETER, 0)", rc_name(rc), next);
+	    L"PVALIDATE entry with reserved bit 4 -> %s, next %d (want INVALID_PARAMETER, 0)",
+	    rc_name(rc), next);
 
 	e[0] = pg[5] | PVAL_VALIDATE | 0x2;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
@@ -499,15 +539,18 @@ static void check_pvalidate(u64 pool, u64 big)
 	e[0] = g_svsm_base | PVAL_VALIDATE;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	tap(rc_either(rc, SVSM_ERR_INVALID_ADDRESS, SVSM_ERR_INVALID_PARAMETER),
-	    L"PVALIDATE validate of a csvsm page (svsm_base 0x%lx) -> %s (INVALID_ADDRESS or INVALID_PARAMETER)",
+	    L"PVALIDATE validate of a csvsm page (svsm_base 0x%lx) -> %s (INVALID_ADDRESS or "
+	    L"INVALID_PARAMETER)",
 	    g_svsm_base, rc_name(rc));
 	e[0] = g_svsm_base;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	tap(rc_either(rc, SVSM_ERR_INVALID_ADDRESS, SVSM_ERR_INVALID_PARAMETER),
-	    L"PVALIDATE rescind of a csvsm page -> %s (INVALID_ADDRESS or INVALID_PARAMETER)", rc_name(rc));
+	    L"PVALIDATE rescind of a csvsm page -> %s (INVALID_ADDRESS or INVALID_PARAMETER)",
+	    rc_name(rc));
 
 	rc = pvalidate(list, PVAL_MAX_IN_CA + 1, 0, e, 1, &next);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"PVALIDATE 511 entries in the CA (max 510) -> %s (want INVALID_PARAMETER)",
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"PVALIDATE 511 entries in the CA (max 510) -> %s (want INVALID_PARAMETER)",
 	    rc_name(rc));
 
 	/* `next` written back on error, and a resumed request starts at `next` (§1.5). */
@@ -518,13 +561,15 @@ static void check_pvalidate(u64 pool, u64 big)
 	/* `next` must name the first entry not done: 2 for an SVSM that acts entry
 	 * by entry (coconut), 0 for one that checks the whole list first (csvsm). */
 	tap(rc != SVSM_SUCCESS && rc != RC_TRANSPORT_FAIL && (next == 2 || next == 0),
-	    L"PVALIDATE [ok, ok, csvsm page] -> %s, next written back as %d (want an error, 2 or 0)",
+	    L"PVALIDATE [ok, ok, csvsm page] -> %s, next written back as %d (want an error, 2 or "
+	    L"0)",
 	    rc_name(rc), next);
 	e[2] = pg[7] | PVAL_VALIDATE;
 	e[0] = g_svsm_base | PVAL_VALIDATE; /* before `next`: must not be looked at */
 	rc = pvalidate(list, 3, 2, e, 3, &next);
-	tap(rc == SVSM_SUCCESS && next == 3, L"PVALIDATE resumed at next = 2 (entry 0 bad, skipped) -> %s, next %d",
-	    rc_name(rc), next);
+	tap(rc == SVSM_SUCCESS && next == 3,
+	    L"PVALIDATE resumed at next = 2 (entry 0 bad, skipped) -> %s, next %d", rc_name(rc),
+	    next);
 }
 
 static void check_vcpu(u64 vmsa, u64 newca)
@@ -533,7 +578,8 @@ static void check_vcpu(u64 vmsa, u64 newca)
 
 	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa + 0x100, newca, 1, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_PARAMETER, SVSM_ERR_INVALID_ADDRESS),
-	    L"CREATE_VCPU unaligned VMSA -> %s (INVALID_PARAMETER or INVALID_ADDRESS)", rc_name(rc));
+	    L"CREATE_VCPU unaligned VMSA -> %s (INVALID_PARAMETER or INVALID_ADDRESS)",
+	    rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa, newca + 0x100, 1, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_PARAMETER, SVSM_ERR_INVALID_ADDRESS),
 	    L"CREATE_VCPU unaligned CA -> %s (INVALID_PARAMETER or INVALID_ADDRESS)", rc_name(rc));
@@ -542,15 +588,17 @@ static void check_vcpu(u64 vmsa, u64 newca)
 	    L"CREATE_VCPU VMSA == CA -> %s (INVALID_PARAMETER or INVALID_ADDRESS)", rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, g_svsm_base, newca, 1, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_PARAMETER, SVSM_ERR_INVALID_ADDRESS),
-	    L"CREATE_VCPU VMSA inside csvsm -> %s (INVALID_PARAMETER or INVALID_ADDRESS)", rc_name(rc));
+	    L"CREATE_VCPU VMSA inside csvsm -> %s (INVALID_PARAMETER or INVALID_ADDRESS)",
+	    rc_name(rc));
 	/* An all-zero VMSA: VMPL 0 != guest VMPL, EFER.SVME clear (§1.5 checks). */
 	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa, newca, 1, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_PARAMETER, SVSM_ERR_INVALID_ADDRESS),
-	    L"CREATE_VCPU all-zero VMSA (VMPL 0, SVME clear) -> %s (INVALID_PARAMETER or INVALID_ADDRESS)",
+	    L"CREATE_VCPU all-zero VMSA (VMPL 0, SVME clear) -> %s (INVALID_PARAMETER or "
+	    L"INVALID_ADDRESS)",
 	    rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"DELETE_VCPU of a page that is no VMSA -> %s (want INVALID_PARAMETER)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"DELETE_VCPU of a page that is no VMSA -> %s (want INVALID_PARAMETER)", rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa + 8, 0, 0, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_PARAMETER, SVSM_ERR_INVALID_ADDRESS),
 	    L"DELETE_VCPU unaligned -> %s (INVALID_PARAMETER or INVALID_ADDRESS)", rc_name(rc));
@@ -586,7 +634,10 @@ static void check_vcpu_run(void)
 	static struct ap_shared shared __attribute__((aligned(64)));
 	u64 vmsa = alloc_pages(1), ca = alloc_pages(1), stack = alloc_pages(4), v, rc;
 	u8 *m = (u8 *)(UINTN)vmsa;
-	struct { u16 limit; u64 base; } __attribute__((packed)) gdt;
+	struct {
+		u16 limit;
+		u64 base;
+	} __attribute__((packed)) gdt;
 	const u32 apic_id = 1;
 
 	if (!vmsa || !ca || !stack) {
@@ -619,27 +670,35 @@ static void check_vcpu_run(void)
 	*(u64 *)(m + 0x338) = (u64)(UINTN)&shared; /* RDI */
 
 	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa, ca, apic_id, NULL);
-	tap(rc == SVSM_SUCCESS, L"CREATE_VCPU of a valid VMSA (VMPL%d, 64-bit) -> %s", g_guest_vmpl, rc_name(rc));
+	tap(rc == SVSM_SUCCESS, L"CREATE_VCPU of a valid VMSA (VMPL%d, 64-bit) -> %s", g_guest_vmpl,
+	    rc_name(rc));
 	if (rc != SVSM_SUCCESS)
 		return;
 	int vec = probe_safe_read64(vmsa, &v);
-	tap(vec == 13, L"the VMSA page is no longer the guest's: read -> %s", vec ? vec_name(vec) : L"no fault");
-	rc = probe_ghcb_exit(0x80000013ULL, 1 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32), vmsa, 0);
+	tap(vec == 13, L"the VMSA page is no longer the guest's: read -> %s",
+	    vec ? vec_name(vec) : L"no fault");
+	rc = probe_ghcb_exit(0x80000013ULL, 1 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32),
+			     vmsa, 0);
 	tap(rc == 0, L"AP creation (GHCB 0x80000013, CREATE) -> sw_exit_info_1 0x%lx", rc);
 	for (int i = 0; i < 200 && !shared.done; i++)
 		uefi_call_wrapper(g_st->BootServices->Stall, 1, 5000);
-	tap(shared.done && shared.rax == SVSM_SUCCESS && shared.rcx == ((1ULL << 32) | 1) && shared.ghcb_msr == 0x17,
-	    L"the new vCPU ran and made an SVSM call through its own CA: RAX 0x%lx RCX 0x%lx (done %d)",
+	tap(shared.done && shared.rax == SVSM_SUCCESS && shared.rcx == ((1ULL << 32) | 1) &&
+		shared.ghcb_msr == 0x17,
+	    L"the new vCPU ran and made an SVSM call through its own CA: RAX 0x%lx RCX 0x%lx (done "
+	    L"%d)",
 	    shared.rax, shared.rcx, shared.done);
 	tap(*(volatile u8 *)(UINTN)ca == 0, L"the new vCPU's call_pending was cleared by csvsm");
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
-	tap(rc == 0x80001003ULL, L"DELETE_VCPU of a running vCPU -> 0x%lx (want FAIL_INUSE 0x80001003)", rc);
-	rc = probe_ghcb_exit(0x80000013ULL, 2 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32), vmsa, 0);
+	tap(rc == 0x80001003ULL,
+	    L"DELETE_VCPU of a running vCPU -> 0x%lx (want FAIL_INUSE 0x80001003)", rc);
+	rc = probe_ghcb_exit(0x80000013ULL, 2 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32),
+			     vmsa, 0);
 	tap(rc == 0, L"AP creation DESTROY -> sw_exit_info_1 0x%lx", rc);
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
 	tap(rc == SVSM_SUCCESS, L"DELETE_VCPU after DESTROY -> %s", rc_name(rc));
 	vec = probe_safe_read64(vmsa, &v);
-	tap(vec == 0, L"the VMSA page is the guest's again: read -> %s", vec ? vec_name(vec) : L"ok");
+	tap(vec == 0, L"the VMSA page is the guest's again: read -> %s",
+	    vec ? vec_name(vec) : L"ok");
 }
 
 static void check_remap(u64 newca, u64 spare_page)
@@ -650,35 +709,42 @@ static void check_remap(u64 newca, u64 spare_page)
 	volatile u8 *old = ca_ptr(), *nw = (volatile u8 *)(UINTN)newca;
 
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, newca + 8, 0, 0, NULL);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"REMAP_CA unaligned -> %s (want INVALID_PARAMETER)", rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"REMAP_CA unaligned -> %s (want INVALID_PARAMETER)",
+	    rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, g_svsm_base, 0, 0, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_ADDRESS, SVSM_ERR_INVALID_PARAMETER),
 	    L"REMAP_CA to svsm_base -> %s (INVALID_ADDRESS or INVALID_PARAMETER)", rc_name(rc));
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, 0x7FFFFFFFF000ULL, 0, 0, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_ADDRESS, SVSM_ERR_INVALID_PARAMETER),
-	    L"REMAP_CA to a gPA outside guest memory (0x7FFFFFFFF000) -> %s (INVALID_ADDRESS or INVALID_PARAMETER)",
+	    L"REMAP_CA to a gPA outside guest memory (0x7FFFFFFFF000) -> %s (INVALID_ADDRESS or "
+	    L"INVALID_PARAMETER)",
 	    rc_name(rc));
 
 	for (int i = 1; i < 8; i++)
 		nw[i] = 0xA5;
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, newca, 0, 0, NULL);
 	tap(rc == SVSM_SUCCESS && old[CA_CALL_PENDING] == 0,
-	    L"REMAP_CA to probe page 0x%lx -> %s (old CA call_pending cleared)", newca, rc_name(rc));
+	    L"REMAP_CA to probe page 0x%lx -> %s (old CA call_pending cleared)", newca,
+	    rc_name(rc));
 	if (rc != SVSM_SUCCESS)
 		return;
-	Print(L"# new CA header after REMAP_CA: %02x %02x %02x %02x %02x %02x %02x %02x (coconut zeroes it)\n", nw[0],
-	      nw[1], nw[2], nw[3], nw[4], nw[5], nw[6], nw[7]);
+	Print(L"# new CA header after REMAP_CA: %02x %02x %02x %02x %02x %02x %02x %02x (coconut "
+	      L"zeroes it)\n",
+	      nw[0], nw[1], nw[2], nw[3], nw[4], nw[5], nw[6], nw[7]);
 	g_caa = newca;
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
 	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
-	    L"call through the new CA (call_pending set there) -> %s RCX 0x%lx", rc_name(rc), r.rcx);
+	    L"call through the new CA (call_pending set there) -> %s RCX 0x%lx", rc_name(rc),
+	    r.rcx);
 	e[0] = spare_page | PVAL_VALIDATE;
 	rc = pvalidate(g_caa + CA_BUFFER, 1, 0, e, 1, &next);
-	tap(rc == SVSM_SUCCESS && next == 1, L"PVALIDATE list at new CA+8 -> %s, next %d", rc_name(rc), next);
+	tap(rc == SVSM_SUCCESS && next == 1, L"PVALIDATE list at new CA+8 -> %s, next %d",
+	    rc_name(rc), next);
 	g_form = FORM_GHCB;
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, g_boot_caa, 0, 0, NULL);
 	g_form = FORM_MSR;
-	tap(rc == SVSM_SUCCESS, L"REMAP_CA back to the boot CA 0x%lx (GHCB form) -> %s", g_boot_caa, rc_name(rc));
+	tap(rc == SVSM_SUCCESS, L"REMAP_CA back to the boot CA 0x%lx (GHCB form) -> %s", g_boot_caa,
+	    rc_name(rc));
 	if (rc == SVSM_SUCCESS)
 		g_caa = g_boot_caa;
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
@@ -687,8 +753,14 @@ static void check_remap(u64 newca, u64 spare_page)
 
 /* --- vTPM (§3) ----------------------------------------------------------- */
 
-static u16 be16(const u8 *p) { return (u16)(p[0] << 8 | p[1]); }
-static u32 be32(const u8 *p) { return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3]; }
+static u16 be16(const u8 *p)
+{
+	return (u16)(p[0] << 8 | p[1]);
+}
+static u32 be32(const u8 *p)
+{
+	return (u32)p[0] << 24 | (u32)p[1] << 16 | (u32)p[2] << 8 | p[3];
+}
 
 /* Request {u32 cmd; u8 locality; u32 size; command} (packed), Table 16. */
 static u64 vtpm_call(u64 page, u32 platcmd, u8 locality, u32 size, const u8 *cmd, u32 cmdlen)
@@ -725,14 +797,14 @@ static const u8 *tpm_cmd(u64 page, const u8 *cmd, u32 len, u32 *rsp_len, u64 *rc
 	return p + 4;
 }
 
-
 static u8 g_flash_sha256[32];
 static u8 g_pcr0_expect[32]; /* extend(0^32, SHA-256(flash)), from check_pcr0 */
 
 static void check_pcr0(u64 page)
 {
-	static const u8 pcr_read[20] = { 0x80, 0x01, 0, 0, 0, 20, 0, 0, 0x01, 0x7E, /* TPM2_PCR_Read */
-					 0, 0, 0, 1, 0x00, 0x0B, 3, 0x01, 0x00, 0x00 }; /* SHA256: PCR0 */
+	static const u8 pcr_read[20] = {
+	    0x80, 0x01, 0, 0, 0,    20,	  0, 0,	   0x01, 0x7E,	/* TPM2_PCR_Read */
+	    0,	  0,	0, 1, 0x00, 0x0B, 3, 0x01, 0x00, 0x00}; /* SHA256: PCR0 */
 	u8 fw[32], buf[64], want[32];
 	const u8 *rsp;
 	u32 rlen, off;
@@ -745,12 +817,14 @@ static void check_pcr0(u64 page)
 	sha256(buf, 64, want);
 	rsp = tpm_cmd(page, pcr_read, sizeof(pcr_read), &rlen, &rc);
 	if (rsp && be32(rsp + 6) == 0 && rlen >= 10 + 4 + 4) {
-		/* pcrUpdateCounter u32, TPML_PCR_SELECTION, TPML_DIGEST{count, TPM2B{u16, bytes}}. */
+		/* pcrUpdateCounter u32, TPML_PCR_SELECTION, TPML_DIGEST{count, TPM2B{u16, bytes}}.
+		 */
 		off = 10 + 4;
 		if (be32(rsp + off) == 1 && off + 4 + 3 <= rlen) {
 			u8 sos = rsp[off + 4 + 2];
 			off += 4 + 3 + sos;
-			if (off + 4 + 2 + 32 <= rlen && be32(rsp + off) == 1 && be16(rsp + off + 4) == 32) {
+			if (off + 4 + 2 + 32 <= rlen && be32(rsp + off) == 1 &&
+			    be16(rsp + off + 4) == 32) {
 				hex32(L"PCR0 sha256 from the vTPM:", rsp + off + 6);
 				ok = CompareMem(rsp + off + 6, want, 32) == 0;
 			}
@@ -759,7 +833,9 @@ static void check_pcr0(u64 page)
 	hex32(L"SHA-256(flash image):     ", fw);
 	hex32(L"expected PCR0 (extend):   ", want);
 	CopyMem(g_pcr0_expect, want, 32);
-	tap(ok, L"vTPM PCR0 (SHA-256) == extend(0^32, SHA-256(flash as the guest sees it)) (%s, TPM rc 0x%x)",
+	tap(ok,
+	    L"vTPM PCR0 (SHA-256) == extend(0^32, SHA-256(flash as the guest sees it)) (%s, TPM rc "
+	    L"0x%x)",
 	    rc_name(rc), rsp ? be32(rsp + 6) : 0xFFFFFFFF);
 }
 
@@ -774,27 +850,30 @@ static void check_pcr0(u64 page)
  */
 static void check_tpm_quote(u64 page)
 {
-	static const u8 startup[12] = { 0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x44, 0, 0 };
+	static const u8 startup[12] = {0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x44, 0, 0};
 	static const u8 create_primary[65] = {
-		0x80, 0x02, 0, 0, 0, 65, 0, 0, 0x01, 0x31, /* TPM2_CreatePrimary */
-		0x40, 0, 0, 0x01,                         /* TPM_RH_OWNER */
-		0, 0, 0, 9, 0x40, 0, 0, 0x09, 0, 0, 0, 0, 0, /* password session, empty auth */
-		0, 4, 0, 0, 0, 0,                         /* TPM2B_SENSITIVE_CREATE: empty */
-		0, 24, 0x00, 0x23, 0x00, 0x0B,            /* TPM2B_PUBLIC: ECC, nameAlg SHA-256 */
-		0x00, 0x05, 0x00, 0x72,                   /* fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|restricted|sign */
-		0, 0,                                     /* authPolicy: empty */
-		0x00, 0x10, 0x00, 0x18, 0x00, 0x0B,       /* symmetric NULL, scheme ECDSA/SHA-256 */
-		0x00, 0x03, 0x00, 0x10, 0, 0, 0, 0,       /* NIST P-256, kdf NULL, unique empty */
-		0, 0,                                     /* outsideInfo */
-		0, 0, 0, 0 };                             /* creationPCR: none */
+	    0x80, 0x02, 0,    0,    0,	  65,	0, 0,	 0x01, 0x31, /* TPM2_CreatePrimary */
+	    0x40, 0,	0,    0x01,				     /* TPM_RH_OWNER */
+	    0,	  0,	0,    9,    0x40, 0,	0, 0x09, 0,    0,
+	    0,	  0,	0,			/* password session, empty auth */
+	    0,	  4,	0,    0,    0,	  0,	/* TPM2B_SENSITIVE_CREATE: empty */
+	    0,	  24,	0x00, 0x23, 0x00, 0x0B, /* TPM2B_PUBLIC: ECC, nameAlg SHA-256 */
+	    0x00, 0x05, 0x00, 0x72, /* fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|restricted|sign
+				     */
+	    0,	  0,		    /* authPolicy: empty */
+	    0x00, 0x10, 0x00, 0x18, 0x00, 0x0B,	      /* symmetric NULL, scheme ECDSA/SHA-256 */
+	    0x00, 0x03, 0x00, 0x10, 0,	  0,	0, 0, /* NIST P-256, kdf NULL, unique empty */
+	    0,	  0,				      /* outsideInfo */
+	    0,	  0,	0,    0};		      /* creationPCR: none */
 	u8 quote[49] = {
-		0x80, 0x02, 0, 0, 0, 49, 0, 0, 0x01, 0x58, /* TPM2_Quote */
-		0, 0, 0, 0,                               /* signHandle (filled in) */
-		0, 0, 0, 9, 0x40, 0, 0, 0x09, 0, 0, 0, 0, 0,
-		0, 8, 'c', 's', 'v', 's', 'm', 'n', 'o', 'n', /* qualifyingData: 8-byte nonce */
-		0x00, 0x10,                               /* inScheme: the key's */
-		0, 0, 0, 1, 0x00, 0x0B, 3, 0x01, 0x00, 0x00 }; /* PCR0, SHA-256 */
-	u8 flush[14] = { 0x80, 0x01, 0, 0, 0, 14, 0, 0, 0x01, 0x65, 0, 0, 0, 0 };
+	    0x80, 0x02, 0, 0,	0,    49,   0,	 0,    0x01, 0x58, /* TPM2_Quote */
+	    0,	  0,	0, 0,					   /* signHandle (filled in) */
+	    0,	  0,	0, 9,	0x40, 0,    0,	 0x09, 0,    0,	   0,	0,
+	    0,	  0,	8, 'c', 's',  'v',  's', 'm',  'n',  'o',  'n', /* qualifyingData: 8-byte
+									   nonce */
+	    0x00, 0x10,							/* inScheme: the key's */
+	    0,	  0,	0, 1,	0x00, 0x0B, 3,	 0x01, 0x00, 0x00};	/* PCR0, SHA-256 */
+	u8 flush[14] = {0x80, 0x01, 0, 0, 0, 14, 0, 0, 0x01, 0x65, 0, 0, 0, 0};
 	static u8 xmm[512] __attribute__((aligned(16)));
 	const u8 *rsp;
 	u32 rlen = 0, handle = 0;
@@ -802,7 +881,8 @@ static void check_tpm_quote(u64 page)
 	int bad = 0;
 
 	rsp = tpm_cmd(page, startup, sizeof(startup), &rlen, &rc);
-	tap(rsp && be32(rsp + 6) == 0x100, L"TPM2_Startup(CLEAR) from the guest -> TPM rc 0x%x (want TPM_RC_INITIALIZE 0x100)",
+	tap(rsp && be32(rsp + 6) == 0x100,
+	    L"TPM2_Startup(CLEAR) from the guest -> TPM rc 0x%x (want TPM_RC_INITIALIZE 0x100)",
 	    rsp ? be32(rsp + 6) : 0xFFFFFFFF);
 
 	for (int i = 0; i < 256; i++)
@@ -814,13 +894,18 @@ static void check_tpm_quote(u64 page)
 		bad += xmm[i] != xmm[256 + i];
 	if (rsp && be32(rsp + 6) == 0 && rlen >= 14)
 		handle = be32(rsp + 10);
-	tap(handle >> 24 == 0x80, L"TPM2_CreatePrimary ECC P-256 signing key -> TPM rc 0x%x, handle 0x%x",
+	tap(handle >> 24 == 0x80,
+	    L"TPM2_CreatePrimary ECC P-256 signing key -> TPM rc 0x%x, handle 0x%x",
 	    rsp ? be32(rsp + 6) : 0xFFFFFFFF, handle);
-	tap(bad == 0, L"XMM0..15 preserved across a vTPM CreatePrimary (libtpms uses SSE/AVX): %d bytes differ", bad);
+	tap(bad == 0,
+	    L"XMM0..15 preserved across a vTPM CreatePrimary (libtpms uses SSE/AVX): %d bytes "
+	    L"differ",
+	    bad);
 	if (!handle)
 		return;
 
-	quote[10] = (u8)(handle >> 24), quote[11] = (u8)(handle >> 16), quote[12] = (u8)(handle >> 8);
+	quote[10] = (u8)(handle >> 24), quote[11] = (u8)(handle >> 16),
+	quote[12] = (u8)(handle >> 8);
 	quote[13] = (u8)handle;
 	/* TPM_RC_RETRY (0x922) asks the caller to send the command again (Part 2 §6.6). */
 	for (int tries = 0; tries < 5; tries++) {
@@ -836,7 +921,8 @@ static void check_tpm_quote(u64 page)
 			off += 2 + be16(a + off); /* qualifiedSigner */
 			BOOLEAN nonce_ok = off + 2 + 8 <= alen && be16(a + off) == 8 &&
 					   CompareMem((void *)(a + off + 2), "csvsmnon", 8) == 0;
-			off += 2 + be16(a + off) + 17 + 8; /* extraData, clockInfo, firmwareVersion */
+			off +=
+			    2 + be16(a + off) + 17 + 8; /* extraData, clockInfo, firmwareVersion */
 			if (off + 4 + 2 + 1 + 3 + 2 + 32 <= alen && be32(a + off) == 1) {
 				off += 4 + 2 + 1 + a[off + 4 + 2];
 				ok = be32(a) == 0xFF544347 && be16(a + 4) == 0x8018 && nonce_ok &&
@@ -849,17 +935,21 @@ static void check_tpm_quote(u64 page)
 			}
 		}
 	}
-	tap(ok, L"TPM2_Quote over PCR0: TPM-generated QUOTE with the nonce and pcrDigest = SHA-256(PCR0) (TPM rc 0x%x)",
+	tap(ok,
+	    L"TPM2_Quote over PCR0: TPM-generated QUOTE with the nonce and pcrDigest = "
+	    L"SHA-256(PCR0) (TPM rc 0x%x)",
 	    rsp ? be32(rsp + 6) : 0xFFFFFFFF);
-	flush[10] = (u8)(handle >> 24), flush[11] = (u8)(handle >> 16), flush[12] = (u8)(handle >> 8);
+	flush[10] = (u8)(handle >> 24), flush[11] = (u8)(handle >> 16),
+	flush[12] = (u8)(handle >> 8);
 	flush[13] = (u8)handle;
 	rsp = tpm_cmd(page, flush, sizeof(flush), &rlen, &rc);
-	tap(rsp && be32(rsp + 6) == 0, L"TPM2_FlushContext of the key -> TPM rc 0x%x", rsp ? be32(rsp + 6) : 0xFFFFFFFF);
+	tap(rsp && be32(rsp + 6) == 0, L"TPM2_FlushContext of the key -> TPM rc 0x%x",
+	    rsp ? be32(rsp + 6) : 0xFFFFFFFF);
 }
 
 static void check_vtpm(u64 page)
 {
-	static const u8 get_random[12] = { 0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x7B, 0, 16 };
+	static const u8 get_random[12] = {0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x7B, 0, 16};
 	struct probe_regs r;
 	const u8 *rsp;
 	u32 rlen = 0;
@@ -876,35 +966,43 @@ static void check_vtpm(u64 page)
 		return;
 	}
 	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
-	    L"QUERY_PROTOCOL(vTPM, v1) -> %s RCX 0x%lx (want SUCCESS, 0x100000001)", rc_name(rc), r.rcx);
+	    L"QUERY_PROTOCOL(vTPM, v1) -> %s RCX 0x%lx (want SUCCESS, 0x100000001)", rc_name(rc),
+	    r.rcx);
 
 	rc = call3(PROTO_VTPM, VTPM_QUERY, 0, 0, 0, &r);
 	tap(rc == SVSM_SUCCESS && (r.rcx & (1ULL << 8)) && r.rdx == 0,
-	    L"SVSM_VTPM_QUERY -> %s RCX 0x%lx (bit 8 TPM_SEND_COMMAND) RDX 0x%lx (want 0)", rc_name(rc), r.rcx, r.rdx);
+	    L"SVSM_VTPM_QUERY -> %s RCX 0x%lx (bit 8 TPM_SEND_COMMAND) RDX 0x%lx (want 0)",
+	    rc_name(rc), r.rcx, r.rdx);
 
 	rsp = tpm_cmd(page, get_random, sizeof(get_random), &rlen, &rc);
-	tap(rsp && rlen == 10 + 2 + 16 && be16(rsp) == 0x8001 && be32(rsp + 6) == 0 && be16(rsp + 10) == 16,
-	    L"SVSM_VTPM_CMD TPM2_GetRandom(16) -> %s, response %d bytes, TPM rc 0x%x", rc_name(rc), rlen,
-	    rsp ? be32(rsp + 6) : 0xFFFFFFFF);
+	tap(rsp && rlen == 10 + 2 + 16 && be16(rsp) == 0x8001 && be32(rsp + 6) == 0 &&
+		be16(rsp + 10) == 16,
+	    L"SVSM_VTPM_CMD TPM2_GetRandom(16) -> %s, response %d bytes, TPM rc 0x%x", rc_name(rc),
+	    rlen, rsp ? be32(rsp + 6) : 0xFFFFFFFF);
 	if (rsp && be32(rsp + 6) == 0x100)
 		Print(L"# TPM_RC_INITIALIZE: csvsm did not send TPM2_Startup before measuring\n");
 
-	rc = vtpm_call(page, VTPM_PLAT_SEND_CMD, 1, sizeof(get_random), get_random, sizeof(get_random));
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"SVSM_VTPM_CMD locality 1 -> %s (want INVALID_PARAMETER)", rc_name(rc));
+	rc = vtpm_call(page, VTPM_PLAT_SEND_CMD, 1, sizeof(get_random), get_random,
+		       sizeof(get_random));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"SVSM_VTPM_CMD locality 1 -> %s (want INVALID_PARAMETER)", rc_name(rc));
 	rc = vtpm_call(page, VTPM_PLAT_SEND_CMD, 0, 4088, get_random, sizeof(get_random));
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"SVSM_VTPM_CMD size 4088 (max 4087) -> %s (want INVALID_PARAMETER)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"SVSM_VTPM_CMD size 4088 (max 4087) -> %s (want INVALID_PARAMETER)", rc_name(rc));
 	rc = vtpm_call(page, VTPM_PLAT_POWER_OFF, 0, 0, NULL, 0);
-	tap(rc == SVSM_ERR_UNSUPPORTED_CALL, L"SVSM_VTPM_CMD platform command 2 (POWER_OFF) -> %s (want UNSUPPORTED_CALL)",
+	tap(rc == SVSM_ERR_UNSUPPORTED_CALL,
+	    L"SVSM_VTPM_CMD platform command 2 (POWER_OFF) -> %s (want UNSUPPORTED_CALL)",
 	    rc_name(rc));
 	rc = vtpm_call(page, 99, 0, 0, NULL, 0);
-	tap(rc == SVSM_ERR_INVALID_PARAMETER, L"SVSM_VTPM_CMD platform command 99 -> %s (want INVALID_PARAMETER)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_PARAMETER,
+	    L"SVSM_VTPM_CMD platform command 99 -> %s (want INVALID_PARAMETER)", rc_name(rc));
 	rc = call3(PROTO_VTPM, 2, 0, 0, 0, NULL);
-	tap(rc == SVSM_ERR_UNSUPPORTED_CALL, L"vTPM call 2 -> %s (want UNSUPPORTED_CALL)", rc_name(rc));
+	tap(rc == SVSM_ERR_UNSUPPORTED_CALL, L"vTPM call 2 -> %s (want UNSUPPORTED_CALL)",
+	    rc_name(rc));
 	rc = call3(PROTO_VTPM, VTPM_CMD, g_svsm_base, 0, 0, NULL);
 	tap(rc_either(rc, SVSM_ERR_INVALID_ADDRESS, SVSM_ERR_INVALID_PARAMETER),
-	    L"SVSM_VTPM_CMD buffer inside csvsm -> %s (INVALID_ADDRESS or INVALID_PARAMETER)", rc_name(rc));
+	    L"SVSM_VTPM_CMD buffer inside csvsm -> %s (INVALID_ADDRESS or INVALID_PARAMETER)",
+	    rc_name(rc));
 
 	check_pcr0(page);
 	check_tpm_quote(page);
@@ -914,58 +1012,61 @@ static void check_vtpm(u64 page)
 /* --- Attestation (§2, §6.5, §7) ------------------------------------------ */
 
 /* Attest Services operation (0x40 B) and Single Service (0x58 B), reference §2. */
-#define ATT_SERVICES        0
-#define ATT_SINGLE_SERVICE  1
-#define ATT_OP_REPORT_GPA   0x00
-#define ATT_OP_REPORT_SIZE  0x08
-#define ATT_OP_NONCE_GPA    0x10
-#define ATT_OP_NONCE_SIZE   0x18
-#define ATT_OP_MANIF_GPA    0x20
-#define ATT_OP_MANIF_SIZE   0x28
-#define ATT_OP_CERTS_GPA    0x30
-#define ATT_OP_CERTS_SIZE   0x38
-#define ATT_OP_GUID         0x40
-#define ATT_OP_MANIF_VER    0x50
-#define ATT_OP_SIZE         0x40
-#define ATT_SINGLE_OP_SIZE  0x58
-#define ATT_NONCE_LEN       64
+#define ATT_SERVICES	   0
+#define ATT_SINGLE_SERVICE 1
+#define ATT_OP_REPORT_GPA  0x00
+#define ATT_OP_REPORT_SIZE 0x08
+#define ATT_OP_NONCE_GPA   0x10
+#define ATT_OP_NONCE_SIZE  0x18
+#define ATT_OP_MANIF_GPA   0x20
+#define ATT_OP_MANIF_SIZE  0x28
+#define ATT_OP_CERTS_GPA   0x30
+#define ATT_OP_CERTS_SIZE  0x38
+#define ATT_OP_GUID	   0x40
+#define ATT_OP_MANIF_VER   0x50
+#define ATT_OP_SIZE	   0x40
+#define ATT_SINGLE_OP_SIZE 0x58
+#define ATT_NONCE_LEN	   64
 /* ATTESTATION_REPORT, reference §7. */
-#define REPORT_SIZE         0x4A0
-#define REPORT_VERSION      0x000
-#define REPORT_VMPL         0x030
-#define REPORT_DATA         0x050
-#define REPORT_MEASUREMENT  0x090
-#define CERT_ENTRY_SIZE     24
+#define REPORT_SIZE	   0x4A0
+#define REPORT_VERSION	   0x000
+#define REPORT_VMPL	   0x030
+#define REPORT_DATA	   0x050
+#define REPORT_MEASUREMENT 0x090
+#define CERT_ENTRY_SIZE	   24
 
 /* Services manifest GUID 63849ebb-3d92-4670-a1ff-58f9c94b87bb, EFI mixed-endian bytes. */
-static const u8 g_manifest_guid[16] = { 0xbb, 0x9e, 0x84, 0x63, 0x92, 0x3d, 0x70, 0x46,
-					0xa1, 0xff, 0x58, 0xf9, 0xc9, 0x4b, 0x87, 0xbb };
+static const u8 g_manifest_guid[16] = {0xbb, 0x9e, 0x84, 0x63, 0x92, 0x3d, 0x70, 0x46,
+				       0xa1, 0xff, 0x58, 0xf9, 0xc9, 0x4b, 0x87, 0xbb};
 /* vTPM service c476f1eb-0123-45a5-9641-b4e7dde5bfe3, EFI mixed-endian bytes. */
-static const u8 g_vtpm_guid[16] = { 0xeb, 0xf1, 0x76, 0xc4, 0x23, 0x01, 0xa5, 0x45,
-				    0x96, 0x41, 0xb4, 0xe7, 0xdd, 0xe5, 0xbf, 0xe3 };
+static const u8 g_vtpm_guid[16] = {0xeb, 0xf1, 0x76, 0xc4, 0x23, 0x01, 0xa5, 0x45,
+				   0x96, 0x41, 0xb4, 0xe7, 0xdd, 0xe5, 0xbf, 0xe3};
 /* VCEK certificate 63da758d-e664-4564-adc5-f4b93be8accd, RFC-4122 byte order (§6.5). */
-static const u8 g_vcek_guid[16] = { 0x63, 0xda, 0x75, 0x8d, 0xe6, 0x64, 0x45, 0x64,
-				    0xad, 0xc5, 0xf4, 0xb9, 0x3b, 0xe8, 0xac, 0xcd };
+static const u8 g_vcek_guid[16] = {0x63, 0xda, 0x75, 0x8d, 0xe6, 0x64, 0x45, 0x64,
+				   0xad, 0xc5, 0xf4, 0xb9, 0x3b, 0xe8, 0xac, 0xcd};
 
 static void check_sha512(void)
 {
-	static const u8 abc[64] = {
-		0xdd, 0xaf, 0x35, 0xa1, 0x93, 0x61, 0x7a, 0xba, 0xcc, 0x41, 0x73, 0x49, 0xae, 0x20, 0x41, 0x31,
-		0x12, 0xe6, 0xfa, 0x4e, 0x89, 0xa9, 0x7e, 0xa2, 0x0a, 0x9e, 0xee, 0xe6, 0x4b, 0x55, 0xd3, 0x9a,
-		0x21, 0x92, 0x99, 0x2a, 0x27, 0x4f, 0xc1, 0xa8, 0x36, 0xba, 0x3c, 0x23, 0xa3, 0xfe, 0xeb, 0xbd,
-		0x45, 0x4d, 0x44, 0x23, 0x64, 0x3c, 0xe8, 0x0e, 0x2a, 0x9a, 0xc9, 0x4f, 0xa5, 0x4c, 0xa4, 0x9f };
+	static const u8 abc[64] = {0xdd, 0xaf, 0x35, 0xa1, 0x93, 0x61, 0x7a, 0xba, 0xcc, 0x41, 0x73,
+				   0x49, 0xae, 0x20, 0x41, 0x31, 0x12, 0xe6, 0xfa, 0x4e, 0x89, 0xa9,
+				   0x7e, 0xa2, 0x0a, 0x9e, 0xee, 0xe6, 0x4b, 0x55, 0xd3, 0x9a, 0x21,
+				   0x92, 0x99, 0x2a, 0x27, 0x4f, 0xc1, 0xa8, 0x36, 0xba, 0x3c, 0x23,
+				   0xa3, 0xfe, 0xeb, 0xbd, 0x45, 0x4d, 0x44, 0x23, 0x64, 0x3c, 0xe8,
+				   0x0e, 0x2a, 0x9a, 0xc9, 0x4f, 0xa5, 0x4c, 0xa4, 0x9f};
 	/* 896-bit message "abcdefghbcdefghi...nopqrstu" (FIPS 180-2 appendix C.2). */
-	static const u8 two[64] = {
-		0x8e, 0x95, 0x9b, 0x75, 0xda, 0xe3, 0x13, 0xda, 0x8c, 0xf4, 0xf7, 0x28, 0x14, 0xfc, 0x14, 0x3f,
-		0x8f, 0x77, 0x79, 0xc6, 0xeb, 0x9f, 0x7f, 0xa1, 0x72, 0x99, 0xae, 0xad, 0xb6, 0x88, 0x90, 0x18,
-		0x50, 0x1d, 0x28, 0x9e, 0x49, 0x00, 0xf7, 0xe4, 0x33, 0x1b, 0x99, 0xde, 0xc4, 0xb5, 0x43, 0x3a,
-		0xc7, 0xd3, 0x29, 0xee, 0xb6, 0xdd, 0x26, 0x54, 0x5e, 0x96, 0xe5, 0x5b, 0x87, 0x4b, 0xe9, 0x09 };
+	static const u8 two[64] = {0x8e, 0x95, 0x9b, 0x75, 0xda, 0xe3, 0x13, 0xda, 0x8c, 0xf4, 0xf7,
+				   0x28, 0x14, 0xfc, 0x14, 0x3f, 0x8f, 0x77, 0x79, 0xc6, 0xeb, 0x9f,
+				   0x7f, 0xa1, 0x72, 0x99, 0xae, 0xad, 0xb6, 0x88, 0x90, 0x18, 0x50,
+				   0x1d, 0x28, 0x9e, 0x49, 0x00, 0xf7, 0xe4, 0x33, 0x1b, 0x99, 0xde,
+				   0xc4, 0xb5, 0x43, 0x3a, 0xc7, 0xd3, 0x29, 0xee, 0xb6, 0xdd, 0x26,
+				   0x54, 0x5e, 0x96, 0xe5, 0x5b, 0x87, 0x4b, 0xe9, 0x09};
 	/* SHA-512 of one million 'a' (FIPS 180-2 appendix C.3). */
-	static const u8 mil[64] = {
-		0xe7, 0x18, 0x48, 0x3d, 0x0c, 0xe7, 0x69, 0x64, 0x4e, 0x2e, 0x42, 0xc7, 0xbc, 0x15, 0xb4, 0x63,
-		0x8e, 0x1f, 0x98, 0xb1, 0x3b, 0x20, 0x44, 0x28, 0x56, 0x32, 0xa8, 0x03, 0xaf, 0xa9, 0x73, 0xeb,
-		0xde, 0x0f, 0xf2, 0x44, 0x87, 0x7e, 0xa6, 0x0a, 0x4c, 0xb0, 0x43, 0x2c, 0xe5, 0x77, 0xc3, 0x1b,
-		0xeb, 0x00, 0x9c, 0x5c, 0x2c, 0x49, 0xaa, 0x2e, 0x4e, 0xad, 0xb2, 0x17, 0xad, 0x8c, 0xc0, 0x9b };
+	static const u8 mil[64] = {0xe7, 0x18, 0x48, 0x3d, 0x0c, 0xe7, 0x69, 0x64, 0x4e, 0x2e, 0x42,
+				   0xc7, 0xbc, 0x15, 0xb4, 0x63, 0x8e, 0x1f, 0x98, 0xb1, 0x3b, 0x20,
+				   0x44, 0x28, 0x56, 0x32, 0xa8, 0x03, 0xaf, 0xa9, 0x73, 0xeb, 0xde,
+				   0x0f, 0xf2, 0x44, 0x87, 0x7e, 0xa6, 0x0a, 0x4c, 0xb0, 0x43, 0x2c,
+				   0xe5, 0x77, 0xc3, 0x1b, 0xeb, 0x00, 0x9c, 0x5c, 0x2c, 0x49, 0xaa,
+				   0x2e, 0x4e, 0xad, 0xb2, 0x17, 0xad, 0x8c, 0xc0, 0x9b};
 	const char *m2 = "abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
 			 "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu";
 	u8 out[64], a[1000];
@@ -1017,7 +1118,10 @@ static BOOLEAN make_nonce(u8 *nonce)
 	return TRUE;
 }
 
-static u32 le32(const u8 *p) { return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24; }
+static u32 le32(const u8 *p)
+{
+	return (u32)p[0] | (u32)p[1] << 8 | (u32)p[2] << 16 | (u32)p[3] << 24;
+}
 
 /* `# evidence NAME OFFSET HEX` lines, 32 bytes each, for tests/qemu/attest.sh. */
 static void evidence(const CHAR8 *name, const u8 *d, UINTN n)
@@ -1037,8 +1141,8 @@ static void evidence(const CHAR8 *name, const u8 *d, UINTN n)
 }
 
 /* Fill the op page for SVSM_ATTEST_SERVICES (and SINGLE_SERVICE if guid). */
-static void attest_op(u8 *op, u64 nonce, u64 report, u32 report_size, u64 manifest, u32 manifest_size,
-		      u64 certs, u32 certs_size, const u8 *guid)
+static void attest_op(u8 *op, u64 nonce, u64 report, u32 report_size, u64 manifest,
+		      u32 manifest_size, u64 certs, u32 certs_size, const u8 *guid)
 {
 	u16 nlen = ATT_NONCE_LEN;
 
@@ -1059,7 +1163,8 @@ static void attest_op(u8 *op, u64 nonce, u64 report, u32 report_size, u64 manife
  * Services manifest (§2): GUID table {GUID 63849ebb-..., u32 total, u32 N,
  * N x {GUID, u32 offset, u32 size}, data}. Returns the vTPM entry's data.
  */
-static BOOLEAN manifest_parse(const u8 *m, u32 mlen, const u8 **vtpm, u32 *vtpm_len, CHAR16 *why, UINTN wn)
+static BOOLEAN manifest_parse(const u8 *m, u32 mlen, const u8 **vtpm, u32 *vtpm_len, CHAR16 *why,
+			      UINTN wn)
 {
 	u32 total, n;
 
@@ -1072,7 +1177,8 @@ static BOOLEAN manifest_parse(const u8 *m, u32 mlen, const u8 **vtpm, u32 *vtpm_
 	total = le32(m + 0x10);
 	n = le32(m + 0x14);
 	if (total != mlen || n > (mlen - 24) / 24) {
-		UnicodeSPrint(why, wn, L"total size %d (returned %d) or count %d inconsistent", total, mlen, n);
+		UnicodeSPrint(why, wn, L"total size %d (returned %d) or count %d inconsistent",
+			      total, mlen, n);
 		return FALSE;
 	}
 	for (u32 i = 0; i < n; i++) {
@@ -1081,7 +1187,8 @@ static BOOLEAN manifest_parse(const u8 *m, u32 mlen, const u8 **vtpm, u32 *vtpm_
 
 		Print(L"# manifest service %g: offset %d size %d\n", (EFI_GUID *)e, off, sz);
 		if (off < 24 + 24 * n || off > mlen || sz > mlen - off) {
-			UnicodeSPrint(why, wn, L"service %d data [%d, +%d) outside the manifest", i, off, sz);
+			UnicodeSPrint(why, wn, L"service %d data [%d, +%d) outside the manifest", i,
+				      off, sz);
 			return FALSE;
 		}
 		if (CompareMem((void *)e, (void *)g_vtpm_guid, 16) == 0) {
@@ -1109,7 +1216,8 @@ static u32 certtable_parse(const u8 *t, u32 cap, BOOLEAN *vcek, u32 *count)
 
 		if ((i + 1) * CERT_ENTRY_SIZE > cap)
 			return 0;
-		if (CompareMem((void *)(t + i * CERT_ENTRY_SIZE), (void *)zero, CERT_ENTRY_SIZE) == 0)
+		if (CompareMem((void *)(t + i * CERT_ENTRY_SIZE), (void *)zero, CERT_ENTRY_SIZE) ==
+		    0)
 			break;
 	}
 	*count = i;
@@ -1118,8 +1226,8 @@ static u32 certtable_parse(const u8 *t, u32 cap, BOOLEAN *vcek, u32 *count)
 		const u8 *e = t + k * CERT_ENTRY_SIZE;
 		u32 off = le32(e + 16), len = le32(e + 20);
 
-		Print(L"# certificate table entry %d: %02x%02x%02x%02x-... offset %d length %d\n", k, e[0], e[1], e[2],
-		      e[3], off, len);
+		Print(L"# certificate table entry %d: %02x%02x%02x%02x-... offset %d length %d\n",
+		      k, e[0], e[1], e[2], e[3], off, len);
 		if (len && off < entries_end)
 			return 0;
 		if (off > cap || len > cap - off)
@@ -1135,13 +1243,13 @@ static u32 certtable_parse(const u8 *t, u32 cap, BOOLEAN *vcek, u32 *count)
 static void attest_skip_all(const CHAR16 *why)
 {
 	static const CHAR16 *names[] = {
-		L"SVSM_ATTEST_SERVICES manifest buffer too small -> INVALID_PARAMETER with sizes",
-		L"SVSM_ATTEST_SERVICES -> SUCCESS, report 0x4A0 bytes",
-		L"attestation report VERSION >= 3, VMPL 0",
-		L"attestation REPORT_DATA == SHA-512(nonce || manifest)",
-		L"services manifest: GUID table with the vTPM EK (TPMT_PUBLIC RSA, SHA-256)",
-		L"certificate table with a VCEK entry",
-		L"SVSM_ATTEST_SINGLE_SERVICE(vTPM) -> the vTPM service data",
+	    L"SVSM_ATTEST_SERVICES manifest buffer too small -> INVALID_PARAMETER with sizes",
+	    L"SVSM_ATTEST_SERVICES -> SUCCESS, report 0x4A0 bytes",
+	    L"attestation report VERSION >= 3, VMPL 0",
+	    L"attestation REPORT_DATA == SHA-512(nonce || manifest)",
+	    L"services manifest: GUID table with the vTPM EK (TPMT_PUBLIC RSA, SHA-256)",
+	    L"certificate table with a VCEK entry",
+	    L"SVSM_ATTEST_SINGLE_SERVICE(vTPM) -> the vTPM service data",
 	};
 	for (UINTN i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		tap_skip(why, L"%s", names[i]);
@@ -1166,7 +1274,8 @@ static void check_attest(void)
 		return;
 	}
 	tap(rc == SVSM_SUCCESS && r.rcx == ((1ULL << 32) | 1),
-	    L"QUERY_PROTOCOL(attestation, v1) -> %s RCX 0x%lx (want SUCCESS, 0x100000001)", rc_name(rc), r.rcx);
+	    L"QUERY_PROTOCOL(attestation, v1) -> %s RCX 0x%lx (want SUCCESS, 0x100000001)",
+	    rc_name(rc), r.rcx);
 
 	op_page = alloc_pages(1);
 	report = alloc_pages(1);
@@ -1181,51 +1290,63 @@ static void check_attest(void)
 	nonce_gpa = op_page + 0x800; /* 64 bytes, inside the op's page */
 	nonce = (u8 *)(UINTN)nonce_gpa;
 	if (!make_nonce(nonce)) {
-		tap(FALSE, L"nonce: 64 bytes from RDRAND (CPUID.1:ECX[30] %a)", "missing or RDRAND failing");
+		tap(FALSE, L"nonce: 64 bytes from RDRAND (CPUID.1:ECX[30] %a)",
+		    "missing or RDRAND failing");
 		g_form = FORM_MSR;
 		return;
 	}
 
 	/* 1. Manifest buffer of 16 bytes: INVALID_PARAMETER, and the sizes the SVSM needs. */
-	attest_op(op, nonce_gpa, report, PAGE_SIZE, manifest, 16, certs, cert_pages * PAGE_SIZE, NULL);
+	attest_op(op, nonce_gpa, report, PAGE_SIZE, manifest, 16, certs, cert_pages * PAGE_SIZE,
+		  NULL);
 	rc = call3(PROTO_ATTEST, ATT_SERVICES, op_page, 0, 0, &r);
 	tap(rc == SVSM_ERR_INVALID_PARAMETER && r.rcx > 16 && r.r8 == REPORT_SIZE,
-	    L"SVSM_ATTEST_SERVICES manifest buffer 16 bytes -> %s, RCX (manifest) %ld, RDX (certs) %ld, R8 (report) 0x%lx "
-	    L"(want INVALID_PARAMETER, RCX > 16, R8 0x4A0)", rc_name(rc), r.rcx, r.rdx, r.r8);
-	if (rc == SVSM_ERR_INVALID_PARAMETER && r.rcx > man_pages * PAGE_SIZE && r.rcx <= 64 * PAGE_SIZE) {
+	    L"SVSM_ATTEST_SERVICES manifest buffer 16 bytes -> %s, RCX (manifest) %ld, RDX (certs) "
+	    L"%ld, R8 (report) 0x%lx "
+	    L"(want INVALID_PARAMETER, RCX > 16, R8 0x4A0)",
+	    rc_name(rc), r.rcx, r.rdx, r.r8);
+	if (rc == SVSM_ERR_INVALID_PARAMETER && r.rcx > man_pages * PAGE_SIZE &&
+	    r.rcx <= 64 * PAGE_SIZE) {
 		man_pages = (u32)((r.rcx + PAGE_SIZE - 1) / PAGE_SIZE);
 		manifest = alloc_pages(man_pages);
 	}
-	if (rc == SVSM_ERR_INVALID_PARAMETER && r.rdx > cert_pages * PAGE_SIZE && r.rdx <= 64 * PAGE_SIZE) {
+	if (rc == SVSM_ERR_INVALID_PARAMETER && r.rdx > cert_pages * PAGE_SIZE &&
+	    r.rdx <= 64 * PAGE_SIZE) {
 		cert_pages = (u32)((r.rdx + PAGE_SIZE - 1) / PAGE_SIZE);
 		certs = alloc_pages(cert_pages);
 	}
 
-	/* 2. The real call; a certificate table larger than announced gets one retry (Linux retries). */
+	/* 2. The real call; a certificate table larger than announced gets one retry (Linux
+	 * retries). */
 	for (int tries = 0; tries < 2 && manifest && certs; tries++) {
 		attest_op(op, nonce_gpa, report, PAGE_SIZE, manifest, man_pages * PAGE_SIZE, certs,
 			  cert_pages * PAGE_SIZE, NULL);
 		rc = call3(PROTO_ATTEST, ATT_SERVICES, op_page, 0, 0, &r);
-		if (rc != SVSM_ERR_INVALID_PARAMETER || r.rdx <= cert_pages * PAGE_SIZE || r.rdx > 64 * PAGE_SIZE)
+		if (rc != SVSM_ERR_INVALID_PARAMETER || r.rdx <= cert_pages * PAGE_SIZE ||
+		    r.rdx > 64 * PAGE_SIZE)
 			break;
-		Print(L"# certificate table needs %ld bytes: retrying with a larger buffer\n", r.rdx);
+		Print(L"# certificate table needs %ld bytes: retrying with a larger buffer\n",
+		      r.rdx);
 		cert_pages = (u32)((r.rdx + PAGE_SIZE - 1) / PAGE_SIZE);
 		certs = alloc_pages(cert_pages);
 	}
 	mlen = (u32)r.rcx;
 	clen = (u32)r.rdx;
-	ok = rc == SVSM_SUCCESS && r.r8 == REPORT_SIZE && mlen >= 24 && mlen <= man_pages * PAGE_SIZE &&
-	     clen <= cert_pages * PAGE_SIZE;
-	tap(ok, L"SVSM_ATTEST_SERVICES -> %s, manifest %d bytes, certificates %d bytes, report 0x%lx bytes "
-		L"(want SUCCESS, R8 0x4A0)", rc_name(rc), mlen, clen, r.r8);
+	ok = rc == SVSM_SUCCESS && r.r8 == REPORT_SIZE && mlen >= 24 &&
+	     mlen <= man_pages * PAGE_SIZE && clen <= cert_pages * PAGE_SIZE;
+	tap(ok,
+	    L"SVSM_ATTEST_SERVICES -> %s, manifest %d bytes, certificates %d bytes, report 0x%lx "
+	    L"bytes "
+	    L"(want SUCCESS, R8 0x4A0)",
+	    rc_name(rc), mlen, clen, r.r8);
 	if (!ok) {
 		g_form = FORM_MSR;
 		return;
 	}
 	rep = (const u8 *)(UINTN)report;
 	tap(le32(rep + REPORT_VERSION) >= 3 && le32(rep + REPORT_VMPL) == 0,
-	    L"attestation report VERSION %d (want >= 3), VMPL %d (want 0)", le32(rep + REPORT_VERSION),
-	    le32(rep + REPORT_VMPL));
+	    L"attestation report VERSION %d (want >= 3), VMPL %d (want 0)",
+	    le32(rep + REPORT_VERSION), le32(rep + REPORT_VMPL));
 	sha512_init(&c);
 	sha512_update(&c, nonce, ATT_NONCE_LEN);
 	sha512_update(&c, (void *)(UINTN)manifest, mlen);
@@ -1234,15 +1355,18 @@ static void check_attest(void)
 	    L"attestation REPORT_DATA == SHA-512(nonce || manifest)");
 
 	ok = manifest_parse((const u8 *)(UINTN)manifest, mlen, &vtpm, &vtpm_len, why, sizeof(why));
-	tap(ok && vtpm && vtpm_len >= 4 && vtpm[0] == 0x00 && vtpm[1] == 0x01 && vtpm[2] == 0x00 && vtpm[3] == 0x0B,
-	    L"services manifest: GUID table (%s) with the vTPM service, EK TPMT_PUBLIC %d bytes, type/nameAlg %02x%02x "
-	    L"%02x%02x (want 0001 000b: RSA, SHA-256)", why, vtpm_len, vtpm_len >= 4 ? vtpm[0] : 0,
-	    vtpm_len >= 4 ? vtpm[1] : 0, vtpm_len >= 4 ? vtpm[2] : 0, vtpm_len >= 4 ? vtpm[3] : 0);
+	tap(ok && vtpm && vtpm_len >= 4 && vtpm[0] == 0x00 && vtpm[1] == 0x01 && vtpm[2] == 0x00 &&
+		vtpm[3] == 0x0B,
+	    L"services manifest: GUID table (%s) with the vTPM service, EK TPMT_PUBLIC %d bytes, "
+	    L"type/nameAlg %02x%02x "
+	    L"%02x%02x (want 0001 000b: RSA, SHA-256)",
+	    why, vtpm_len, vtpm_len >= 4 ? vtpm[0] : 0, vtpm_len >= 4 ? vtpm[1] : 0,
+	    vtpm_len >= 4 ? vtpm[2] : 0, vtpm_len >= 4 ? vtpm[3] : 0);
 
 	used = certtable_parse((const u8 *)(UINTN)certs, cert_pages * PAGE_SIZE, &vcek, &count);
 	tap(used && count && vcek && used <= clen,
-	    L"certificate table: %d entries, %d bytes used (RDX %d), VCEK entry %a", count, used, clen,
-	    vcek ? "present" : "MISSING");
+	    L"certificate table: %d entries, %d bytes used (RDX %d), VCEK entry %a", count, used,
+	    clen, vcek ? "present" : "MISSING");
 
 	/* The evidence for the host-side verifier (tests/qemu/attest.sh). */
 	Print(L"# evidence sizes report %d manifest %d certs %d\n", REPORT_SIZE, mlen, used);
@@ -1255,7 +1379,8 @@ static void check_attest(void)
 
 	/* 3. SINGLE_SERVICE(vTPM, version 0): the raw vTPM service data. */
 	if (!vtpm) {
-		tap(FALSE, L"SVSM_ATTEST_SINGLE_SERVICE(vTPM): no vTPM service in the manifest to compare with");
+		tap(FALSE, L"SVSM_ATTEST_SINGLE_SERVICE(vTPM): no vTPM service in the manifest to "
+			   L"compare with");
 		g_form = FORM_MSR;
 		return;
 	}
@@ -1265,7 +1390,10 @@ static void check_attest(void)
 		BOOLEAN rd_ok = FALSE;
 
 		if (vtpm_len > sizeof(vt) || !single) {
-			tap(FALSE, L"SVSM_ATTEST_SINGLE_SERVICE(vTPM): vTPM data %d bytes too large for the probe", vtpm_len);
+			tap(FALSE,
+			    L"SVSM_ATTEST_SINGLE_SERVICE(vTPM): vTPM data %d bytes too large for "
+			    L"the probe",
+			    vtpm_len);
 			g_form = FORM_MSR;
 			return;
 		}
@@ -1284,8 +1412,10 @@ static void check_attest(void)
 			rd_ok = CompareMem((void *)(rep + REPORT_DATA), want, 64) == 0;
 		}
 		tap(ok && rd_ok,
-		    L"SVSM_ATTEST_SINGLE_SERVICE(vTPM, version 0) -> %s, manifest %ld bytes == the vTPM service data (%d), "
-		    L"REPORT_DATA == SHA-512(nonce || it) %a", rc_name(rc), r.rcx, vtpm_len, rd_ok ? "yes" : "NO");
+		    L"SVSM_ATTEST_SINGLE_SERVICE(vTPM, version 0) -> %s, manifest %ld bytes == the "
+		    L"vTPM service data (%d), "
+		    L"REPORT_DATA == SHA-512(nonce || it) %a",
+		    rc_name(rc), r.rcx, vtpm_len, rd_ok ? "yes" : "NO");
 	}
 	g_form = FORM_MSR;
 }
@@ -1299,33 +1429,41 @@ static const CHAR16 *vec_name(INTN v)
 
 static void check_isolation(void)
 {
-	u64 targets[2] = { g_svsm_base, g_svsm_base + g_svsm_size - 8 };
+	u64 targets[2] = {g_svsm_base, g_svsm_base + g_svsm_size - 8};
 	const u64 sentinel = 0x5E171E15E171E1ULL;
 
 	for (int i = 0; i < 2; i++) {
 		u64 a = targets[i], v;
 
-		fault_arm((u64)(UINTN)probe_try_read64_fault, (u64)(UINTN)probe_try_read64_resume, 0);
+		fault_arm((u64)(UINTN)probe_try_read64_fault, (u64)(UINTN)probe_try_read64_resume,
+			  0);
 		v = probe_try_read64(a, sentinel);
 		fault_disarm();
 		tap(g_fault.vector == 13 && g_fault.error_code == 0 && v == sentinel,
-		    L"read at csvsm 0x%lx blocked: %s(0x%lx), value %a", a, vec_name(g_fault.vector), g_fault.error_code,
+		    L"read at csvsm 0x%lx blocked: %s(0x%lx), value %a", a,
+		    vec_name(g_fault.vector), g_fault.error_code,
 		    v == sentinel ? "not returned" : "LEAKED");
 	}
 	fault_arm((u64)(UINTN)probe_try_write64_fault, (u64)(UINTN)probe_try_write64_resume, 0);
-	probe_try_write64(g_svsm_base, 0xC3C3C3C3C3C3C3C3ULL); /* RETs, in case the exec check gets to run them */
+	probe_try_write64(
+	    g_svsm_base, 0xC3C3C3C3C3C3C3C3ULL); /* RETs, in case the exec check gets to run them */
 	fault_disarm();
-	tap(g_fault.vector == 13 && g_fault.error_code == 0, L"write at csvsm 0x%lx blocked: %s(0x%lx)", g_svsm_base,
-	    vec_name(g_fault.vector), g_fault.error_code);
+	tap(g_fault.vector == 13 && g_fault.error_code == 0,
+	    L"write at csvsm 0x%lx blocked: %s(0x%lx)", g_svsm_base, vec_name(g_fault.vector),
+	    g_fault.error_code);
 
-	Print(L"# executing at csvsm 0x%lx (if this is the last line, the fetch was not blocked)\n", g_svsm_base);
+	Print(L"# executing at csvsm 0x%lx (if this is the last line, the fetch was not blocked)\n",
+	      g_svsm_base);
 	fault_arm(g_svsm_base, (u64)(UINTN)probe_try_exec_resume, 1);
 	probe_try_exec(g_svsm_base);
 	fault_disarm();
-	tap(g_fault.vector == 13 && g_fault.error_code == 0, L"execute at csvsm 0x%lx blocked: %s(0x%lx)", g_svsm_base,
-	    vec_name(g_fault.vector), g_fault.error_code);
+	tap(g_fault.vector == 13 && g_fault.error_code == 0,
+	    L"execute at csvsm 0x%lx blocked: %s(0x%lx)", g_svsm_base, vec_name(g_fault.vector),
+	    g_fault.error_code);
 	if (g_fault.vector == 14)
-		Print(L"# #PF came from the guest's own page tables (CR2 0x%lx): csvsm was not exercised\n", g_fault.cr2);
+		Print(L"# #PF came from the guest's own page tables (CR2 0x%lx): csvsm was not "
+		      L"exercised\n",
+		      g_fault.cr2);
 }
 
 /*
@@ -1347,12 +1485,14 @@ static void check_fpu(void)
 		g_xmm_check = buf;
 		enum call_form saved = g_form;
 		g_form = form ? FORM_GHCB : FORM_MSR;
-		u64 rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
+		u64 rc =
+		    call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
 		g_form = saved;
 		g_xmm_check = NULL;
 		for (int i = 0; i < 256; i++)
 			bad += buf[i] != buf[256 + i];
-		tap(rc == SVSM_SUCCESS && bad == 0, L"XMM0..15 preserved across an SVSM call (%s form): %d bytes differ",
+		tap(rc == SVSM_SUCCESS && bad == 0,
+		    L"XMM0..15 preserved across an SVSM call (%s form): %d bytes differ",
 		    form ? L"GHCB" : L"MSR", bad);
 	}
 }
@@ -1403,7 +1543,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	check_sha512();
 
 	s = fault_handlers_install();
-	tap(!EFI_ERROR(s), L"#UD/#GP/#PF handlers registered through EFI_CPU_ARCH_PROTOCOL (%r)", s);
+	tap(!EFI_ERROR(s), L"#UD/#GP/#PF handlers registered through EFI_CPU_ARCH_PROTOCOL (%r)",
+	    s);
 	if (EFI_ERROR(s))
 		g_cpu = NULL;
 	else
@@ -1414,9 +1555,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		Print(L"# no SVSM found\n");
 		finish();
 	}
-	Print(L"# flash [0x%lx, 4 GiB), %ld KiB; SEV metadata at 0x%lx, %d items\n", fi.base, fi.size >> 10,
-	      fi.meta_gpa, fi.meta_items);
-	tap(TRUE, L"OVMF footer table and SEV metadata found; SNP secrets page at gPA 0x%lx", fi.secrets_gpa);
+	Print(L"# flash [0x%lx, 4 GiB), %ld KiB; SEV metadata at 0x%lx, %d items\n", fi.base,
+	      fi.size >> 10, fi.meta_gpa, fi.meta_items);
+	tap(TRUE, L"OVMF footer table and SEV metadata found; SNP secrets page at gPA 0x%lx",
+	    fi.secrets_gpa);
 	/* For the PCR0 check; compare with `sha256sum OVMF.fd` on the host. */
 	sha256((const void *)(UINTN)fi.base, fi.size, g_flash_sha256);
 	hex32(L"flash sha256", g_flash_sha256);
@@ -1431,7 +1573,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	CopyMem(&g_boot_caa, (void *)(sp + SECRETS_SVSM_CAA), 8);
 	CopyMem(&g_svsm_max_version, (void *)(sp + SECRETS_SVSM_MAX_VERSION), 4);
 	g_guest_vmpl = sp[SECRETS_SVSM_GUEST_VMPL];
-	Print(L"# secrets page: svsm_base 0x%lx svsm_size 0x%lx svsm_caa 0x%lx max_version %d guest_vmpl %d\n",
+	Print(L"# secrets page: svsm_base 0x%lx svsm_size 0x%lx svsm_caa 0x%lx max_version %d "
+	      L"guest_vmpl %d\n",
 	      g_svsm_base, g_svsm_size, g_boot_caa, g_svsm_max_version, g_guest_vmpl);
 	if (!g_svsm_size) {
 		Print(L"# no SVSM found\n");
@@ -1443,8 +1586,8 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 		tap(FALSE, L"SVSM present (consistent SVSM fields in the secrets page)");
 		finish();
 	}
-	tap(TRUE, L"SVSM present: [0x%lx, +0x%lx), CA 0x%lx, guest VMPL %d", g_svsm_base, g_svsm_size, g_boot_caa,
-	    g_guest_vmpl);
+	tap(TRUE, L"SVSM present: [0x%lx, +0x%lx), CA 0x%lx, guest VMPL %d", g_svsm_base,
+	    g_svsm_size, g_boot_caa, g_guest_vmpl);
 	g_caa = g_boot_caa;
 	{
 		/* The guest's copy has VMPCK0..VMPCK(guest VMPL - 1) cleared (reference §1.6). */
@@ -1461,8 +1604,10 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 			if (k >= g_guest_vmpl && zero)
 				others = FALSE;
 		}
-		tap(cleared, L"secrets page: VMPCK0..VMPCK%d cleared in the guest's copy", g_guest_vmpl - 1);
-		Print(L"# VMPCK%d..VMPCK3 %a\n", g_guest_vmpl, others ? "present (non-zero)" : "include an all-zero key");
+		tap(cleared, L"secrets page: VMPCK0..VMPCK%d cleared in the guest's copy",
+		    g_guest_vmpl - 1);
+		Print(L"# VMPCK%d..VMPCK3 %a\n", g_guest_vmpl,
+		      others ? "present (non-zero)" : "include an all-zero key");
 	}
 
 	ghcb = alloc_pages(1);

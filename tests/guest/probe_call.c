@@ -11,9 +11,9 @@
 
 u8 *g_xmm_check;
 
-u64 g_caa;            /* current calling area gPA (changes with REMAP_CA) */
-static u8 *g_ghcb;    /* the probe's own GHCB page (identity-mapped) */
-u64 g_last_ghcb_msr;  /* GHCB MSR value read back after the last call */
+u64 g_caa;	     /* current calling area gPA (changes with REMAP_CA) */
+static u8 *g_ghcb;   /* the probe's own GHCB page (identity-mapped) */
+u64 g_last_ghcb_msr; /* GHCB MSR value read back after the last call */
 u64 g_last_exit_info1, g_last_exit_info2;
 
 /*
@@ -22,14 +22,17 @@ u64 g_last_exit_info1, g_last_exit_info2;
  * here instead of trapping it. The real probe always uses RDMSR/WRMSR.
  */
 #ifdef PROBE_FAKE_SVSM
-#define ghcb_msr_read() fake_ghcb_msr_read()
+#define ghcb_msr_read()	  fake_ghcb_msr_read()
 #define ghcb_msr_write(v) fake_ghcb_msr_write(v)
 #else
-#define ghcb_msr_read() probe_rdmsr(MSR_GHCB)
+#define ghcb_msr_read()	  probe_rdmsr(MSR_GHCB)
 #define ghcb_msr_write(v) probe_wrmsr(MSR_GHCB, (v))
 #endif
 
-static u64 ghcb_rd(unsigned off) { return *(volatile u64 *)(g_ghcb + off); }
+static u64 ghcb_rd(unsigned off)
+{
+	return *(volatile u64 *)(g_ghcb + off);
+}
 static void ghcb_wr(unsigned off, u64 v)
 {
 	volatile u64 *bitmap = (volatile u64 *)(g_ghcb + GHCB_OFF_VALID_BITMAP);
@@ -143,10 +146,14 @@ enum call_status probe_call_not_pending(enum call_form form, struct probe_regs *
 const CHAR16 *probe_call_status_str(enum call_status s)
 {
 	switch (s) {
-	case CALL_OK: return L"ok";
-	case CALL_NOT_RUN: return L"call_pending still 1: the SVSM did not run";
-	case CALL_VMPL_ERROR: return L"VMPL switch refused (bad GHCB response)";
-	case CALL_NO_GHCB: return L"no GHCB page registered";
+	case CALL_OK:
+		return L"ok";
+	case CALL_NOT_RUN:
+		return L"call_pending still 1: the SVSM did not run";
+	case CALL_VMPL_ERROR:
+		return L"VMPL switch refused (bad GHCB response)";
+	case CALL_NO_GHCB:
+		return L"no GHCB page registered";
 	}
 	return L"?";
 }

@@ -19,8 +19,14 @@
 static u64 f_msr, f_ghcb, f_ca, f_base, f_size;
 static const u8 *f_flash_sha256;
 
-static int in_svsm(u64 gpa, u64 len) { return gpa < f_base + f_size && gpa + len > f_base; }
-static int bad_gpa(u64 gpa) { return gpa >= FOUR_GIB || in_svsm(gpa, PAGE_SIZE); }
+static int in_svsm(u64 gpa, u64 len)
+{
+	return gpa < f_base + f_size && gpa + len > f_base;
+}
+static int bad_gpa(u64 gpa)
+{
+	return gpa >= FOUR_GIB || in_svsm(gpa, PAGE_SIZE);
+}
 
 int fake_svsm_setup(u64 secrets_gpa, const u8 *flash_sha256)
 {
@@ -28,8 +34,10 @@ int fake_svsm_setup(u64 secrets_gpa, const u8 *flash_sha256)
 	u8 *sp = (u8 *)(UINTN)secrets_gpa;
 	u32 maxv = 1;
 
-	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, FAKE_SVSM_PAGES, &a)) ||
-	    EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, 1, &ca)))
+	if (EFI_ERROR(uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData,
+					FAKE_SVSM_PAGES, &a)) ||
+	    EFI_ERROR(
+		uefi_call_wrapper(BS->AllocatePages, 4, AllocateMaxAddress, EfiLoaderData, 1, &ca)))
 		return -1;
 	SetMem((void *)(UINTN)a, FAKE_SVSM_PAGES * PAGE_SIZE, 0xC3);
 	ZeroMem((void *)(UINTN)ca, PAGE_SIZE);
@@ -43,7 +51,8 @@ int fake_svsm_setup(u64 secrets_gpa, const u8 *flash_sha256)
 	CopyMem(sp + SECRETS_SVSM_CAA, &f_ca, 8);
 	CopyMem(sp + SECRETS_SVSM_MAX_VERSION, &maxv, 4);
 	sp[SECRETS_SVSM_GUEST_VMPL] = 2;
-	SetMem(sp + SECRETS_VMPCK0 + 2 * SECRETS_VMPCK_SIZE, 2 * SECRETS_VMPCK_SIZE, 0x77); /* VMPCK2, 3 */
+	SetMem(sp + SECRETS_VMPCK0 + 2 * SECRETS_VMPCK_SIZE, 2 * SECRETS_VMPCK_SIZE,
+	       0x77); /* VMPCK2, 3 */
 	Print(L"# FAKE SVSM (probe self-test build): not csvsm\n");
 	return 0;
 }
@@ -74,7 +83,8 @@ static u64 pvalidate(u64 gpa)
 			return SVSM_ERR_INVALID_ADDRESS;
 		}
 		if (e & PVAL_VALIDATE)
-			ZeroMem((void *)(UINTN)pa, sz); /* stands in for "validated pages come back zeroed" */
+			ZeroMem((void *)(UINTN)pa,
+				sz); /* stands in for "validated pages come back zeroed" */
 	}
 	*(volatile u16 *)(p + 2) = next;
 	return SVSM_SUCCESS;
@@ -86,10 +96,12 @@ static u64 vtpm_cmd(u64 gpa)
 	u32 cmd, size, cc, rlen;
 
 	if (gpa & (PAGE_SIZE - 1) || bad_gpa(gpa))
-		return (gpa & (PAGE_SIZE - 1)) ? SVSM_ERR_INVALID_PARAMETER : SVSM_ERR_INVALID_ADDRESS;
+		return (gpa & (PAGE_SIZE - 1)) ? SVSM_ERR_INVALID_PARAMETER
+					       : SVSM_ERR_INVALID_ADDRESS;
 	CopyMem(&cmd, p, 4);
 	if (cmd != VTPM_PLAT_SEND_CMD)
-		return cmd >= 1 && cmd <= 30 ? SVSM_ERR_UNSUPPORTED_CALL : SVSM_ERR_INVALID_PARAMETER;
+		return cmd >= 1 && cmd <= 30 ? SVSM_ERR_UNSUPPORTED_CALL
+					     : SVSM_ERR_INVALID_PARAMETER;
 	CopyMem(&size, p + 5, 4);
 	if (p[4] != 0 || size > PAGE_SIZE - VTPM_REQ_HDR)
 		return SVSM_ERR_INVALID_PARAMETER;
@@ -108,9 +120,15 @@ static u64 vtpm_cmd(u64 gpa)
 
 		ZeroMem(buf, 32);
 		CopyMem(buf + 32, (void *)f_flash_sha256, 32);
-		q[3] = 1;                                 /* pcrUpdateCounter */
-		q[7] = 1; q[8] = 0; q[9] = 0x0B; q[10] = 3; q[11] = 1; /* selection */
-		q[17] = 1; q[18] = 0; q[19] = 32;         /* TPML_DIGEST count 1, size 32 */
+		q[3] = 1; /* pcrUpdateCounter */
+		q[7] = 1;
+		q[8] = 0;
+		q[9] = 0x0B;
+		q[10] = 3;
+		q[11] = 1; /* selection */
+		q[17] = 1;
+		q[18] = 0;
+		q[19] = 32; /* TPML_DIGEST count 1, size 32 */
 		sha256(buf, 64, q + 20);
 		rlen = 10 + 20 + 32;
 	} else {
@@ -118,7 +136,10 @@ static u64 vtpm_cmd(u64 gpa)
 		rsp[8] = 0x01; /* TPM_RC_COMMAND_CODE 0x143 */
 		rsp[9] = 0x43;
 	}
-	rsp[2] = (u8)(rlen >> 24); rsp[3] = (u8)(rlen >> 16); rsp[4] = (u8)(rlen >> 8); rsp[5] = (u8)rlen;
+	rsp[2] = (u8)(rlen >> 24);
+	rsp[3] = (u8)(rlen >> 16);
+	rsp[4] = (u8)(rlen >> 8);
+	rsp[5] = (u8)rlen;
 	CopyMem(p, &rlen, 4);
 	return SVSM_SUCCESS;
 }
@@ -145,7 +166,9 @@ static void svsm_request(EFI_SYSTEM_CONTEXT_X64 *x)
 				ca = (volatile u8 *)(UINTN)f_ca;
 			}
 			break;
-		case CORE_PVALIDATE: rc = pvalidate(x->Rcx); break;
+		case CORE_PVALIDATE:
+			rc = pvalidate(x->Rcx);
+			break;
 		case CORE_CREATE_VCPU:
 		case CORE_DELETE_VCPU:
 			if ((x->Rcx | (id == CORE_CREATE_VCPU ? x->Rdx : 0)) & (PAGE_SIZE - 1))
@@ -156,8 +179,10 @@ static void svsm_request(EFI_SYSTEM_CONTEXT_X64 *x)
 				rc = SVSM_ERR_INVALID_PARAMETER; /* no valid VMSA in the probe */
 			break;
 		case CORE_QUERY_PROTOCOL:
-			x->Rcx = (x->Rcx == (((u64)PROTO_CORE << 32) | 1) || x->Rcx == (((u64)PROTO_VTPM << 32) | 1))
-					 ? (1ULL << 32) | 1 : 0;
+			x->Rcx = (x->Rcx == (((u64)PROTO_CORE << 32) | 1) ||
+				  x->Rcx == (((u64)PROTO_VTPM << 32) | 1))
+				     ? (1ULL << 32) | 1
+				     : 0;
 			break;
 		case CORE_CONFIGURE_VTOM:
 			if (x->Rcx & 1)
@@ -165,7 +190,9 @@ static void svsm_request(EFI_SYSTEM_CONTEXT_X64 *x)
 			else
 				rc = SVSM_ERR_INVALID_REQUEST;
 			break;
-		default: rc = SVSM_ERR_UNSUPPORTED_CALL; break;
+		default:
+			rc = SVSM_ERR_UNSUPPORTED_CALL;
+			break;
 		}
 	} else if (proto == PROTO_VTPM) {
 		if (id == VTPM_QUERY) {
@@ -181,8 +208,14 @@ static void svsm_request(EFI_SYSTEM_CONTEXT_X64 *x)
 	ca[CA_CALL_PENDING] = 0;
 }
 
-u64 fake_ghcb_msr_read(void) { return f_msr; }
-void fake_ghcb_msr_write(u64 v) { f_msr = v; }
+u64 fake_ghcb_msr_read(void)
+{
+	return f_msr;
+}
+void fake_ghcb_msr_write(u64 v)
+{
+	f_msr = v;
+}
 
 /* Called from the probe's #UD/#GP handler; returns 1 if it emulated the instruction. */
 int fake_svsm_trap(EFI_EXCEPTION_TYPE type, EFI_SYSTEM_CONTEXT_X64 *x)
@@ -200,7 +233,8 @@ int fake_svsm_trap(EFI_EXCEPTION_TYPE type, EFI_SYSTEM_CONTEXT_X64 *x)
 		} else if (f_msr == f_ghcb && f_ghcb) {
 			volatile u8 *g = (volatile u8 *)(UINTN)f_ghcb;
 
-			if (*(volatile u64 *)(g + GHCB_OFF_SW_EXIT_CODE) == SVM_VMGEXIT_SNP_RUN_VMPL &&
+			if (*(volatile u64 *)(g + GHCB_OFF_SW_EXIT_CODE) ==
+				SVM_VMGEXIT_SNP_RUN_VMPL &&
 			    *(volatile u64 *)(g + GHCB_OFF_SW_EXIT_INFO_1) == 0) {
 				svsm_request(x);
 				*(volatile u64 *)(g + GHCB_OFF_SW_EXIT_INFO_1) = 0;

@@ -10,10 +10,13 @@
 #include "probe.h"
 #include "probe_int.h"
 
-static const EFI_GUID footer_guid = { 0x96b582de, 0x1fb2, 0x45f7, { 0xba, 0xea, 0xa3, 0x66, 0xc5, 0x5a, 0x08, 0x2d } };
-static const EFI_GUID sev_meta_guid = { 0xdc886566, 0x984a, 0x4798, { 0xa7, 0x5e, 0x55, 0x85, 0xa7, 0xbf, 0x67, 0xcc } };
+static const EFI_GUID footer_guid = {
+    0x96b582de, 0x1fb2, 0x45f7, {0xba, 0xea, 0xa3, 0x66, 0xc5, 0x5a, 0x08, 0x2d}};
+static const EFI_GUID sev_meta_guid = {
+    0xdc886566, 0x984a, 0x4798, {0xa7, 0x5e, 0x55, 0x85, 0xa7, 0xbf, 0x67, 0xcc}};
 /* gEfiSystemNvDataFvGuid: the variable-store FV, first in OVMF.fd. */
-static const EFI_GUID nvdata_fv_guid = { 0xfff12b8d, 0x7696, 0x4c8b, { 0xa9, 0x85, 0x27, 0x47, 0x07, 0x5b, 0x4f, 0x50 } };
+static const EFI_GUID nvdata_fv_guid = {
+    0xfff12b8d, 0x7696, 0x4c8b, {0xa9, 0x85, 0x27, 0x47, 0x07, 0x5b, 0x4f, 0x50}};
 
 #define FV_SCAN_LIMIT (16ULL << 20) /* largest flash the probe looks for */
 #define FV_OFF_FSGUID 0x10
@@ -22,10 +25,22 @@ static const EFI_GUID nvdata_fv_guid = { 0xfff12b8d, 0x7696, 0x4c8b, { 0xa9, 0x8
 #define FV_OFF_HDRLEN 0x30
 #define FV_SIGNATURE  0x4856465fu /* "_FVH" */
 
-static u8 rd8(u64 a) { return *(volatile u8 *)(UINTN)a; }
-static u16 rd16(u64 a) { return *(volatile u16 *)(UINTN)a; }
-static u32 rd32(u64 a) { return *(volatile u32 *)(UINTN)a; }
-static u64 rd64(u64 a) { return *(volatile u64 *)(UINTN)a; }
+static u8 rd8(u64 a)
+{
+	return *(volatile u8 *)(UINTN)a;
+}
+static u16 rd16(u64 a)
+{
+	return *(volatile u16 *)(UINTN)a;
+}
+static u32 rd32(u64 a)
+{
+	return *(volatile u32 *)(UINTN)a;
+}
+static u64 rd64(u64 a)
+{
+	return *(volatile u64 *)(UINTN)a;
+}
 
 static int guid_at(u64 a, const EFI_GUID *g)
 {
@@ -109,7 +124,8 @@ int probe_flash_parse(struct flash_info *fi, CHAR16 *why, UINTN why_size)
 		u16 esz = rd16(pos - OVMF_ENTRY_HDR);
 
 		if (esz < OVMF_ENTRY_HDR || esz > pos - start) {
-			UnicodeSPrint(why, why_size, L"footer entry at 0x%lx has bad size %d", pos - OVMF_ENTRY_HDR, esz);
+			UnicodeSPrint(why, why_size, L"footer entry at 0x%lx has bad size %d",
+				      pos - OVMF_ENTRY_HDR, esz);
 			return -1;
 		}
 		if (guid_at(pos - 16, &sev_meta_guid)) {
@@ -129,7 +145,8 @@ int probe_flash_parse(struct flash_info *fi, CHAR16 *why, UINTN why_size)
 
 	/* "ASEV" header: signature, u32 size, u32 version (1), u32 num_items. */
 	if (meta_off < 16 || meta_off > fi->size) {
-		UnicodeSPrint(why, why_size, L"SEV metadata offset 0x%lx outside the flash", meta_off);
+		UnicodeSPrint(why, why_size, L"SEV metadata offset 0x%lx outside the flash",
+			      meta_off);
 		return -1;
 	}
 	fi->meta_gpa = end - meta_off;
@@ -137,10 +154,12 @@ int probe_flash_parse(struct flash_info *fi, CHAR16 *why, UINTN why_size)
 		u64 m = fi->meta_gpa;
 		u32 msize = rd32(m + 4), ver = rd32(m + 8), n = rd32(m + 12);
 
-		if (rd32(m) != 0x56455341u /* "ASEV" */ || ver != 1 || msize < 16 || msize > meta_off ||
-		    n > (msize - 16) / 12) {
-			UnicodeSPrint(why, why_size, L"bad SEV metadata header at 0x%lx (size %d version %d items %d)",
-				      m, msize, ver, n);
+		if (rd32(m) != 0x56455341u /* "ASEV" */ || ver != 1 || msize < 16 ||
+		    msize > meta_off || n > (msize - 16) / 12) {
+			UnicodeSPrint(
+			    why, why_size,
+			    L"bad SEV metadata header at 0x%lx (size %d version %d items %d)", m,
+			    msize, ver, n);
 			return -1;
 		}
 		fi->meta_items = n;
@@ -148,11 +167,14 @@ int probe_flash_parse(struct flash_info *fi, CHAR16 *why, UINTN why_size)
 			u64 it = m + 16 + 12ULL * i;
 			u32 gpa = rd32(it), size = rd32(it + 4), type = rd32(it + 8);
 
-			Print(L"# SEV metadata item %d: gpa 0x%x size 0x%x type %d\n", i, gpa, size, type);
+			Print(L"# SEV metadata item %d: gpa 0x%x size 0x%x type %d\n", i, gpa, size,
+			      type);
 			if (type == SEV_META_ITEM_SNP_SECRETS && !fi->secrets_gpa) {
 				if ((gpa & (PAGE_SIZE - 1)) || size < PAGE_SIZE) {
-					UnicodeSPrint(why, why_size, L"SNP secrets item not a 4K page: gpa 0x%x size 0x%x",
-						      gpa, size);
+					UnicodeSPrint(
+					    why, why_size,
+					    L"SNP secrets item not a 4K page: gpa 0x%x size 0x%x",
+					    gpa, size);
 					return -1;
 				}
 				fi->secrets_gpa = gpa;

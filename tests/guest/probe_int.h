@@ -16,11 +16,11 @@ const CHAR16 *probe_call_status_str(enum call_status s);
 
 /* probe_flash.c */
 struct flash_info {
-	u64 base, size;         /* flash as the guest sees it: [base, 4 GiB) */
+	u64 base, size; /* flash as the guest sees it: [base, 4 GiB) */
 	int footer_found;
-	u64 meta_gpa;           /* "ASEV" header, 0 if none */
+	u64 meta_gpa; /* "ASEV" header, 0 if none */
 	u32 meta_items;
-	u64 secrets_gpa;        /* SNP_SECRETS item, 0 if none */
+	u64 secrets_gpa; /* SNP_SECRETS item, 0 if none */
 	u64 secrets_size;
 };
 int probe_flash_find_base(u64 *base);

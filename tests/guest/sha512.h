@@ -6,7 +6,7 @@
 
 struct sha512_ctx {
 	u64 h[8];
-	u64 len;     /* bytes so far (< 2^61: the 128-bit length's high half is 0) */
+	u64 len; /* bytes so far (< 2^61: the 128-bit length's high half is 0) */
 	u8 buf[128];
 	u32 fill;
 };

@@ -96,9 +96,9 @@ static void test_random(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_random),
+	    cmocka_unit_test(test_good),
+	    cmocka_unit_test(test_malformed),
+	    cmocka_unit_test(test_random),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

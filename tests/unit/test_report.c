@@ -16,16 +16,22 @@
 static uint8_t buf[SNP_REPORT_SIZE];
 static struct snp_report rep;
 
-static void put32(size_t off, uint32_t v) { memcpy(buf + off, &v, 4); }
-static void put64(size_t off, uint64_t v) { memcpy(buf + off, &v, 8); }
+static void put32(size_t off, uint32_t v)
+{
+	memcpy(buf + off, &v, 4);
+}
+static void put64(size_t off, uint64_t v)
+{
+	memcpy(buf + off, &v, 8);
+}
 
 /* A structurally valid report of a version (signature bytes arbitrary). */
 static void make(uint32_t version)
 {
 	memset(buf, 0, sizeof(buf));
 	put32(0x000, version);
-	put64(0x008, 0x30000);      /* SMT | reserved bit 17 */
-	put32(0x034, 1);            /* ECDSA P-384 SHA-384 */
+	put64(0x008, 0x30000); /* SMT | reserved bit 17 */
+	put32(0x034, 1);       /* ECDSA P-384 SHA-384 */
 	memset(buf + 0x050, 0xAA, 64);
 	memset(buf + 0x090, 0xBB, 48);
 	memset(buf + 0x1A0, 0xCC, 64);
@@ -67,7 +73,7 @@ static void test_sizes(void **s)
 
 static void test_version(void **s)
 {
-	uint32_t bad[] = { 0, 1, 6, 0x100, 0xFFFFFFFF };
+	uint32_t bad[] = {0, 1, 6, 0x100, 0xFFFFFFFF};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		make(3);
 		put32(0, bad[i]);
@@ -77,7 +83,7 @@ static void test_version(void **s)
 
 static void test_sig_algo(void **s)
 {
-	uint32_t bad[] = { 0, 2, 0x101 };
+	uint32_t bad[] = {0, 2, 0x101};
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		make(2);
 		put32(0x34, bad[i]);
@@ -139,11 +145,16 @@ static void test_vmpl(void **s)
 /* Every reserved byte, in every version, is refused; fields are not. */
 static bool reserved_in(uint32_t v, size_t off)
 {
-	if (off >= 0x04C && off < 0x050) return true;
-	if (off >= (v >= 3 ? 0x18B : 0x188) && off < 0x1A0) return true;
-	if (off == 0x1EB || off == 0x1EF) return true;
-	if (off >= (v >= 5 ? 0x208u : 0x1F8u) && off < 0x2A0) return true;
-	if (off >= 0x330 && off < 0x4A0) return true;
+	if (off >= 0x04C && off < 0x050)
+		return true;
+	if (off >= (v >= 3 ? 0x18B : 0x188) && off < 0x1A0)
+		return true;
+	if (off == 0x1EB || off == 0x1EF)
+		return true;
+	if (off >= (v >= 5 ? 0x208u : 0x1F8u) && off < 0x2A0)
+		return true;
+	if (off >= 0x330 && off < 0x4A0)
+		return true;
 	return false;
 }
 
@@ -155,7 +166,8 @@ static void test_reserved_every_byte(void **s)
 				continue;
 			make(v);
 			buf[off] = 0x80;
-			assert_int_equal(snp_report_parse(buf, sizeof(buf), &rep), SNP_REPORT_ERR_RESERVED);
+			assert_int_equal(snp_report_parse(buf, sizeof(buf), &rep),
+					 SNP_REPORT_ERR_RESERVED);
 			assert_int_equal(snp_report_first_reserved_nonzero(&rep), (long)off);
 		}
 	}
@@ -231,7 +243,7 @@ static void test_tcb(void **s)
 
 static void test_tcb_at_least(void **s)
 {
-	struct snp_tcb a = { .bl = 3, .tee = 0, .snp = 8, .ucode = 115 };
+	struct snp_tcb a = {.bl = 3, .tee = 0, .snp = 8, .ucode = 115};
 	struct snp_tcb m = a;
 	assert_true(snp_tcb_at_least(&a, &m));
 	m.snp = 9;
@@ -242,8 +254,8 @@ static void test_tcb_at_least(void **s)
 	m = a;
 	m.bl = 2;
 	assert_true(snp_tcb_at_least(&a, &m));
-	struct snp_tcb ta = { .bl = 1, .snp = 2, .ucode = 0x47, .fmc = 0, .has_fmc = true };
-	struct snp_tcb tm = { .fmc = 1, .has_fmc = true };
+	struct snp_tcb ta = {.bl = 1, .snp = 2, .ucode = 0x47, .fmc = 0, .has_fmc = true};
+	struct snp_tcb tm = {.fmc = 1, .has_fmc = true};
 	assert_false(snp_tcb_at_least(&ta, &tm));
 	tm.fmc = 0;
 	assert_true(snp_tcb_at_least(&ta, &tm));
@@ -277,18 +289,22 @@ static void test_strerror(void **s)
 static void test_der_spl(void **s)
 {
 	uint8_t v = 0xEE;
-	const uint8_t ok1[] = { 0x02, 0x01, 0x00 }, ok2[] = { 0x02, 0x01, 0x7F },
-		      ok3[] = { 0x02, 0x02, 0x00, 0x80 }, ok4[] = { 0x02, 0x02, 0x00, 0xFF };
-	assert_true(snp_der_spl(ok1, 3, &v)); assert_int_equal(v, 0);
-	assert_true(snp_der_spl(ok2, 3, &v)); assert_int_equal(v, 0x7F);
-	assert_true(snp_der_spl(ok3, 4, &v)); assert_int_equal(v, 0x80);
-	assert_true(snp_der_spl(ok4, 4, &v)); assert_int_equal(v, 0xFF);
-	const uint8_t neg[] = { 0x02, 0x01, 0x80 },        /* negative */
-		      nonmin[] = { 0x02, 0x02, 0x00, 0x05 }, /* not minimal */
-		      big[] = { 0x02, 0x02, 0x01, 0x00 },    /* 256 */
-		      tag[] = { 0x04, 0x01, 0x05 },          /* OCTET STRING */
-		      trail[] = { 0x02, 0x01, 0x05, 0x00 },  /* trailing byte */
-		      len0[] = { 0x02, 0x00 };
+	const uint8_t ok1[] = {0x02, 0x01, 0x00}, ok2[] = {0x02, 0x01, 0x7F},
+		      ok3[] = {0x02, 0x02, 0x00, 0x80}, ok4[] = {0x02, 0x02, 0x00, 0xFF};
+	assert_true(snp_der_spl(ok1, 3, &v));
+	assert_int_equal(v, 0);
+	assert_true(snp_der_spl(ok2, 3, &v));
+	assert_int_equal(v, 0x7F);
+	assert_true(snp_der_spl(ok3, 4, &v));
+	assert_int_equal(v, 0x80);
+	assert_true(snp_der_spl(ok4, 4, &v));
+	assert_int_equal(v, 0xFF);
+	const uint8_t neg[] = {0x02, 0x01, 0x80}, /* negative */
+	    nonmin[] = {0x02, 0x02, 0x00, 0x05},  /* not minimal */
+	    big[] = {0x02, 0x02, 0x01, 0x00},	  /* 256 */
+	    tag[] = {0x04, 0x01, 0x05},		  /* OCTET STRING */
+	    trail[] = {0x02, 0x01, 0x05, 0x00},	  /* trailing byte */
+	    len0[] = {0x02, 0x00};
 	assert_false(snp_der_spl(neg, 3, &v));
 	assert_false(snp_der_spl(nonmin, 4, &v));
 	assert_false(snp_der_spl(big, 4, &v));
@@ -301,7 +317,7 @@ static void test_der_spl(void **s)
 
 static void test_pinned(void **s)
 {
-	uint8_t fp[SNP_FP_LEN] = { 0 };
+	uint8_t fp[SNP_FP_LEN] = {0};
 	assert_int_equal(snp_pinned_ark_product(fp), SNP_PRODUCT_UNKNOWN);
 	for (int p = SNP_PRODUCT_MILAN; p <= SNP_PRODUCT_TURIN; p++)
 		assert_int_equal(snp_pinned_ark_product(snp_pinned_ark_fp((enum snp_product)p)), p);
@@ -315,22 +331,22 @@ static void test_pinned(void **s)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_valid_versions),
-		cmocka_unit_test(test_sizes),
-		cmocka_unit_test(test_version),
-		cmocka_unit_test(test_sig_algo),
-		cmocka_unit_test(test_policy),
-		cmocka_unit_test(test_signer_info),
-		cmocka_unit_test(test_vmpl),
-		cmocka_unit_test(test_reserved_every_byte),
-		cmocka_unit_test(test_signature_width),
-		cmocka_unit_test(test_decode_keeps_bad_report),
-		cmocka_unit_test(test_tcb),
-		cmocka_unit_test(test_tcb_at_least),
-		cmocka_unit_test(test_product),
-		cmocka_unit_test(test_strerror),
-		cmocka_unit_test(test_der_spl),
-		cmocka_unit_test(test_pinned),
+	    cmocka_unit_test(test_valid_versions),
+	    cmocka_unit_test(test_sizes),
+	    cmocka_unit_test(test_version),
+	    cmocka_unit_test(test_sig_algo),
+	    cmocka_unit_test(test_policy),
+	    cmocka_unit_test(test_signer_info),
+	    cmocka_unit_test(test_vmpl),
+	    cmocka_unit_test(test_reserved_every_byte),
+	    cmocka_unit_test(test_signature_width),
+	    cmocka_unit_test(test_decode_keeps_bad_report),
+	    cmocka_unit_test(test_tcb),
+	    cmocka_unit_test(test_tcb_at_least),
+	    cmocka_unit_test(test_product),
+	    cmocka_unit_test(test_strerror),
+	    cmocka_unit_test(test_der_spl),
+	    cmocka_unit_test(test_pinned),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,24 +14,25 @@ struct cpuid_regs {
 };
 
 /* PVALIDATE / RMPADJUST return codes (AMD APM vol. 3, reference §5). */
-#define PVALIDATE_OK               0
-#define PVALIDATE_FAIL_INPUT       1
+#define PVALIDATE_OK		    0
+#define PVALIDATE_FAIL_INPUT	    1
 #define PVALIDATE_FAIL_SIZEMISMATCH 6
-#define RMPADJUST_FAIL_INPUT       1
-#define RMPADJUST_FAIL_PERMISSION  2
+#define RMPADJUST_FAIL_INPUT	    1
+#define RMPADJUST_FAIL_PERMISSION   2
 #define RMPADJUST_FAIL_SIZEMISMATCH 6
 
 #define RMP_PG_SIZE_4K 0
 #define RMP_PG_SIZE_2M 1
 
 /* RMPADJUST attributes (RDX), reference §5.2. */
-#define RMPADJUST_VMPL_MASK   0xFFULL
-#define RMPADJUST_READ        (1ULL << 8)
-#define RMPADJUST_WRITE       (1ULL << 9)
-#define RMPADJUST_EXEC_USER   (1ULL << 10)
-#define RMPADJUST_EXEC_SUPER  (1ULL << 11)
-#define RMPADJUST_VMSA        (1ULL << 16)
-#define RMPADJUST_RWX         (RMPADJUST_READ | RMPADJUST_WRITE | RMPADJUST_EXEC_USER | RMPADJUST_EXEC_SUPER)
+#define RMPADJUST_VMPL_MASK  0xFFULL
+#define RMPADJUST_READ	     (1ULL << 8)
+#define RMPADJUST_WRITE	     (1ULL << 9)
+#define RMPADJUST_EXEC_USER  (1ULL << 10)
+#define RMPADJUST_EXEC_SUPER (1ULL << 11)
+#define RMPADJUST_VMSA	     (1ULL << 16)
+#define RMPADJUST_RWX                                                                              \
+	(RMPADJUST_READ | RMPADJUST_WRITE | RMPADJUST_EXEC_USER | RMPADJUST_EXEC_SUPER)
 
 #ifdef CSVSM_HOST
 
@@ -76,7 +77,8 @@ static inline uint64_t rdmsr(uint32_t msr)
 }
 static inline void wrmsr(uint32_t msr, uint64_t val)
 {
-	__asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)val), "d"((uint32_t)(val >> 32)) : "memory");
+	__asm__ volatile("wrmsr" ::"c"(msr), "a"((uint32_t)val), "d"((uint32_t)(val >> 32))
+			 : "memory");
 }
 static inline uint64_t rdtsc(void)
 {
@@ -97,21 +99,30 @@ static inline bool rdseed64(uint64_t *v)
 	__asm__ volatile("rdseed %0; setc %1" : "=r"(*v), "=qm"(ok)::"cc");
 	return ok;
 }
-static inline void outb(uint16_t port, uint8_t v) { __asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port)); }
+static inline void outb(uint16_t port, uint8_t v)
+{
+	__asm__ volatile("outb %0, %1" ::"a"(v), "Nd"(port));
+}
 static inline uint8_t inb(uint16_t port)
 {
 	uint8_t v;
 	__asm__ volatile("inb %1, %0" : "=a"(v) : "Nd"(port));
 	return v;
 }
-static inline void outw(uint16_t port, uint16_t v) { __asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port)); }
+static inline void outw(uint16_t port, uint16_t v)
+{
+	__asm__ volatile("outw %0, %1" ::"a"(v), "Nd"(port));
+}
 static inline uint16_t inw(uint16_t port)
 {
 	uint16_t v;
 	__asm__ volatile("inw %1, %0" : "=a"(v) : "Nd"(port));
 	return v;
 }
-static inline void outl(uint16_t port, uint32_t v) { __asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port)); }
+static inline void outl(uint16_t port, uint32_t v)
+{
+	__asm__ volatile("outl %0, %1" ::"a"(v), "Nd"(port));
+}
 static inline uint32_t inl(uint16_t port)
 {
 	uint32_t v;
@@ -141,10 +152,22 @@ static inline int rmpadjust_insn(vaddr_t va, unsigned size, uint64_t attrs)
 	return rc;
 }
 /* VMGEXIT = rep vmmcall, F3 0F 01 D9 (GNU as rejects the mnemonic). */
-static inline void vmgexit(void) { __asm__ volatile(".byte 0xf3,0x0f,0x01,0xd9" ::: "memory"); }
-static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
-static inline void cpu_halt(void) { __asm__ volatile("hlt" ::: "memory"); }
-static inline void irq_disable(void) { __asm__ volatile("cli" ::: "memory"); }
+static inline void vmgexit(void)
+{
+	__asm__ volatile(".byte 0xf3,0x0f,0x01,0xd9" ::: "memory");
+}
+static inline void cpu_relax(void)
+{
+	__asm__ volatile("pause" ::: "memory");
+}
+static inline void cpu_halt(void)
+{
+	__asm__ volatile("hlt" ::: "memory");
+}
+static inline void irq_disable(void)
+{
+	__asm__ volatile("cli" ::: "memory");
+}
 static inline uint64_t read_cr2(void)
 {
 	uint64_t v;
@@ -157,8 +180,14 @@ static inline uint64_t read_cr3(void)
 	__asm__ volatile("mov %%cr3, %0" : "=r"(v));
 	return v;
 }
-static inline void write_cr3(uint64_t v) { __asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory"); }
-static inline void invlpg(vaddr_t va) { __asm__ volatile("invlpg (%0)" ::"r"(va) : "memory"); }
+static inline void write_cr3(uint64_t v)
+{
+	__asm__ volatile("mov %0, %%cr3" ::"r"(v) : "memory");
+}
+static inline void invlpg(vaddr_t va)
+{
+	__asm__ volatile("invlpg (%0)" ::"r"(va) : "memory");
+}
 /* Per-CPU data: %gs:0 holds the struct percpu's own address. */
 static inline void *read_gs0(void)
 {
@@ -166,7 +195,10 @@ static inline void *read_gs0(void)
 	__asm__ volatile("mov %%gs:0, %0" : "=r"(p));
 	return p;
 }
-static inline void lidt(const void *desc) { __asm__ volatile("lidt (%0)" ::"r"(desc) : "memory"); }
+static inline void lidt(const void *desc)
+{
+	__asm__ volatile("lidt (%0)" ::"r"(desc) : "memory");
+}
 /*
  * REP string moves for the glibc-ABI layer's memcpy/memmove/memset
  * (tpm/libc/string.c; image only). Each advances the pointers it is given.
@@ -199,6 +231,9 @@ static inline void rep_stosb(void **d, uint8_t v, size_t n)
 
 #endif /* CSVSM_HOST */
 
-static inline void cpuid(uint32_t leaf, struct cpuid_regs *r) { cpuid_count(leaf, 0, r); }
+static inline void cpuid(uint32_t leaf, struct cpuid_regs *r)
+{
+	cpuid_count(leaf, 0, r);
+}
 
 #endif
