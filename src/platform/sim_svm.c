@@ -34,6 +34,7 @@
 #define NPT_TABLE (NPT_P | NPT_RW | NPT_US)
 
 #define MSR_EFER_NR	 0xC0000080u
+#define IOIO_STR_BATCH 65536
 #define LAPIC_GPA	 0xFEE00000ULL
 #define LAPIC_ICR_LO	 0x300
 #define LAPIC_ICR_HI	 0x310
@@ -358,7 +359,10 @@ static void handle_ioio(struct svm_vcpu *v)
 	int64_t step = (vm->save.rflags & (1u << 10)) ? -(int64_t)size : (int64_t)size;
 	uint64_t *idx = in ? &v->gprs.rdi : &v->gprs.rsi;
 	uint64_t segbase = in ? vm->save.es.base : vm->save.ds.base;
-	for (; count; count--) {
+	/* At most IOIO_STR_BATCH elements per exit: with a huge RCX the guest
+	 * re-executes the instruction for the rest (RIP stays on it), so one
+	 * exit never holds the exit lock for long. */
+	for (unsigned done = 0; count && done < IOIO_STR_BATCH; count--, done++) {
 		uint32_t val = 0;
 		uint64_t la = segbase + (*idx & amask);
 		if (!in && !sim_guest_read_linear(vm, la, &val, size))
@@ -371,7 +375,8 @@ static void handle_ioio(struct svm_vcpu *v)
 		if (info & SVM_IOIO_REP)
 			v->gprs.rcx = (v->gprs.rcx & ~amask) | ((v->gprs.rcx - 1) & amask);
 	}
-	vm->save.rip = vm->ctl.exit_info_2;
+	if (count == 0)
+		vm->save.rip = vm->ctl.exit_info_2;
 	return;
 fault:
 	inject_exception(v, 13, true, 0);

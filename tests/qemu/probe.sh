@@ -26,3 +26,10 @@ tap_check "csvsm still owns its other vCPU after the guest's INIT-SIPI-SIPI" \
 tap_check "csvsm ended with success status (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 1
 if grep -q 'FAULT\|PANIC' "$tmp/p.log"; then tap_fail "no csvsm fault or panic"; else tap_ok "no csvsm fault or panic"; fi
 [ "$QEMU_RC" -eq 1 ] || tail -n 40 "$tmp/p.log" | sed 's/^/# /'
+
+# The guest VMPL is an option: the same suite at VMPL1 (VMPCK0 only cleared).
+csvsm_qemu "$tmp/v1.log" 4G 2 $(guest_args build/probe.efi) -append "csvsm.guest_vmpl=1"
+summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/v1.log" | tail -n1)
+tap_check "guest at VMPL1: the secrets page says so" grep -q 'guest_vmpl 1$' "$tmp/v1.log"
+tap_check "guest at VMPL1: probe reports 0 failed ($summary)" grep -qE '^[0-9]+ passed, 0 failed' "$tmp/v1.log"
+tap_check "guest at VMPL1: csvsm ended with success status (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 1
