@@ -8,13 +8,56 @@
 #include "mm/memmap.h"
 
 static const struct memmap *gm_map;
+static uint64_t *gm_valid; /* NULL: not tracked */
+static gpa_t gm_valid_top;
 static gpa_t protected_pages[GUEST_MEM_MAX_PROTECTED];
 static unsigned nprotected;
 
 void guest_mem_init(const struct memmap *mm)
 {
 	gm_map = mm;
+	gm_valid = NULL;
 	nprotected = 0;
+}
+
+size_t guest_mem_validated_bytes(gpa_t max_gpa)
+{
+	return (size_t)ALIGN_UP(max_gpa >> PAGE_SHIFT, 64) / 8;
+}
+
+int guest_mem_track_validated(void *storage, size_t bytes, gpa_t max_gpa)
+{
+	if (!storage || bytes < guest_mem_validated_bytes(max_gpa))
+		return -1;
+	memset(storage, 0, bytes);
+	gm_valid = storage;
+	gm_valid_top = max_gpa;
+	return 0;
+}
+
+void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated)
+{
+	if (!gm_valid)
+		return;
+	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < gpa + size && g < gm_valid_top; g += PAGE_SIZE) {
+		uint64_t bit = g >> PAGE_SHIFT;
+		if (validated)
+			gm_valid[bit / 64] |= 1ULL << (bit % 64);
+		else
+			gm_valid[bit / 64] &= ~(1ULL << (bit % 64));
+	}
+}
+
+static bool validated(gpa_t gpa, gpa_t end)
+{
+	if (!gm_valid)
+		return true;
+	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < end; g += PAGE_SIZE) {
+		uint64_t bit = g >> PAGE_SHIFT;
+		if (g >= gm_valid_top || !(gm_valid[bit / 64] & (1ULL << (bit % 64))))
+			return false;
+	}
+	return true;
 }
 
 int guest_mem_protect(gpa_t page)
@@ -44,6 +87,14 @@ bool guest_mem_is_protected(gpa_t page)
 }
 
 int guest_mem_check(gpa_t gpa, uint64_t len)
+{
+	gpa_t end;
+	if (guest_mem_check_target(gpa, len) || ADD_OVERFLOW(gpa, len, &end))
+		return -1;
+	return validated(gpa, end) ? 0 : -1;
+}
+
+int guest_mem_check_target(gpa_t gpa, uint64_t len)
 {
 	gpa_t end;
 	if (!gm_map || len == 0 || ADD_OVERFLOW(gpa, len, &end))

@@ -59,6 +59,7 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 		if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
 			return SVSM_PVALIDATE_FAIL_NO_CHANGE;
 		/* Reference §1.5: validate, zero, then grant the guest VMPL. */
+		guest_mem_set_validated(gpa, bytes, true);
 		memset(guest_mem_ptr(gpa), 0, bytes);
 		rc = platform->rmpadjust(gpa, psize, gv->vmpl | RMPADJUST_RWX);
 		if (rc)
@@ -72,6 +73,7 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 			return insn_err(rc);
 	}
 	accept_forget(gpa, bytes);
+	guest_mem_set_validated(gpa, bytes, false);
 	rc = platform->pvalidate(gpa, psize, false, &unchanged);
 	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
 		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
@@ -111,7 +113,7 @@ static uint64_t core_pvalidate(struct guest_vcpu *gv, struct svsm_regs *r)
 		uint64_t bytes = size ? PAGE_SIZE_2M : PAGE_SIZE;
 		if (!IS_ALIGNED(gpa, bytes))
 			return SVSM_ERR_INVALID_PARAMETER;
-		if (guest_mem_check(gpa, bytes))
+		if (guest_mem_check_target(gpa, bytes))
 			return SVSM_ERR_INVALID_ADDRESS;
 		/* The list itself is guest memory; rescinding it mid-call is allowed
 		 * but it cannot be written back afterwards: refuse that combination. */

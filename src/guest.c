@@ -101,6 +101,14 @@ __noreturn void boot_guest(void)
 {
 	uint32_t size = 0;
 	guest_mem_init(boot.memmap);
+	/* Pre-acceptance validated all guest RAM; from here csvsm tracks it. */
+	gpa_t top = MAX(boot.memmap->max_gpa, 4ULL << 30);
+	size_t vbytes = guest_mem_validated_bytes(top);
+	if (guest_mem_track_validated(pool_alloc(vbytes, PAGE_SIZE), vbytes, top) != 0)
+		panic("validated-page record");
+	for (unsigned i = 0; i < boot.memmap->nr_ram; i++)
+		guest_mem_set_validated(boot.memmap->ram[i].start,
+					boot.memmap->ram[i].end - boot.memmap->ram[i].start, true);
 	if (!platform->launch_guest) {
 		boot_phase("guest", "this platform cannot launch a guest yet; ending the VM");
 		platform->terminate(true, 0, 0);

@@ -14,13 +14,26 @@ struct memmap;
 #define GUEST_MEM_MAX_PROTECTED 64
 
 void guest_mem_init(const struct memmap *mm);
+/*
+ * Track which guest pages are validated (1 bit per 4K page of [0, max_gpa),
+ * caller-provided storage, all clear at first). Once enabled, guest_mem_check
+ * also refuses pages that are not validated: on SNP csvsm's own access to
+ * such a page would fault (#VC), so a guest naming a rescinded page gets an
+ * error instead. csvsm performs every PVALIDATE for the guest, so its record
+ * is complete. Returns 0 or -1 (storage too small).
+ */
+size_t guest_mem_validated_bytes(gpa_t max_gpa);
+int guest_mem_track_validated(void *storage, size_t bytes, gpa_t max_gpa);
+void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated);
 /* Pages the guest may not name (VMSAs, calling areas under csvsm's use...). */
 int guest_mem_protect(gpa_t page);
 void guest_mem_unprotect(gpa_t page);
 bool guest_mem_is_protected(gpa_t page);
 
-/* 0 when [gpa, gpa+len) is guest RAM outside csvsm and protected pages; -1 otherwise. */
+/* 0 when [gpa, gpa+len) is validated guest RAM outside csvsm and protected pages; -1 otherwise. */
 int guest_mem_check(gpa_t gpa, uint64_t len);
+/* The same without the validated test: for pages csvsm PVALIDATEs, not touches as they are. */
+int guest_mem_check_target(gpa_t gpa, uint64_t len);
 /* Checked copies; -1 and nothing copied when the range fails guest_mem_check. */
 int guest_read(gpa_t gpa, void *dst, size_t len);
 int guest_write(gpa_t gpa, const void *src, size_t len);

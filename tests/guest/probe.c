@@ -490,6 +490,10 @@ static void check_pvalidate(u64 pool, u64 big)
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	tap(rc == SVSM_SUCCESS && next == 1, L"PVALIDATE rescind 4K page 0x%lx -> %s, next %d",
 	    pg[4], rc_name(rc), next);
+	/* A rescinded page is not memory csvsm may touch (on SNP it would fault). */
+	rc = call3(PROTO_CORE, CORE_REMAP_CA, pg[4], 0, 0, NULL);
+	tap(rc == SVSM_ERR_INVALID_ADDRESS, L"REMAP_CA to the rescinded page -> %s (want INVALID_ADDRESS)",
+	    rc_name(rc));
 	e[0] = pg[4] | PVAL_VALIDATE | PVAL_SIZE_4K;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	vec = probe_safe_read64(pg[4] + 0x800, &v);
