@@ -494,6 +494,12 @@ static void check_pvalidate(u64 pool, u64 big)
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, pg[4], 0, 0, NULL);
 	tap(rc == SVSM_ERR_INVALID_ADDRESS, L"REMAP_CA to the rescinded page -> %s (want INVALID_ADDRESS)",
 	    rc_name(rc));
+	if (rc == SVSM_SUCCESS) { /* the SVSM moved the CA there: move it back to go on */
+		u64 old = g_caa;
+		g_caa = pg[4];
+		call3(PROTO_CORE, CORE_REMAP_CA, old, 0, 0, NULL);
+		g_caa = old;
+	}
 	e[0] = pg[4] | PVAL_VALIDATE | PVAL_SIZE_4K;
 	rc = pvalidate(list, 1, 0, e, 1, &next);
 	vec = probe_safe_read64(pg[4] + 0x800, &v);
