@@ -39,7 +39,8 @@ void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated)
 {
 	if (!gm_valid)
 		return;
-	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < gpa + size && g < gm_valid_top; g += PAGE_SIZE) {
+	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < gpa + size && g < gm_valid_top;
+	     g += PAGE_SIZE) {
 		uint64_t bit = g >> PAGE_SHIFT;
 		if (validated)
 			gm_valid[bit / 64] |= 1ULL << (bit % 64);

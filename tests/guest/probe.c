@@ -492,8 +492,8 @@ static void check_pvalidate(u64 pool, u64 big)
 	    pg[4], rc_name(rc), next);
 	/* A rescinded page is not memory csvsm may touch (on SNP it would fault). */
 	rc = call3(PROTO_CORE, CORE_REMAP_CA, pg[4], 0, 0, NULL);
-	tap(rc == SVSM_ERR_INVALID_ADDRESS, L"REMAP_CA to the rescinded page -> %s (want INVALID_ADDRESS)",
-	    rc_name(rc));
+	tap(rc == SVSM_ERR_INVALID_ADDRESS,
+	    L"REMAP_CA to the rescinded page -> %s (want INVALID_ADDRESS)", rc_name(rc));
 	if (rc == SVSM_SUCCESS) { /* the SVSM moved the CA there: move it back to go on */
 		u64 old = g_caa;
 		g_caa = pg[4];

@@ -13,44 +13,21 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "tests/fake/files.h"
 #include <attest/ovmf_meta.h>
 
 #define DEBIAN_OVMF "/usr/share/ovmf/OVMF.fd"
 
 static uint8_t *load(const char *path, size_t *len)
 {
-	FILE *f = fopen(path, "rb");
-	uint8_t *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc(n > 0 ? (size_t)n : 1);
-	if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		fclose(f);
-		return NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
+	return host_load_file(path, len);
 }
 
 static uint8_t *load_fixture(const char *name, size_t *len)
 {
-	const char *shared = getenv("SHARED");
-	char path[1024];
-	uint8_t *b;
-
-	snprintf(path, sizeof(path), "%s/fixtures/snp/measure/%s", shared ? shared : "../shared",
-		 name);
-	b = load(path, len);
-	if (!b)
-		print_message("fixture %s not found (set SHARED): skipping\n", path);
-	return b;
+	char rel[256];
+	snprintf(rel, sizeof(rel), "measure/%s", name);
+	return host_load_fixture(rel, len);
 }
 
 static void test_fixture_amdsev(void **state)
