@@ -43,17 +43,21 @@ IMAGE_LDFLAGS := -nostdlib -static -no-pie -z max-page-size=4096 -T linker.ld
 
 HOST_CFLAGS  := $(COMMON) -DCSVSM_HOST -fPIC
 HOST_LIBS    := -lcmocka
+# Defined before the fragments: a fragment's rule uses it as a prerequisite,
+# and make expands prerequisites when it reads the rule (an undefined name
+# there silently drops the dependency and breaks `make -j`).
+HOST_LIB     := $(BUILD)/libcsvsm-host.a
 
 all:
 
 include src/build.mk mm/build.mk tpm/build.mk attest/build.mk tools/build.mk \
         tests/build.mk bench/build.mk
 # Optional fragments of areas that build their own artefacts.
-include $(wildcard attest/measure.mk attest/attest.mk tpm/libc.mk tests/guest/build.mk tests/fuzz/fuzz.mk)
+include $(wildcard attest/measure.mk attest/attest.mk tpm/libc.mk tests/guest/build.mk tests/fuzz/fuzz.mk \
+                   attest/igvm.mk tests/linux/linux.mk)
 
 IMAGE_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(IMAGE_SRCS) $(CORE_SRCS)))
 HOST_OBJS  := $(patsubst %,$(HOSTOBJ)/%.o,$(basename $(CORE_SRCS) $(HOST_SRCS)))
-HOST_LIB   := $(BUILD)/libcsvsm-host.a
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 TOOL_BINS  := $(addprefix $(BUILD)/,$(TOOLS))
 
