@@ -129,4 +129,4 @@ clean:
 	rm -rf $(BUILD)
 
 .PHONY: all deps test run bench format clean
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include $(shell find $(BUILD) -path $(BUILD)/guests -prune -o -name '*.d' -type f -print 2>/dev/null)

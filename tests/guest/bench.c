@@ -19,29 +19,12 @@
 #define BENCH_CALLS  20000
 #define BENCH_WARMUP 100
 
-static EFI_SYSTEM_TABLE *g_st;
-
-/* probe_flash.c reads the flash through this; the probe's fault-protected
- * version needs its exception handlers. The flash scan stays inside the
- * flash image, so a plain read is what the probe itself does without them. */
-int probe_safe_read64(u64 addr, u64 *val)
-{
-	*val = *(volatile u64 *)(UINTN)addr;
-	return 0;
-}
-
 static u64 rdtsc(void)
 {
 	u32 lo, hi;
 
 	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi)::"memory");
 	return ((u64)hi << 32) | lo;
-}
-
-static void shutdown(void)
-{
-	uefi_call_wrapper(g_st->RuntimeServices->ResetSystem, 4, EfiResetShutdown, EFI_SUCCESS, 0,
-			  NULL);
 }
 
 /* One timed run of `n` QUERY_PROTOCOL(core, v1) calls; returns the errors. */

@@ -14,7 +14,7 @@ PROBE_FAKE_EFI := $(BUILD)/guest/probe-fake.efi
 PROBE_OBJDIR   := $(BUILD)/guest
 PROBE_SRCS     := tests/guest/probe.c tests/guest/probe_call.c tests/guest/probe_flash.c \
                   tests/guest/sha256.c tests/guest/probe_asm.S
-PROBE_SRCS     += tests/guest/sha512.c
+PROBE_SRCS     += tests/guest/sha512.c tests/guest/probe_lib.c
 PROBE_OBJS     := $(patsubst tests/guest/%,$(PROBE_OBJDIR)/%.o,$(basename $(PROBE_SRCS)))
 PROBE_FAKE_OBJS := $(patsubst tests/guest/%,$(PROBE_OBJDIR)/fake/%.o,$(basename $(PROBE_SRCS) tests/guest/probe_fake.c))
 
@@ -59,7 +59,7 @@ $(PROBE_FAKE_EFI): $(PROBE_OBJDIR)/probe-fake.so
 # build/bench.efi: SVSM call round trips for bench/svsm_bench.sh; the probe's
 # discovery and call objects with bench.c instead of probe.c.
 BENCH_EFI  := $(BUILD)/bench.efi
-BENCH_OBJS := $(addprefix $(PROBE_OBJDIR)/,bench.o probe_call.o probe_flash.o probe_asm.o)
+BENCH_OBJS := $(addprefix $(PROBE_OBJDIR)/,bench.o probe_call.o probe_flash.o probe_asm.o probe_lib.o)
 EXTRA_ALL  += $(BENCH_EFI)
 
 $(PROBE_OBJDIR)/bench.so: $(BENCH_OBJS)

@@ -26,8 +26,42 @@ struct flash_info {
 int probe_flash_find_base(u64 *base);
 int probe_flash_parse(struct flash_info *fi, CHAR16 *why, UINTN why_size);
 
-/* probe.c: fault-protected 64-bit read (0 on success, else the vector). */
+/* probe_lib.c: TAP output, fault recovery, allocation, SVSM call wrappers. */
+/* What call() returns when the SVSM did not answer: no valid result code. */
+#define RC_TRANSPORT_FAIL 0xDEAD0000DEADULL
+extern int g_n, g_pass, g_fail, g_skip;
+extern EFI_SYSTEM_TABLE *g_st;
+extern enum call_form g_form;
+struct probe_fault {
+	int armed;
+	u64 expect_rip; /* where the blocked access must fault */
+	u64 resume_rip;
+	int pop_return; /* exec check: pop the call's return address */
+	INTN vector;
+	u64 error_code, rip, cr2;
+};
+extern volatile struct probe_fault g_fault;
+struct efi_cpu_arch_protocol;
+extern struct efi_cpu_arch_protocol *g_cpu;
+void tap(BOOLEAN ok, const CHAR16 *fmt, ...);
+void tap_skip(const CHAR16 *why, const CHAR16 *fmt, ...);
+const CHAR16 *rc_name(u64 rc);
+__attribute__((noreturn)) void shutdown(void);
+void fault_arm(u64 expect_rip, u64 resume_rip, int pop_return);
+void fault_disarm(void);
+EFI_STATUS fault_handlers_install(void);
+void fault_handlers_remove(void);
+/* Fault-protected 64-bit read (0 on success, else the vector). */
 int probe_safe_read64(u64 addr, u64 *val);
+u64 alloc_pages(UINTN n);
+u8 *ca_ptr(void);
+struct probe_regs regs(u32 proto, u32 call, u64 rcx, u64 rdx, u64 r8);
+u64 call(struct probe_regs *r);
+u64 call3(u32 proto, u32 id, u64 rcx, u64 rdx, u64 r8, struct probe_regs *out);
+BOOLEAN rc_either(u64 rc, u64 a, u64 b);
+void hex32(const CHAR16 *label, const u8 *d);
+/* Prints the summary line and powers the VM off. */
+__attribute__((noreturn)) void finish(void);
 
 /* probe_fake.c, only in build/guest/probe-fake.efi (-DPROBE_FAKE_SVSM). */
 int fake_svsm_setup(u64 secrets_gpa, const u8 *flash_sha256);
