@@ -2,12 +2,15 @@
  * csvsm-measure: the expected SEV-SNP launch MEASUREMENT of a guest, with
  * the command-line interface of virtee/sev-snp-measure (sevsnpmeasure/cli.py)
  * so that its users can switch. Also computes csvsm's own sim launch digest
- * (--mode csvsm-sim, docs/measure.md), which the simulated PSP reproduces.
+ * (--mode csvsm-sim, docs/measure.md), which the simulated PSP reproduces,
+ * and the digest of an IGVM launch image as QEMU loads it (--igvm FILE,
+ * with --dump to list its headers; docs/igvm.md).
  *
  * Exit status: 0 with the digest alone on stdout; 2 on a usage error; 1 when
  * an input cannot be read or does not have what the mode needs.
  */
 #include <attest/elf_load.h>
+#include <attest/igvm.h>
 #include <attest/launch_digest.h>
 #include <attest/ovmf_meta.h>
 
@@ -41,23 +44,30 @@ static const char *prog = "csvsm-measure";
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: %s --mode snp|snp:svsm|snp:ovmf-hash|csvsm-sim --ovmf FILE [options]\n"
-		"  --vcpus N                 number of vCPUs (snp, snp:svsm, csvsm-sim)\n"
-		"  --vcpu-type NAME          QEMU CPU model (EPYC-v4, EPYC-Milan, ...)\n"
-		"  --vcpu-sig N              CPUID(1).EAX signature\n"
-		"  --vcpu-family/--vcpu-model/--vcpu-stepping N\n"
-		"  --vmm-type qemu           (only QEMU is supported)\n"
-		"  --kernel FILE [--initrd FILE] [--append CMDLINE]\n"
-		"  --guest-features N        SEV_FEATURES (default 0x1)\n"
-		"  --snp-ovmf-hash HEX       precomputed OVMF hash (snp mode)\n"
-		"  --svsm FILE               SVSM image (snp:svsm) or csvsm ELF (csvsm-sim)\n"
-		"  --vars-size N | --vars-file FILE   OVMF vars size (snp:svsm)\n"
-		"  --output-format hex|base64\n"
-		"  --dump-vmsa               write vmsa<i>.bin to the current directory\n"
-		"  -v, --verbose             label the output line\n"
-		"  --version\n",
-		prog);
+	fprintf(
+	    f,
+	    "usage: %s --mode snp|snp:svsm|snp:ovmf-hash|csvsm-sim --ovmf FILE [options]\n"
+	    "       %s --igvm FILE [--vcpus N [--vcpu-type NAME]] [--zero-pages zero|normal]\n"
+	    "       %s --igvm FILE --dump\n"
+	    "  --vcpus N                 number of vCPUs (snp, snp:svsm, csvsm-sim)\n"
+	    "  --vcpu-type NAME          QEMU CPU model (EPYC-v4, EPYC-Milan, ...)\n"
+	    "  --vcpu-sig N              CPUID(1).EAX signature\n"
+	    "  --vcpu-family/--vcpu-model/--vcpu-stepping N\n"
+	    "  --vmm-type qemu           (only QEMU is supported)\n"
+	    "  --kernel FILE [--initrd FILE] [--append CMDLINE]\n"
+	    "  --guest-features N        SEV_FEATURES (default 0x1)\n"
+	    "  --snp-ovmf-hash HEX       precomputed OVMF hash (snp mode)\n"
+	    "  --svsm FILE               SVSM image (snp:svsm) or csvsm ELF (csvsm-sim)\n"
+	    "  --vars-size N | --vars-file FILE   OVMF vars size (snp:svsm)\n"
+	    "  --output-format hex|base64\n"
+	    "  --dump-vmsa               write vmsa<i>.bin to the current directory\n"
+	    "  -v, --verbose             label the output line\n"
+	    "  --igvm FILE               SNP launch digest of an IGVM file as QEMU loads it\n"
+	    "  --dump                    with --igvm: list every header instead\n"
+	    "  --zero-pages zero|normal  with --igvm: pages without data as ZERO (QEMU, default)\n"
+	    "                            or as NORMAL zero-filled pages (IGVM spec text)\n"
+	    "  --version\n",
+	    prog, prog, prog);
 }
 
 static int usage_err(const char *fmt, const char *arg)
@@ -245,6 +255,210 @@ static int write_vmsas(enum mode mode, uint32_t vcpus, uint32_t sig, uint64_t fe
 	return 0;
 }
 
+/* ---- --igvm: an IGVM launch image (attest/igvm.c, docs/igvm.md) ---- */
+
+static void print_hex(const uint8_t *d, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		printf("%02x", d[i]);
+}
+
+static const char *snp_page_name(uint8_t t)
+{
+	switch (t) {
+	case LD_PAGE_NORMAL:
+		return "NORMAL";
+	case LD_PAGE_VMSA:
+		return "VMSA";
+	case LD_PAGE_ZERO:
+		return "ZERO";
+	case LD_PAGE_UNMEASURED:
+		return "UNMEASURED";
+	case LD_PAGE_SECRETS:
+		return "SECRETS";
+	case LD_PAGE_CPUID:
+		return "CPUID";
+	}
+	return "?";
+}
+
+static const char *page_data_name(uint16_t t)
+{
+	static const char *const names[] = {"NORMAL", "SECRETS", "CPUID_DATA", "CPUID_XF"};
+
+	return t < ARRAY_SIZE(names) ? names[t] : "?";
+}
+
+static const char *section_name(enum igvm_section s)
+{
+	return s == IGVM_SECTION_PLATFORM ? "platform"
+	       : s == IGVM_SECTION_INIT	  ? "init"
+					  : "directive";
+}
+
+static uint64_t area_size(const struct igvm_file *f, uint32_t index)
+{
+	for (uint32_t i = 0; i < f->n_areas; i++)
+		if (f->areas[i].index == index)
+			return f->areas[i].size;
+	return 0;
+}
+
+/* One line per header: type, GPA, flags, data type, size, SHA-384 of its data. */
+static void igvm_dump_file(const struct igvm_file *f, bool zero_as_normal)
+{
+	struct igvm_iter it;
+	struct igvm_header h;
+	uint8_t d[LD_SHA384_LEN];
+
+	printf("# %zu bytes, %u headers (%u platform, %u init, %u directive), file data at %#x\n",
+	       f->len, f->n_headers, f->n_platform_headers, f->n_init_headers, f->n_directives,
+	       f->data_off);
+	igvm_iter_init(&it, f);
+	while (igvm_iter_next(&it, &h)) {
+		printf("#%-6u %-9s %-26s", h.index, section_name(h.section),
+		       igvm_header_name(h.type));
+		switch (h.type) {
+		case IGVM_VHT_SUPPORTED_PLATFORM:
+			printf(" mask=%#x platform=%s highest_vtl=%u version=%u "
+			       "shared_gpa_boundary=%#llx",
+			       h.u.platform.compatibility_mask,
+			       igvm_platform_name(h.u.platform.platform_type),
+			       h.u.platform.highest_vtl, h.u.platform.platform_version,
+			       (unsigned long long)h.u.platform.shared_gpa_boundary);
+			break;
+		case IGVM_VHT_GUEST_POLICY: {
+			uint64_t pol = h.u.policy.policy;
+
+			printf(" mask=%#x policy=%#llx abi=%llu.%llu smt=%d migrate_ma=%d debug=%d "
+			       "single_socket=%d",
+			       h.u.policy.compatibility_mask, (unsigned long long)pol,
+			       (unsigned long long)((pol >> SNP_POLICY_ABI_MAJOR_SHIFT) & 0xFF),
+			       (unsigned long long)(pol & SNP_POLICY_ABI_MINOR_MASK),
+			       !!(pol & SNP_POLICY_SMT), !!(pol & SNP_POLICY_MIGRATE_MA),
+			       !!(pol & SNP_POLICY_DEBUG), !!(pol & SNP_POLICY_SINGLE_SOCKET));
+			break;
+		}
+		case IGVM_VHT_PARAMETER_AREA:
+			printf(" index=%u size=%#llx", h.u.area.parameter_area_index,
+			       (unsigned long long)h.u.area.number_of_bytes);
+			break;
+		case IGVM_VHT_PARAMETER_INSERT:
+			printf(" gpa=%#llx mask=%#x index=%u size=%#llx snp=UNMEASURED",
+			       (unsigned long long)h.u.insert.gpa, h.u.insert.compatibility_mask,
+			       h.u.insert.parameter_area_index,
+			       (unsigned long long)area_size(f, h.u.insert.parameter_area_index));
+			break;
+		case IGVM_VHT_VP_COUNT_PARAMETER:
+		case IGVM_VHT_MADT:
+		case IGVM_VHT_MEMORY_MAP:
+		case IGVM_VHT_ENVIRONMENT_INFO_PARAMETER:
+			printf(" index=%u byte_offset=%#x", h.u.param.parameter_area_index,
+			       h.u.param.byte_offset);
+			break;
+		case IGVM_VHT_PAGE_DATA: {
+			const struct igvm_vhs_page_data *pg = &h.u.page;
+			bool snp = f->snp_mask & pg->compatibility_mask;
+
+			printf(" gpa=%#llx mask=%#x flags=%#x data_type=%s size=%#x snp=%s",
+			       (unsigned long long)pg->gpa, pg->compatibility_mask, pg->flags,
+			       page_data_name(pg->data_type),
+			       (pg->flags & IGVM_PAGE_FLAG_2MB) ? IGVM_PAGE_SIZE_2M
+								: IGVM_PAGE_SIZE,
+			       snp ? snp_page_name(
+					 igvm_snp_page_type(pg, h.data != NULL, zero_as_normal))
+				   : "-");
+			if (h.data) {
+				ld_hash_mbedtls.sha384(h.data, h.data_len, d);
+				printf(" sha384=");
+				print_hex(d, sizeof(d));
+			} else {
+				printf(" sha384=-");
+			}
+			break;
+		}
+		case IGVM_VHT_VP_CONTEXT: {
+			uint64_t rip, features;
+
+			memcpy(&rip, h.data + 0x178, sizeof(rip)); /* VMSA RIP, little-endian */
+			memcpy(&features, h.data + 0x3B0, sizeof(features));
+			ld_hash_mbedtls.sha384(h.data, h.data_len, d);
+			printf(" gpa=%#llx mask=%#x vp_index=%u size=%#zx rip=%#llx "
+			       "sev_features=%#llx "
+			       "snp=VMSA sha384=",
+			       (unsigned long long)h.u.vp.gpa, h.u.vp.compatibility_mask,
+			       h.u.vp.vp_index, h.data_len, (unsigned long long)rip,
+			       (unsigned long long)features);
+			print_hex(d, sizeof(d));
+			break;
+		}
+		case IGVM_VHT_REQUIRED_MEMORY:
+			printf(" gpa=%#llx mask=%#x size=%#x flags=%#x",
+			       (unsigned long long)h.u.mem.gpa, h.u.mem.compatibility_mask,
+			       h.u.mem.number_of_bytes, h.u.mem.flags);
+			break;
+		case IGVM_VHT_SNP_ID_BLOCK:
+			printf(
+			    " mask=%#x author_key=%u guest_svn=%u ld=", h.u.id.compatibility_mask,
+			    h.u.id.author_key_enabled, h.u.id.guest_svn);
+			print_hex(h.u.id.ld, sizeof(h.u.id.ld));
+			break;
+		}
+		putchar('\n');
+	}
+}
+
+static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, bool have_sig,
+		     bool zero_as_normal, bool base64, bool verbose)
+{
+	static struct igvm_file f;
+	struct igvm_snp_opts o = {.vcpus = vcpus,
+				  .vcpu_sig = sig,
+				  .have_sig = have_sig,
+				  .zero_as_normal = zero_as_normal};
+	struct igvm_range *scratch = NULL;
+	uint8_t digest[LD_SHA384_LEN], *buf;
+	size_t len, n;
+	int rc;
+
+	if (!(buf = read_file(path, &len)))
+		return 1;
+	n = igvm_scratch_entries(buf, len);
+	scratch = calloc(n ? n : 1, sizeof(*scratch));
+	if (!scratch) {
+		fprintf(stderr, "%s: %s: out of memory\n", prog, path);
+		free(buf);
+		return 1;
+	}
+	rc = igvm_parse(&f, buf, len, scratch, n);
+	if (rc) {
+		fprintf(stderr, "%s: %s: %s: %s (header #%u, file offset %#zx)\n", prog, path,
+			igvm_strerror(rc), f.err_detail ? f.err_detail : "", f.err_index,
+			f.err_offset);
+		rc = 1;
+		goto out;
+	}
+	if (dump) {
+		igvm_dump_file(&f, zero_as_normal);
+		goto out;
+	}
+	rc = igvm_snp_digest(&f, &ld_hash_mbedtls, &o, digest, NULL, NULL);
+	if (rc) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, igvm_strerror(rc));
+		rc = 1;
+		goto out;
+	}
+	if (f.has_id_block && memcmp(f.id_block_ld, digest, sizeof(digest)))
+		fprintf(stderr, "%s: warning: the ID block's LD differs from this digest\n", prog);
+	if (verbose)
+		printf("Calculated IGVM SEV_SNP guest measurement: ");
+	print_digest(digest, sizeof(digest), base64);
+out:
+	free(scratch);
+	free(buf);
+	return rc;
+}
+
 enum {
 	OPT_MODE = 256,
 	OPT_VCPUS,
@@ -266,6 +480,9 @@ enum {
 	OPT_OUTPUT_FORMAT,
 	OPT_DUMP_VMSA,
 	OPT_VERSION,
+	OPT_IGVM,
+	OPT_DUMP,
+	OPT_ZERO_PAGES,
 };
 
 static const struct option long_opts[] = {
@@ -288,6 +505,9 @@ static const struct option long_opts[] = {
     {"vars-file", required_argument, NULL, OPT_VARS_FILE},
     {"output-format", required_argument, NULL, OPT_OUTPUT_FORMAT},
     {"dump-vmsa", no_argument, NULL, OPT_DUMP_VMSA},
+    {"igvm", required_argument, NULL, OPT_IGVM},
+    {"dump", no_argument, NULL, OPT_DUMP},
+    {"zero-pages", required_argument, NULL, OPT_ZERO_PAGES},
     {"verbose", no_argument, NULL, 'v'},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, 'h'},
@@ -298,7 +518,8 @@ int main(int argc, char **argv)
 {
 	const char *mode_s = NULL, *vcpu_type = NULL, *ovmf_path = NULL, *kernel = NULL;
 	const char *initrd = NULL, *append = NULL, *svsm_path = NULL, *vars_file = NULL;
-	const char *seed_s = NULL;
+	const char *seed_s = NULL, *igvm_path = NULL;
+	bool igvm_dump = false, zero_as_normal = false;
 	uint64_t vcpus = 0, sig = 0, fam = 0, model = 0, step = 0, features = 0x1, vars_size = 0;
 	bool have_vcpus = false, have_sig = false, have_fam = false, have_model = false;
 	bool have_step = false, have_vars_size = false, base64 = false;
@@ -384,6 +605,18 @@ int main(int argc, char **argv)
 		case OPT_DUMP_VMSA:
 			dump_vmsa = true;
 			break;
+		case OPT_IGVM:
+			igvm_path = optarg;
+			break;
+		case OPT_DUMP:
+			igvm_dump = true;
+			break;
+		case OPT_ZERO_PAGES:
+			if (!strcmp(optarg, "normal"))
+				zero_as_normal = true;
+			else if (strcmp(optarg, "zero"))
+				return usage_err("bad --zero-pages '%s' (zero|normal)", optarg);
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -403,6 +636,46 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return usage_err("unexpected argument '%s'", argv[optind]);
+
+	if (igvm_dump && !igvm_path)
+		return usage_err("--dump needs --igvm FILE%s", NULL);
+	if (igvm_path) {
+		const struct vcpu_type *vt = NULL;
+
+		if (mode_s || ovmf_path || svsm_path || kernel || seed_s || dump_vmsa)
+			return usage_err("--igvm takes none of --mode, --ovmf, --svsm, --kernel, "
+					 "--snp-ovmf-hash, --dump-vmsa%s",
+					 NULL);
+		if (!have_vcpus)
+			vcpus = 1;
+		if (vcpus == 0 || vcpus > 512)
+			return usage_err("--vcpus N must be 1..512%s", NULL);
+		if (vcpu_type) {
+			for (size_t i = 0; i < ARRAY_SIZE(vcpu_types); i++)
+				if (!strcasecmp(vcpu_types[i].name, vcpu_type))
+					vt = &vcpu_types[i];
+			if (!vt)
+				return usage_err("unknown --vcpu-type '%s'", vcpu_type);
+		}
+		if (have_fam || have_model || have_step) {
+			if (!have_fam || !have_model || !have_step)
+				return usage_err(
+				    "--vcpu-family, --vcpu-model and --vcpu-stepping go together%s",
+				    NULL);
+			if (fam > 0xFF + 0xF || model > 0xFF || step > 0xF)
+				return usage_err("vCPU family/model/stepping out of range%s", NULL);
+			sig = cpu_sig(fam, model, step);
+			have_sig = true;
+		} else if (have_sig) {
+			if (sig > 0xFFFFFFFFULL)
+				return usage_err("--vcpu-sig does not fit 32 bits%s", NULL);
+		} else if (vt) {
+			sig = cpu_sig(vt->family, vt->model, vt->stepping);
+			have_sig = true;
+		}
+		return igvm_main(igvm_path, igvm_dump, (uint32_t)vcpus, (uint32_t)sig, have_sig,
+				 zero_as_normal, base64, verbose);
+	}
 
 	if (!mode_s)
 		return usage_err("--mode is required%s", NULL);
