@@ -14,6 +14,7 @@
 #include "attest/guest_req.h"
 #include "csvsm/percpu.h"
 #include "csvsm/platform.h"
+#include "csvsm/secret.h"
 #include "csvsm/string.h"
 #include "snp/ghcb.h"
 
@@ -137,8 +138,10 @@ static struct {
 	uint32_t data_npages;
 } ch;
 static int ch_lock;
-/* Private bounce for the response (never parse the shared page in place). */
+/* Private bounces (never parse a shared page in place): the response, and
+ * the hypervisor's certificate data, each copied exactly once. */
 static struct snp_guest_msg resp_copy __aligned(4096);
+static uint8_t data_copy[GUEST_REQ_DATA_MAX_PAGES * PAGE_SIZE] __aligned(4096);
 static struct snp_guest_msg req_sealed __aligned(4096);
 
 void guest_req_disable(void)
@@ -166,10 +169,12 @@ int guest_req_init(const uint8_t vmpck0[SNP_VMPCK_LEN], void *req_page, gpa_t re
 	guest_req_disable();
 	if (!vmpck0 || !req_page || !resp_page || req_page == resp_page ||
 	    !IS_ALIGNED(req_gpa, PAGE_SIZE) || !IS_ALIGNED(resp_gpa, PAGE_SIZE) ||
+	    data_npages > GUEST_REQ_DATA_MAX_PAGES ||
 	    (data_npages && (!data || !IS_ALIGNED(data_gpa, PAGE_SIZE))) ||
 	    memcmp(vmpck0, zero, sizeof(zero)) == 0) /* a zero VMPCK is "not usable" (§1.6) */
 		return GUEST_REQ_ERR_INVAL;
 	memcpy(ch.vmpck0, vmpck0, SNP_VMPCK_LEN);
+	secret_register(ch.vmpck0, sizeof(ch.vmpck0)); /* wiped on every termination path */
 	ch.req = req_page;
 	ch.resp = resp_page;
 	ch.req_gpa = req_gpa;
@@ -313,22 +318,20 @@ int guest_req_report(struct percpu *cpu, const uint8_t user_data[64], uint32_t v
 			rc = GUEST_REQ_ERR_CERTS_LEN;
 			goto out;
 		}
-		/* Copy the host's table once, then size it. */
+		/* Copy the host's data once; size and return the private copy only. */
 		size_t avail = (size_t)ch.data_npages * PAGE_SIZE;
-		size_t n = MIN(avail, certs_cap);
-		memcpy(certs, ch.data, n);
-		long ext_len = certs_extent(certs, n);
+		memcpy(data_copy, ch.data, avail);
+		long ext_len = certs_extent(data_copy, avail);
 		if (ext_len < 0) {
-			/* Maybe it is only cut short by certs_cap: size it in place. */
-			ext_len = certs_extent(ch.data, avail);
-			if (ext_len < 0 || (size_t)ext_len <= n) {
-				rc = GUEST_REQ_ERR_HV;
-				goto out;
-			}
+			rc = GUEST_REQ_ERR_HV;
+			goto out;
+		}
+		if ((size_t)ext_len > certs_cap) {
 			*certs_len = (size_t)ext_len;
 			rc = GUEST_REQ_ERR_CERTS_LEN;
 			goto out;
 		}
+		memcpy(certs, data_copy, (size_t)ext_len);
 		*certs_len = (size_t)ext_len;
 	}
 out:

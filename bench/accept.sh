@@ -7,7 +7,7 @@
 #
 # Two hypervisors side by side:
 #   floor  - handles a whole 253-entry PSC descriptor per exit, 1 vCPU
-#   sim    - the sim default (SIM_HV_PSC_LIMIT = 64 entries per exit), 2 vCPUs
+#   sim    - a host that stops every 64 page-state entries (csvsm.sim_psc_limit=64), 2 vCPUs
 # Instructions are callgrind Ir for the executor only (client requests),
 # split into csvsm's own code and the model of PVALIDATE/RMPADJUST/host PSC,
 # which on hardware is one instruction / the hypervisor.

@@ -49,7 +49,7 @@ stamp_run() {
 csvsm_args() { # csvsm_args EFI
 	echo -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m "$MEM" -smp "$SMP" -nodefaults -net none \
 		-display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$CSVSM_ELF" \
-		$(guest_args "$1")
+		$(launch_args "$tmp/secrets.bin") $(guest_args "$1")
 }
 plain_args() { # the plain OVMF boot of the same probe
 	echo -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m 4G -nodefaults -net none -display none \

@@ -4,7 +4,8 @@ IMAGE_SRCS += src/boot.S src/exception.S src/idt.c src/console.c src/cpu.c \
               src/platform/sim_svm.c src/platform/sim_io.c src/platform/svm_entry.S \
               src/platform/sim_psp_boot.c \
               mm/pool.c mm/pgtable.c
-CORE_SRCS  += src/fmt.c src/platform/insn_decode.c src/requests.c src/core_proto.c src/vcpu.c mm/guest_mem.c
+CORE_SRCS  += src/fmt.c src/platform/insn_decode.c src/platform/devpolicy.c src/requests.c \
+              src/core_proto.c src/vcpu.c src/secret.c mm/guest_mem.c mm/guest_walk.c
 include src/snp.mk
 $(IMGOBJ)/src/platform/sim_psp_boot.o: \
 	IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu

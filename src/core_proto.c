@@ -66,12 +66,14 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 			return insn_err(rc);
 		return SVSM_SUCCESS;
 	}
-	/* Rescind: revoke the guest VMPLs first, then un-validate. */
+	/* Rescind: revoke the guest VMPLs first, make sure no vCPU still has a
+	 * translation that allows access, then un-validate (reference §1.5). */
 	for (unsigned v = gv->vmpl; v <= 3; v++) {
 		rc = platform->rmpadjust(gpa, psize, v);
 		if (rc)
 			return insn_err(rc);
 	}
+	platform->flush_guest_tlb();
 	accept_forget(gpa, bytes);
 	guest_mem_set_validated(gpa, bytes, false);
 	rc = platform->pvalidate(gpa, psize, false, &unchanged);

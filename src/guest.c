@@ -11,6 +11,7 @@
 #include "csvsm/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/platform.h"
+#include "csvsm/secret.h"
 #include "csvsm/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
@@ -34,8 +35,41 @@ uint64_t boot_heap_bytes(void)
 
 static struct ovmf_info fw_info;
 static struct guest_launch gl;
-/* csvsm's own secrets page (sim: made up here as the launch would; snp: the PSP's). */
+/*
+ * csvsm's copy of the launch secrets page, only while the guest's copy and
+ * the VMPCK0 channel are made; then wiped (issue 8 item 7: one copy of each
+ * key). VMPCK0 lives on in the guest-request channel alone; csvsm keeps no
+ * VMPCK1..3 (the guest's copy holds VMPCK(guest VMPL)..3 for it).
+ */
 static struct snp_secrets_page secrets __aligned(4096);
+
+static bool key_is_zero(const uint8_t *k)
+{
+	uint8_t acc = 0;
+	for (unsigned i = 0; i < SNP_VMPCK_SIZE; i++)
+		acc |= k[i];
+	return acc == 0;
+}
+
+/* Take the secrets page the launch placed (the PSP's on SNP; the harness's
+ * on sim) once, and wipe the launch copy. Without one (sim, `make run`
+ * without a harness page) csvsm makes the keys up, as a PSP would. */
+static void secrets_take(void)
+{
+	struct snp_secrets_page *src = (struct snp_secrets_page *)(uintptr_t)boot.launch_secrets;
+	secret_register(&secrets, sizeof(secrets));
+	if (src && src->version >= 2 && !key_is_zero(src->vmpck[0])) {
+		memcpy(&secrets, src, sizeof(secrets));
+		memzero_explicit(src, sizeof(*src));
+		boot_phase("secrets", "launch secrets page taken (version %u); its copy wiped",
+			   secrets.version);
+		return;
+	}
+	if (!random_bytes(secrets.vmpck, sizeof(secrets.vmpck)))
+		panic("no entropy for the VMPCKs");
+	secrets.version = 3;
+	boot_phase("secrets", "no launch secrets page: VMPCK0..3 made up from RDRAND");
+}
 
 /*
  * Attestation (protocol 1): csvsm talks to the PSP with VMPCK0 through pages
@@ -80,9 +114,6 @@ static gpa_t meta_gpa(uint32_t type)
 static void place_secrets(void)
 {
 	struct snp_secrets_page copy;
-	if (!random_bytes(secrets.vmpck, sizeof(secrets.vmpck)))
-		panic("no entropy for the VMPCKs");
-	secrets.version = 3;
 	memcpy(&copy, &secrets, sizeof(copy));
 	for (unsigned i = 0; i < gl.vmpl && i < SNP_VMPCK_COUNT; i++)
 		memzero_explicit(copy.vmpck[i], SNP_VMPCK_SIZE);
@@ -137,6 +168,7 @@ __noreturn void boot_guest(void)
 		panic("firmware metadata names no usable secrets page / calling area");
 	static const uint8_t zero_ca[8];
 	guest_write(gl.caa, zero_ca, sizeof(zero_ca));
+	secrets_take();
 	place_secrets();
 	uint8_t *probe = pool_alloc(PROBE_MAX, PAGE_SIZE);
 	if (fw_cfg_load_file("opt/csvsm/probe", probe, PROBE_MAX, &gl.probe_size))
@@ -150,5 +182,8 @@ __noreturn void boot_guest(void)
 		panic("vTPM start-up or firmware measurement failed");
 	gl.fw_info = &fw_info;
 	attest_boot();
+	/* The channel and the PSP have VMPCK0, the guest its copy: csvsm's goes. */
+	memzero_explicit(&secrets, sizeof(secrets));
+	gl.vmpck0 = NULL;
 	platform->launch_guest(&gl);
 }

@@ -54,6 +54,10 @@ void exception_dispatch(struct exc_frame *f)
 {
 	if (f->vector == 29 && exception_vc_handler && exception_vc_handler(f))
 		return;
+	/* NMIs are signals between csvsm's own vCPUs (sim: TLB shootdown kicks
+	 * drained after a guest exit); they carry nothing to handle. */
+	if (f->vector == 2)
+		return;
 	con_printf("\ncsvsm: FAULT %s vector=%llu error=0x%llx on vCPU %u\n",
 		   exc_names[f->vector & 31], (unsigned long long)f->vector,
 		   (unsigned long long)f->error_code, this_cpu() ? this_cpu()->id : 0);

@@ -12,6 +12,7 @@
 #include "csvsm/exception.h"
 #include "csvsm/platform.h"
 #include "csvsm/pvh.h"
+#include "csvsm/secret.h"
 #include "csvsm/string.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"
@@ -178,7 +179,10 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	percpus[0].ghcb_gpa = (gpa_t)(uintptr_t)percpus[0].ghcb;
 	percpus[0].stack_top = 0;
 	/* The glibc-ABI layer (tpm/libc) before any library code: heap, then constructors. */
-	libc_heap_init(pool_alloc(LIBC_HEAP_BYTES, PAGE_SIZE), LIBC_HEAP_BYTES);
+	void *heap = pool_alloc(LIBC_HEAP_BYTES, PAGE_SIZE);
+	libc_heap_init(heap, LIBC_HEAP_BYTES);
+	/* The libraries' heap holds the vTPM's seeds and keys: wiped when the VM ends. */
+	secret_register(heap, LIBC_HEAP_BYTES);
 	_init();
 	for (void (**f)(void) = __init_array_start; f < __init_array_end; f++)
 		(*f)();

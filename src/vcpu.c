@@ -1,8 +1,11 @@
 /*
  * CREATE_VCPU / DELETE_VCPU (reference §1.5; checks as coconut-svsm
- * core.rs core_create_vcpu, AMD linux-svsm core.rs). The VMSA page is
- * copied once, checked, then made a VMSA with RMPADJUST so the guest can no
- * longer touch it; the calling area must be guest memory and a different page.
+ * core.rs core_create_vcpu, AMD linux-svsm core.rs). Revoke before check:
+ * the guest loses every access to the VMSA page (RMPADJUST for each guest
+ * VMPL), every vCPU drops its translations (platform flush), and only then
+ * is the page checked in place, so no second guest vCPU can change it
+ * between the check and its use. A refusal gives the page back. The calling
+ * area must be guest memory and a different page.
  */
 #include "arch/x86/insn.h"
 #include "csvsm/platform.h"
@@ -24,44 +27,70 @@ struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 	return NULL;
 }
 
-static uint64_t grant(gpa_t page, unsigned vmpl)
+static int grant(gpa_t page, unsigned vmpl)
 {
-	return (uint64_t)vmpl | RMPADJUST_RWX;
+	return platform->rmpadjust(page, RMP_PG_SIZE_4K, (uint64_t)vmpl | RMPADJUST_RWX);
+}
+
+/* Take every guest VMPL's access away (VMPLs below the guest's never had any). */
+static int revoke(gpa_t page, unsigned vmpl)
+{
+	for (unsigned v = vmpl; v <= 3; v++)
+		if (platform->rmpadjust(page, RMP_PG_SIZE_4K, v))
+			return -1;
+	return 0;
+}
+
+/*
+ * The rules for a new vCPU's VMSA (reference §1.5, coconut check_vmsa): the
+ * caller's own VMPL, EFER.SVME set, and exactly the SEV features the guest
+ * was launched with (what a real SNP guest puts there: Linux
+ * wakeup_cpu_via_vmgexit copies SEV_STATUS >> 2). Each field is read once.
+ */
+static bool vmsa_acceptable(const volatile struct vmsa *v, const struct guest_vcpu *gv)
+{
+	uint8_t vmpl = v->vmpl;
+	uint64_t efer = v->efer, features = v->sev_features;
+	return vmpl == gv->vmpl && (efer & EFER_SVME) && features == vcpu_guest_sev_features;
 }
 
 uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 {
 	gpa_t vmsa_gpa = r->rcx, caa = r->rdx;
 	uint32_t apic_id = (uint32_t)r->r8;
-	struct vmsa v;
+	struct guest_vmsa_slot *s = NULL;
 
+	/* Decode the arguments; the page itself is checked once it is no longer the guest's. */
 	if (!IS_ALIGNED(vmsa_gpa, PAGE_SIZE) || !IS_ALIGNED(caa, PAGE_SIZE) || vmsa_gpa == caa)
 		return SVSM_ERR_INVALID_PARAMETER;
 	if (guest_mem_check(vmsa_gpa, PAGE_SIZE) || guest_mem_check(caa, PAGE_SIZE))
 		return SVSM_ERR_INVALID_ADDRESS;
 	if (vcpu_find(vmsa_gpa))
 		return SVSM_ERR_INVALID_PARAMETER;
-	if (guest_read(vmsa_gpa, &v, sizeof(v)))
-		return SVSM_ERR_INVALID_ADDRESS;
-	if (v.vmpl != gv->vmpl || !(v.efer & EFER_SVME) ||
-	    v.sev_features != vcpu_guest_sev_features)
-		return SVSM_ERR_INVALID_PARAMETER;
-	struct guest_vmsa_slot *s = NULL;
 	for (unsigned i = 0; i < MAX_GUEST_VCPUS && !s; i++)
 		if (!slots[i].used)
 			s = &slots[i];
 	if (!s || guest_mem_protect(vmsa_gpa))
 		return SVSM_ERR_BUSY;
-	/* Act: revoke every guest VMPL, then mark the page a VMSA for the guest VMPL. */
-	for (unsigned vmpl = gv->vmpl; vmpl <= 3; vmpl++)
-		if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, vmpl)) {
-			guest_mem_unprotect(vmsa_gpa);
-			return SVSM_ERR_INVALID_ADDRESS;
-		}
+
+	/* Revoke, and wait until no vCPU can still write the page. */
+	if (revoke(vmsa_gpa, gv->vmpl)) {
+		grant(vmsa_gpa, gv->vmpl);
+		guest_mem_unprotect(vmsa_gpa);
+		return SVSM_ERR_INVALID_ADDRESS;
+	}
+	platform->flush_guest_tlb();
+
+	/* Check in place: csvsm alone can write the page now. */
+	if (!vmsa_acceptable((const volatile struct vmsa *)guest_mem_ptr(vmsa_gpa), gv)) {
+		grant(vmsa_gpa, gv->vmpl);
+		guest_mem_unprotect(vmsa_gpa);
+		return SVSM_ERR_INVALID_PARAMETER;
+	}
 	/* The VMSA bit for the guest VMPL and no access for it (coconut-svsm
 	 * rmp_set_guest_vmsa; Linux snp_set_vmsa). */
 	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl | RMPADJUST_VMSA)) {
-		platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, grant(vmsa_gpa, gv->vmpl));
+		grant(vmsa_gpa, gv->vmpl);
 		guest_mem_unprotect(vmsa_gpa);
 		return SVSM_ERR_INVALID_ADDRESS;
 	}
@@ -84,8 +113,7 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 	 * (revoke), then give the page back to the guest VMPL (reference §1.5). */
 	struct vmsa *v = guest_mem_ptr(vmsa_gpa);
 	v->efer &= ~EFER_SVME;
-	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl) ||
-	    platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, grant(vmsa_gpa, gv->vmpl)))
+	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl) || grant(vmsa_gpa, gv->vmpl))
 		return SVSM_ERR_INVALID_ADDRESS;
 	guest_mem_unprotect(vmsa_gpa);
 	s->used = false;

@@ -181,6 +181,9 @@ int guest_req_ghcb_check(const struct ghcb *g, bool ext, uint32_t *vmm_err, uint
  * lead makes these pages shared (PSC) before calling; csvsm never puts
  * plaintext in them.
  */
+/* Most data pages for the extended request csvsm copies back from the hypervisor. */
+#define GUEST_REQ_DATA_MAX_PAGES 16
+
 int guest_req_init(const uint8_t vmpck0[SNP_VMPCK_LEN], void *req_page, gpa_t req_gpa,
 		   void *resp_page, gpa_t resp_gpa, void *data, gpa_t data_gpa,
 		   uint32_t data_npages);

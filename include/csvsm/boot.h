@@ -13,6 +13,11 @@ struct boot_info {
 	const struct memmap *memmap;
 	gpa_t csvsm_start, csvsm_end;
 	unsigned guest_vmpl; /* 1..3, csvsm.guest_vmpl=, default 2 */
+	/* The secrets page the launch placed (the PSP's on SNP), 0 = none. */
+	gpa_t launch_secrets;
+	/* Launch-provided keys of the simulated PSP (sim only), 0 = none. */
+	gpa_t launch_psp_keys;
+	size_t launch_psp_keys_max;
 };
 extern struct boot_info boot;
 

@@ -26,6 +26,14 @@ struct platform_ops {
 	/* RMPADJUST semantics from VMPL0: returns 0/FAIL_INPUT/FAIL_PERMISSION/FAIL_SIZEMISMATCH.
 	 */
 	int (*rmpadjust)(vaddr_t va, unsigned size, uint64_t attrs);
+	/*
+	 * After RMPADJUST took access away from the guest: make every vCPU drop
+	 * translations that still allow it, and return only once that is done,
+	 * so the revocation can be relied on (snp: the INVLPGB broadcast and
+	 * TLBSYNC the hardware needs; sim: every guest vCPU leaves guest mode
+	 * and flushes before it runs again).
+	 */
+	void (*flush_guest_tlb)(void);
 	/* One GHCB MSR protocol round trip: write request, VMGEXIT, return the response. */
 	uint64_t (*ghcb_msr_call)(uint64_t request);
 	/* One VMGEXIT with this vCPU's GHCB page (already filled by the caller). */

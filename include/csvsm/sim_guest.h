@@ -5,7 +5,6 @@
 #include "csvsm/types.h"
 
 struct memmap;
-struct vmcb;
 
 struct sim_guest_config {
 	const struct memmap *mm;
@@ -19,7 +18,5 @@ struct sim_guest_config {
 void sim_park_aps(void);
 uint64_t sim_park_init_count(void);
 __noreturn void sim_guest_start(const struct sim_guest_config *gc);
-bool sim_guest_translate(const struct vmcb *vmcb, uint64_t la, gpa_t *pa);
-bool sim_guest_read_linear(const struct vmcb *vmcb, uint64_t la, void *dst, size_t n);
 
 #endif

@@ -12,8 +12,14 @@
 struct ghcb;
 struct percpu;
 
-/* Default number of PSC entries handled per VMGEXIT, as a real host may stop early. */
-#define SIM_HV_PSC_LIMIT 64
+/*
+ * PSC entries handled per VMGEXIT. KVM completes the whole request
+ * (arch/x86/kvm/svm/sev.c snp_begin_psc loops until cur_entry > end_entry),
+ * so the default is 0 = all. A host may legally stop early and let the
+ * guest resume (56421 §4.1.6); csvsm.sim_psc_limit=N makes the sim
+ * hypervisor do so, and the tests use it to run csvsm's resume path.
+ */
+#define SIM_HV_PSC_LIMIT 0
 
 /* Errors go to sw_exit_info_2 as GHCB_ERR_* (snp/ghcb.h) with info_1 = GHCB_RESULT_ERROR. */
 

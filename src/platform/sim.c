@@ -10,6 +10,7 @@
 #include "csvsm/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/platform.h"
+#include "csvsm/secret.h"
 #include "csvsm/boot.h"
 #include "csvsm/sim_guest.h"
 #include "csvsm/sim_hv.h"
@@ -17,6 +18,8 @@
 
 int sim_psp_setup(const struct guest_launch *gl);
 #include "csvsm/string.h"
+#include "mm/cmdline.h"
+#include "snp/ghcb.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
 #include "mm/rmp.h"
@@ -38,8 +41,17 @@ extern const uint8_t tramp_start[], tramp_end[], tramp_cr3[], tramp_stack[], tra
  * is shared until pre-acceptance converts it. `csvsm.sim_4k_only=S-E` makes
  * the simulated hypervisor back [S, E) with 4K pages only.
  */
+extern uint8_t __launch_in_start[], __launch_in_end[];
+
 static int sim_setup(const struct memmap *mm, const char *cmdline, size_t cmdline_len)
 {
+	/* The launch inputs the harness placed in csvsm's memory (linker.ld
+	 * .launch_in): wiped on any early termination, consumed once later. */
+	size_t in_bytes = (size_t)(__launch_in_end - __launch_in_start);
+	secret_register(__launch_in_start, in_bytes);
+	boot.launch_secrets = (gpa_t)(uintptr_t)__launch_in_start;
+	boot.launch_psp_keys = boot.launch_secrets + PAGE_SIZE;
+	boot.launch_psp_keys_max = in_bytes - PAGE_SIZE;
 	gpa_t top = MAX(mm->max_gpa, 4ULL << 30);
 	size_t bytes = rmp_storage_bytes(top);
 	if (rmp_init(pool_alloc(bytes, PAGE_SIZE), bytes, top) != 0)
@@ -53,6 +65,25 @@ static int sim_setup(const struct memmap *mm, const char *cmdline, size_t cmdlin
 	if (rc == 1)
 		con_printf("csvsm: sim: hypervisor backs 0x%llx-0x%llx with 4K pages only\n",
 			   (unsigned long long)s, (unsigned long long)e);
+	const char *v;
+	size_t vlen;
+	if (cmdline_get(cmdline, cmdline_len, "csvsm.sim_psc_limit", &v, &vlen)) {
+		unsigned long n = 0;
+		for (size_t i = 0; i < vlen; i++) {
+			if (v[i] < '0' || v[i] > '9' || n > PSC_MAX_ENTRIES) {
+				con_printf("csvsm: sim: bad csvsm.sim_psc_limit= value\n");
+				return -1;
+			}
+			n = n * 10 + (unsigned long)(v[i] - '0');
+		}
+		if (!vlen || n > PSC_MAX_ENTRIES) {
+			con_printf("csvsm: sim: bad csvsm.sim_psc_limit= value\n");
+			return -1;
+		}
+		sim_hv_set_psc_limit((unsigned)n);
+		con_printf("csvsm: sim: hypervisor handles at most %lu page-state entries per exit\n",
+			   n);
+	}
 	for (gpa_t g = mm->csvsm_start; g < mm->csvsm_end; g += PAGE_SIZE) {
 		bool unchanged;
 		if (rmp_hv_assign(g, false, true) != 0 ||
@@ -148,6 +179,7 @@ void sim_trampoline_scrub(void)
 
 static __noreturn void sim_terminate(bool success, unsigned reason_set, unsigned reason_code)
 {
+	secret_wipe_all();
 	if (!success)
 		con_printf("csvsm: terminating with failure (reason set %u code 0x%x)\n",
 			   reason_set, reason_code);
@@ -165,6 +197,7 @@ const struct platform_ops platform_sim = {
     .setup = sim_setup,
     .pvalidate = sim_pvalidate,
     .rmpadjust = sim_rmpadjust,
+    .flush_guest_tlb = sim_flush_guest_tlb,
     .ghcb_msr_call = sim_ghcb_msr_call,
     .ghcb_call = sim_ghcb_call,
     .start_ap = sim_start_ap,

@@ -1,21 +1,28 @@
 /*
- * sim platform: the guest's device view. Device DMA is not confined by
- * nested paging (sim notes §4 pitfall 10), so the guest gets no DMA-capable
- * device and no port by default (IOPM all ones). csvsm emulates COM1 and
- * fw_cfg (port interface only, with a filtered view: one vCPU, a memory map
- * without csvsm, the probe as the kernel, nothing under opt/csvsm/), and
- * passes through only ports of devices that cannot DMA, listed in
- * docs/sim-platform.md. Reset and power-off requests end the VM.
+ * sim platform: the guest's device view, default deny for ports and MMIO
+ * (the rules: src/platform/devpolicy.c; the list: docs/sim-platform.md).
+ * Device DMA is not confined by nested paging (sim notes §4 pitfall 10),
+ * and under TCG an INIT or SMI reaches a CPU even in host mode, so every
+ * guest port access exits (IOPM all ones) and every guest access outside
+ * its RAM and flash exits (#NPF). csvsm emulates COM1, fw_cfg (port
+ * interface only, a filtered view: one vCPU, a memory map without csvsm,
+ * the probe as the kernel, only the items it lists), the IOAPIC (registers
+ * filtered), local APIC stores (filtered), PCI configuration through
+ * CF8/CFC and ECAM (one filter), the CMOS and i8042 command ports
+ * (filtered), and passes through only devices that cannot DMA or signal a
+ * CPU. Reset and power-off requests end the VM.
  */
 #include "arch/x86/insn.h"
 #include "csvsm/console.h"
 #include "csvsm/cpu.h"
+#include "csvsm/devpolicy.h"
 #include "csvsm/string.h"
 #include "mm/memmap.h"
 #include "sim_svm.h"
 
 volatile int sim_guest_power_event;
 static struct sim_io_config cfg;
+static gpa_t ecam_base; /* PCIEXBAR's window, fixed for the guest's lifetime */
 
 /* ---- fw_cfg, QEMU docs/specs/fw_cfg.txt ---- */
 #define FW_SIG		  0x0000
@@ -50,8 +57,9 @@ static uint8_t fw_dir[4 + 64 * FW_MAX_FILES];
 static uint32_t fw_dir_len;
 static uint8_t fw_e820[(MEMMAP_MAX_ENTRIES + 2) * 20];
 static uint32_t fw_e820_len;
-static uint16_t hidden_keys[16];
-static unsigned nhidden;
+/* Keys of the files the guest's directory lists (passed through). */
+static uint16_t file_keys[FW_MAX_FILES];
+static unsigned nfile_keys;
 static uint32_t u32_zero, u32_one, u32_id = 1 /* traditional interface only, no DMA */,
 				   probe_size_le;
 static uint16_t u16_one = 1;
@@ -61,6 +69,7 @@ static unsigned nsynth;
 static uint16_t fw_sel;
 static uint32_t fw_off;
 static const struct fw_item *fw_cur; /* NULL: pass through to the real device */
+static const struct fw_item fw_empty = {0, NULL, 0};
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
@@ -107,14 +116,13 @@ static void fw_build_dir(void)
 		e[63] = 0;
 		uint16_t key = (uint16_t)(e[4] << 8 | e[5]);
 		const char *name = (const char *)e + 8;
-		if (strncmp(name, FW_HIDDEN_PREFIX, sizeof(FW_HIDDEN_PREFIX) - 1) == 0) {
-			if (nhidden < ARRAY_SIZE(hidden_keys))
-				hidden_keys[nhidden++] = key;
+		if (strncmp(name, FW_HIDDEN_PREFIX, sizeof(FW_HIDDEN_PREFIX) - 1) == 0)
 			continue;
-		}
 		if (strcmp(name, "etc/e820") == 0) {
 			put_be32(e, fw_e820_len);
 			synth_add(key, fw_e820, fw_e820_len);
+		} else {
+			file_keys[nfile_keys++] = key;
 		}
 		memcpy(fw_dir + 4 + 64 * kept++, e, 64);
 	}
@@ -122,9 +130,34 @@ static void fw_build_dir(void)
 	fw_dir_len = 4 + 64 * kept;
 }
 
+/* PCIEXBAR of the q35 MCH (00:00.0 0x60/0x64, Intel 3 Series datasheet
+ * §5.1.13): SeaBIOS enables a 256 MiB window at 0xB0000000; csvsm does if
+ * nothing did. The guest may not move it (devpolicy_pci_write). */
+static void ecam_init(void)
+{
+	outl(0xCF8, 0x80000060u);
+	uint32_t lo = inl(0xCFC);
+	outl(0xCF8, 0x80000064u);
+	uint32_t hi = inl(0xCFC);
+	if (!(lo & 1) || (lo & 6) != 0) { /* disabled, or not the 256 MiB size */
+		outl(0xCF8, 0x80000064u);
+		outl(0xCFC, 0);
+		outl(0xCF8, 0x80000060u);
+		outl(0xCFC, 0xB0000001u);
+		lo = 0xB0000001u, hi = 0;
+	}
+	ecam_base = ((gpa_t)hi << 32) | (lo & 0xF0000000u);
+}
+
+gpa_t sim_io_ecam_base(void)
+{
+	return ecam_base;
+}
+
 void sim_io_init(const struct sim_io_config *c)
 {
 	cfg = *c;
+	ecam_init();
 	fw_build_e820();
 	probe_size_le = cfg.probe_size;
 	synth_add(FW_ID, &u32_id, 4);
@@ -149,23 +182,30 @@ void sim_io_init(const struct sim_io_config *c)
 	(void)u32_one;
 }
 
-static void fw_select(uint16_t key)
+/*
+ * Default deny on the item the device would select (the selector with the
+ * bits QEMU ignores cleared, devpolicy_fw_cfg_key): csvsm's own items, the
+ * files of the guest's directory and a few plain items; anything else reads
+ * as empty.
+ */
+static void fw_select(uint16_t selector)
 {
-	fw_sel = key;
+	uint16_t key = devpolicy_fw_cfg_key(selector);
+	fw_sel = selector;
 	fw_off = 0;
-	fw_cur = NULL;
-	static const struct fw_item empty = {0, NULL, 0};
-	for (unsigned i = 0; i < nhidden; i++)
-		if (hidden_keys[i] == key) {
-			fw_cur = &empty;
-			return;
-		}
+	fw_cur = &fw_empty;
 	for (unsigned i = 0; i < nsynth; i++)
 		if (synth[i].key == key) {
 			fw_cur = &synth[i];
 			return;
 		}
-	outw(0x510, key);
+	bool pass = devpolicy_fw_cfg_plain(key);
+	for (unsigned i = 0; i < nfile_keys && !pass; i++)
+		pass = file_keys[i] == key;
+	if (pass) {
+		fw_cur = NULL;
+		outw(0x510, key);
+	}
 }
 
 static uint8_t fw_read_byte(void)
@@ -221,27 +261,8 @@ static uint32_t uart_io(uint16_t reg, bool in, uint32_t v)
 	}
 }
 
-/* ---- PCI configuration mechanism #1, filtered ---- */
-static uint32_t pci_addr;
-
-/* Returns false to drop the write. */
-static bool pci_filter_write(unsigned reg, unsigned size, uint32_t *v)
-{
-	unsigned bdf = (pci_addr >> 8) & 0xFFFF;
-	/* Command register: never let the guest enable bus mastering (DMA). */
-	if (reg <= 0x04 && reg + size > 0x04)
-		*v &= ~(0x4u << ((0x04 - reg) * 8));
-	/* q35 MCH (00:00.0) PCIEXBAR (0x60..0x67): the ECAM window must stay in
-	 * the 32-bit MMIO hole, never over RAM or csvsm. */
-	if (bdf == 0 && reg < 0x68 && reg + size > 0x60) {
-		if (size != 4)
-			return false;
-		if (reg == 0x64)
-			return *v == 0;
-		return !(*v & 1) || (*v & 0xF0000000u) >= 0x80000000u;
-	}
-	return true;
-}
+/* ---- PCI configuration: CF8/CFC and ECAM, one filter (devpolicy_pci_write) ---- */
+static uint32_t pci_addr; /* the guest's CONFIG_ADDRESS */
 
 static uint32_t port_in(uint16_t port, unsigned size)
 {
@@ -268,86 +289,261 @@ static void port_out(uint16_t port, unsigned size, uint32_t v)
 	}
 }
 
-/* Ports of devices that cannot DMA, passed through unchanged. */
-static bool passthrough(uint16_t port)
+static uint32_t mmio_rd(gpa_t a, unsigned size)
 {
-	return (port >= 0x20 && port <= 0x21) ||   /* PIC master */
-	       (port >= 0xA0 && port <= 0xA1) ||   /* PIC slave */
-	       (port >= 0x4D0 && port <= 0x4D1) || /* ELCR */
-	       (port >= 0x40 && port <= 0x43) ||   /* PIT */
-	       port == 0x61 ||			   /* NMI status / PIT gate */
-	       (port >= 0x70 && port <= 0x71) ||   /* RTC / CMOS */
-	       port == 0x60 ||			   /* i8042 data */
-	       (port >= 0x600 && port <= 0x67F);   /* ICH9 ACPI PM block (PMBASE 0x600) */
+	switch (size) {
+	case 1:
+		return *(volatile uint8_t *)(uintptr_t)a;
+	case 2:
+		return *(volatile uint16_t *)(uintptr_t)a;
+	default:
+		return *(volatile uint32_t *)(uintptr_t)a;
+	}
+}
+static void mmio_wr(gpa_t a, unsigned size, uint32_t v)
+{
+	switch (size) {
+	case 1:
+		*(volatile uint8_t *)(uintptr_t)a = (uint8_t)v;
+		break;
+	case 2:
+		*(volatile uint16_t *)(uintptr_t)a = (uint16_t)v;
+		break;
+	default:
+		*(volatile uint32_t *)(uintptr_t)a = v;
+	}
 }
 
+static unsigned pci_refused_logged;
+
+/*
+ * One configuration access of function `bdf` at byte `reg`, whichever way
+ * the guest came: csvsm performs it through ECAM (every register), after
+ * the filter for writes. Accesses must be naturally aligned.
+ */
+static void pci_cfg(uint16_t bdf, unsigned reg, unsigned size, bool in, uint32_t *val)
+{
+	gpa_t a = ecam_base + ((gpa_t)bdf << 12) + reg;
+	if (!ecam_base || (reg & (size - 1)) || reg + size > 0x1000) {
+		if (in)
+			*val = 0xFFFFFFFFu;
+		return;
+	}
+	if (in) {
+		*val = mmio_rd(a, size);
+		return;
+	}
+	uint32_t v = *val, cur = mmio_rd(ALIGN_DOWN(a, 4), 4);
+	if (devpolicy_pci_write(bdf, reg, size, &v, cur)) {
+		mmio_wr(a, size, v);
+	} else if (pci_refused_logged++ < 16) {
+		con_printf("csvsm: guest PCI config write 0x%x (%u bytes) to %x:%x.%x reg 0x%x "
+			   "refused\n",
+			   *val, size, bdf >> 8, (bdf >> 3) & 31, bdf & 7, reg);
+	}
+}
+
+/* ---- MMIO: the local APIC (stores), the IOAPIC and ECAM; nothing else ---- */
+static uint32_t ioregsel;
+static unsigned mmio_denied_logged, lapic_refused_logged;
+
+bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
+{
+	uint64_t v = write ? *val : ~0ULL;
+	unsigned off = (unsigned)(gpa & 0xFFF);
+	bool dword = size == 4 && IS_ALIGNED(gpa, 4);
+
+	switch (devpolicy_mmio(gpa, ecam_base)) {
+	case DPM_LAPIC:
+		if (!dword)
+			break;
+		if (!write)
+			v = mmio_rd(gpa, 4);
+		else if (devpolicy_lapic_write(off, (uint32_t)v))
+			mmio_wr(gpa, 4, (uint32_t)v);
+		else if (lapic_refused_logged++ < 8)
+			con_printf("csvsm: guest local APIC write 0x%x to 0x%x refused\n",
+				   (uint32_t)v, off);
+		break;
+	case DPM_IOAPIC:
+		if (!dword)
+			break;
+		if (off == 0x00) { /* IOREGSEL */
+			if (write)
+				ioregsel = (uint32_t)v & 0xFF;
+			else
+				v = ioregsel;
+		} else if (off == 0x10) { /* IOWIN */
+			mmio_wr(DP_IOAPIC_BASE, 4, ioregsel);
+			if (!write)
+				v = mmio_rd(DP_IOAPIC_BASE + 0x10, 4);
+			else if (devpolicy_ioapic_write(ioregsel, (uint32_t)v))
+				mmio_wr(DP_IOAPIC_BASE + 0x10, 4, (uint32_t)v);
+			else if (lapic_refused_logged++ < 8)
+				con_printf("csvsm: guest IOAPIC write 0x%x to register 0x%x "
+					   "refused\n",
+					   (uint32_t)v, ioregsel);
+		} else if (off == 0x40 && write) { /* EOI */
+			mmio_wr(gpa, 4, (uint32_t)v);
+		}
+		break;
+	case DPM_ECAM: {
+		if (size > 4)
+			break;
+		uint32_t w = (uint32_t)v;
+		gpa_t o = gpa - ecam_base;
+		pci_cfg((uint16_t)(o >> 12), (unsigned)(o & 0xFFF), size, !write, &w);
+		v = w;
+		break;
+	}
+	case DPM_DENY:
+		if (mmio_denied_logged++ < 8)
+			con_printf("csvsm: guest MMIO %s at gpa 0x%llx (%u bytes) denied\n",
+				   write ? "write" : "read", (unsigned long long)gpa, size);
+		break;
+	}
+	if (!write)
+		*val = size >= 8 ? v : v & ((1ULL << (8 * size)) - 1);
+	return true;
+}
+
+/* ---- ports ---- */
+static uint8_t cmos_index;
 static unsigned unknown_logged;
 
-bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val)
+static bool io_byte(uint16_t port, bool in, uint32_t *val);
+
+/* One access inside one device class (devpolicy_port); *val in/out. */
+static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 {
 	uint32_t v = in ? 0 : *val;
 	uint32_t mask = size == 1 ? 0xFF : size == 2 ? 0xFFFF : 0xFFFFFFFFu;
 
-	if (port >= 0x3F8 && port <= 0x3FF) {
+	switch (devpolicy_port(port)) {
+	case DP_UART:
 		v = uart_io((uint16_t)(port - 0x3F8), in, v);
-	} else if (port == 0x510) {
+		break;
+	case DP_FWCFG_SEL:
 		if (!in)
 			fw_select((uint16_t)v);
 		else
 			v = fw_sel;
-	} else if (port == 0x511) {
+		break;
+	case DP_FWCFG_DATA:
 		if (in) {
 			v = 0;
 			for (unsigned i = 0; i < size; i++)
 				v |= (uint32_t)fw_read_byte() << (8 * i);
 		}
-	} else if (port >= 0x514 && port <= 0x51B) {
-		v = 0; /* no fw_cfg DMA for the guest */
-	} else if (port == 0xCF8 && size == 4) {
-		if (in)
-			v = pci_addr;
-		else
-			outl(0xCF8, pci_addr = v);
-	} else if (port >= 0xCFC && port <= 0xCFF) {
-		outl(0xCF8, pci_addr);
-		if (in) {
-			v = port_in(port, size);
-		} else {
-			unsigned reg = (pci_addr & 0xFC) + (port - 0xCFC);
-			if (pci_filter_write(reg, size, &v))
-				port_out(port, size, v);
-			else
-				con_printf("csvsm: guest PCI config write 0x%x to %x:%x refused\n",
-					   v, (pci_addr >> 8) & 0xFFFF, reg);
+		break;
+	case DP_PCI_ADDR: /* byte accesses to 0xCF8 are not CONFIG_ADDRESS: nothing */
+		v = 0xFFFFFFFFu;
+		break;
+	case DP_PCI_DATA: {
+		unsigned reg = (pci_addr & 0xFC) + (port - 0xCFC);
+		if (!(pci_addr & 0x80000000u) || (pci_addr & 0xFF000000u) != 0x80000000u) {
+			v = 0xFFFFFFFFu; /* disabled, or the reserved bits 30:24 set */
+			break;
 		}
-	} else if (port == 0xCF9) {
+		pci_cfg((uint16_t)((pci_addr >> 8) & 0xFFFF), reg, size, in, &v);
+		break;
+	}
+	case DP_RESET:
 		if (!in && (v & 0x04)) {
 			sim_guest_power_event = 2;
 			return false;
 		}
 		v = 0;
-	} else if (port == 0x604 && !in && (v & (1u << 13))) {
-		sim_guest_power_event = 1; /* PM1a_CNT.SLP_EN: ACPI power-off */
-		return false;
-	} else if (port == 0x64) {
-		if (in)
-			v = inb(0x64);
-		else if ((v & 0xF0) != 0xF0) /* pulse-output commands (0xFE) reset the machine */
-			outb(0x64, (uint8_t)v);
-	} else if (passthrough(port)) {
+		break;
+	case DP_PM1A_CNT: {
+		/* SLP_EN (bit 13 of PM1a_CNT at 0x604) ends the VM: no sleep state is
+		 * ever entered, so no resume path through firmware exists. */
+		uint32_t wide = v << (8 * (port - 0x604));
+		if (!in && (wide & (1u << 13))) {
+			sim_guest_power_event = 1;
+			return false;
+		}
 		if (in)
 			v = port_in(port, size);
 		else
 			port_out(port, size, v);
-	} else {
+		break;
+	}
+	case DP_CMOS_INDEX:
+		if (in) {
+			v = inb(0x70);
+		} else {
+			cmos_index = (uint8_t)v;
+			outb(0x70, (uint8_t)v);
+		}
+		break;
+	case DP_CMOS_DATA:
+		outb(0x70, cmos_index);
+		if (in)
+			v = inb(0x71);
+		else if (devpolicy_cmos_write(cmos_index))
+			outb(0x71, (uint8_t)v);
+		else if (unknown_logged++ < 8)
+			con_printf("csvsm: guest CMOS write to register 0x%x refused\n",
+				   cmos_index & 0x7F);
+		break;
+	case DP_KBC_CMD:
+		if (in)
+			v = inb(0x64);
+		else if (devpolicy_kbc_command((uint8_t)v))
+			outb(0x64, (uint8_t)v);
+		break;
+	case DP_PASS:
+		if (in)
+			v = port_in(port, size);
+		else
+			port_out(port, size, v);
+		break;
+	case DP_DENY:
 		if (unknown_logged < 8 && port != 0x80) {
 			unknown_logged++;
 			con_printf("csvsm: guest port 0x%x denied (%s, %u bytes)\n", port,
 				   in ? "in" : "out", size);
 		}
 		v = 0xFFFFFFFFu;
+		break;
 	}
 	if (in)
 		*val = v & mask;
+	return true;
+}
+
+static bool io_byte(uint16_t port, bool in, uint32_t *val)
+{
+	return io_one(port, 1, in, val);
+}
+
+bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val)
+{
+	if (port == 0xCF8 && size == 4) { /* CONFIG_ADDRESS (PCI mechanism #1) */
+		if (in)
+			*val = pci_addr;
+		else
+			pci_addr = *val;
+		return true;
+	}
+	/* An access that spans devices of different classes (outw 0x70 writes
+	 * the CMOS index and its data) is taken apart byte by byte, as QEMU's
+	 * 1-byte devices do, so each byte meets its own rule. */
+	enum devpolicy_port cls = devpolicy_port(port);
+	bool split = false;
+	for (unsigned i = 1; i < size; i++)
+		split |= devpolicy_port((uint16_t)(port + i)) != cls;
+	if (!split)
+		return io_one(port, size, in, val);
+	uint32_t out = 0;
+	for (unsigned i = 0; i < size; i++) {
+		uint32_t b = in ? 0 : (*val >> (8 * i)) & 0xFF;
+		if (!io_byte((uint16_t)(port + i), in, &b))
+			return false;
+		out |= (b & 0xFF) << (8 * i);
+	}
+	if (in)
+		*val = out;
 	return true;
 }

@@ -4,8 +4,10 @@
  * over what was actually loaded: csvsm's PT_LOAD segments as the PVH loader
  * placed them (text unchanged since; .data as boot.S saved it before its
  * first write; .bss zero), the OVMF image csvsm loaded, one VMSA per vCPU.
- * Its keys (test VCEK and certificate table) come from fw_cfg
- * opt/csvsm/psp-keys, which the guest's filtered fw_cfg never shows.
+ * Its keys (test VCEK and certificate table) are placed in csvsm's memory
+ * by the launch (the test harness with QEMU's loader device; linker.ld
+ * .launch_in), never through a device the guest can reach: csvsm copies
+ * them into the PSP model once and wipes the launch copy.
  */
 #include "arch/x86/insn.h"
 #include "attest/launch_digest.h"
@@ -16,7 +18,6 @@
 #include "csvsm/string.h"
 #include "mm/pool.h"
 
-#define KEYS_MAX	   (64U << 10)
 #define SIM_GUEST_FEATURES 0x1 /* sev-snp-measure's default SEV_FEATURES */
 
 extern const uint8_t __image_start[], __text_end[], __data_start[], __data_end[], __bss_end[];
@@ -29,23 +30,21 @@ static int psp_rng(void *ctx, unsigned char *buf, size_t len)
 
 int sim_psp_setup(const struct guest_launch *gl)
 {
-	static uint8_t *keys_blob;
 	struct sim_psp_keys keys;
-	uint32_t keys_len;
 	struct ld_segment segs[16];
 	size_t nsegs;
 	uint8_t measurement[LD_SHA384_LEN];
 	struct cpuid_regs r;
 
-	if (!keys_blob)
-		keys_blob = pool_alloc(KEYS_MAX, PAGE_SIZE);
-	if (!fw_cfg_load_file("opt/csvsm/psp-keys", keys_blob, KEYS_MAX, &keys_len)) {
-		boot_phase("attest",
-			   "no simulated PSP keys (fw_cfg opt/csvsm/psp-keys): attestation off");
+	uint8_t *keys_blob = (uint8_t *)(uintptr_t)boot.launch_psp_keys;
+	size_t keys_len = boot.launch_psp_keys_max;
+	if (!keys_blob || !keys_len || memcmp(keys_blob, SIM_PSP_KEYS_MAGIC, 8) != 0) {
+		boot_phase("attest", "no simulated PSP keys in the launch: attestation off");
 		return -1;
 	}
 	if (sim_psp_keys_parse(keys_blob, keys_len, &keys) != 0) {
-		con_printf("csvsm: sim PSP: malformed opt/csvsm/psp-keys\n");
+		memzero_explicit(keys_blob, keys_len);
+		con_printf("csvsm: sim PSP: malformed launch keys\n");
 		return -1;
 	}
 	/* csvsm's two PT_LOAD segments as loaded: text is never written; .data
@@ -72,16 +71,18 @@ int sim_psp_setup(const struct guest_launch *gl)
 	uint64_t t0 = timer_us();
 	rc = launch_digest_csvsm_sim(&ld_hash_mbedtls, &l, measurement);
 	if (rc != LD_OK) {
+		memzero_explicit(keys_blob, keys_len);
 		con_printf("csvsm: sim PSP: launch digest: %s\n", launch_digest_strerror(rc));
 		return -1;
 	}
-	if (sim_psp_init(gl->vmpck0, &keys, measurement, SIM_PSP_DEFAULT_POLICY, psp_rng, NULL) !=
-	    0) {
+	rc = sim_psp_init(gl->vmpck0, &keys, measurement, SIM_PSP_DEFAULT_POLICY, psp_rng, NULL);
+	memzero_explicit(&keys, sizeof(keys));
+	memzero_explicit(keys_blob, keys_len); /* the PSP model has its copy */
+	if (rc != 0) {
 		con_printf("csvsm: sim PSP: bad keys\n");
 		return -1;
 	}
 	sim_psp_set_shared_pages(gl->req_gpa, gl->resp_gpa, gl->data_gpa, gl->data_npages);
-	memzero_explicit(keys_blob, KEYS_MAX);
 	char hex[2 * LD_SHA384_LEN + 1];
 	for (unsigned i = 0; i < LD_SHA384_LEN; i++)
 		fmt_snprintf(hex + 2 * i, 3, "%02x", measurement[i]);

@@ -17,6 +17,7 @@
 #include "csvsm/string.h"
 #include "csvsm/vcpu.h"
 #include "mm/guest_mem.h"
+#include "mm/guest_walk.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
 #include "mm/rmp.h"
@@ -69,6 +70,56 @@ static void exits_unlock(void)
 }
 
 static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
+static struct svm_vcpu *vcpu_of_cpu(unsigned id);
+static void send_nmi(uint32_t apic_id);
+
+/*
+ * TLB shootdown. Nested page tables are shared by every guest vCPU (one
+ * ASID), and a guest vCPU on another CPU keeps its translations until it
+ * leaves guest mode. Every change to the nested tables bumps flush_gen; a
+ * vCPU entering guest mode with a newer generation flushes its ASID first
+ * (TLB_CONTROL). A revocation is relied on only after sim_flush_guest_tlb:
+ * each vCPU still in guest mode with an older generation gets an NMI (NMIs
+ * are intercepted in guest VMCBs) and is waited for until it has left.
+ */
+static volatile uint64_t flush_gen;
+
+static void vcpu_vmrun(struct svm_vcpu *v)
+{
+	__atomic_store_n(&v->in_guest, 1, __ATOMIC_SEQ_CST);
+	uint64_t g = __atomic_load_n(&flush_gen, __ATOMIC_SEQ_CST);
+	if (g != v->seen_gen) {
+		v->vmcb->ctl.tlb_control = 1; /* flush this ASID on VMRUN */
+		v->seen_gen = g;
+	}
+	__atomic_store_n(&v->entry_gen, g, __ATOMIC_SEQ_CST);
+	svm_vmrun(v);
+	__atomic_store_n(&v->in_guest, 0, __ATOMIC_SEQ_CST);
+	v->vmcb->ctl.tlb_control = 0;
+}
+
+void sim_flush_guest_tlb(void)
+{
+	uint64_t g = __atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);
+	struct percpu *self = this_cpu();
+	for (unsigned i = 0; i < cpu_count; i++) {
+		struct svm_vcpu *v = vcpu_of_cpu(i);
+		if (!v || (self && i == self->id))
+			continue;
+		uint64_t t0 = timer_us();
+		bool kicked = false;
+		while (__atomic_load_n(&v->in_guest, __ATOMIC_SEQ_CST) &&
+		       __atomic_load_n(&v->entry_gen, __ATOMIC_SEQ_CST) < g) {
+			if (!kicked) {
+				send_nmi(percpus[i].apic_id);
+				kicked = true;
+			}
+			if (timer_us() - t0 > 1000000)
+				panic("vCPU %u did not leave guest mode for a TLB shootdown", i);
+			cpu_relax();
+		}
+	}
+}
 
 /* ---- nested page tables ---- */
 
@@ -96,13 +147,11 @@ static uint64_t npt_pte(gpa_t gpa)
 		return gpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
 		       ((p & (RMP_PERM_XU | RMP_PERM_XS)) ? 0 : NPT_NX);
 	}
-	/* Not RAM below 4 GiB: legacy areas, the firmware-reserved top of low
-	 * memory and the 32-bit MMIO hole (LAPIC, IOAPIC, HPET, ECAM), as the
-	 * guest would see them natively. No DMA-capable device sits behind them. */
-	if (gpa == LAPIC_GPA) /* writes exit so INIT/SIPI IPIs can be filtered */
+	/* The local APIC page is readable; its stores exit and are filtered
+	 * (sim_mmio). Everything else outside the guest's RAM and flash is not
+	 * mapped: an access exits and is emulated by default deny (sim_mmio). */
+	if (gpa == LAPIC_GPA)
 		return gpa | NPT_P | NPT_US | NPT_NX;
-	if (gpa < (4ULL << 30))
-		return gpa | NPT_P | NPT_RW | NPT_US;
 	return 0;
 }
 
@@ -140,7 +189,9 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
 	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top;
 	     b += PAGE_SIZE_2M)
 		npt_map_2m(b);
-	bsp.vmcb->ctl.tlb_control = 1; /* flush this ASID on the next VMRUN */
+	/* Every vCPU flushes before it next enters; sim_flush_guest_tlb makes
+	 * the ones in guest mode leave now. */
+	__atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);
 }
 
 static void npt_build(void)
@@ -151,103 +202,102 @@ static void npt_build(void)
 		npt_map_2m(b);
 }
 
-/* ---- guest linear -> physical (for instruction fetch and string I/O) ---- */
+/* ---- guest linear accesses csvsm performs for the guest (string I/O, instruction bytes) ---- */
 
-static bool guest_pt_read(gpa_t gpa, uint64_t *out, unsigned size)
+/* Guest-physical bytes the guest itself may read: its RAM or flash as nested paging maps them. */
+static void *guest_phys(gpa_t gpa, size_t n, bool write)
 {
-	/* Page-table pages must be guest RAM: the guest cannot point csvsm at its own memory. */
-	if (!memmap_is_guest_ram(npt_mm, gpa, size))
-		return false;
-	*out = 0;
-	memcpy(out, guest_mem_ptr(gpa), size);
-	return true;
+	uint64_t pte = npt_pte(ALIGN_DOWN(gpa, PAGE_SIZE));
+	bool ram = memmap_is_guest_ram(npt_mm, gpa, n);
+	bool flash = flash_size && gpa >= flash_gpa && gpa - flash_gpa + n <= flash_size;
+	if (!(pte & NPT_P) || (write && !(pte & NPT_RW)) || (!ram && !flash) ||
+	    (gpa & (PAGE_SIZE - 1)) + n > PAGE_SIZE)
+		return NULL;
+	return (void *)(uintptr_t)((pte & NPT_ADDR) | (gpa & 0xFFF));
 }
 
-bool sim_guest_translate(const struct vmcb *vmcb, uint64_t la, gpa_t *pa)
+/* Page-table entries come only from pages the guest could read itself (never a VMSA). */
+static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 {
-	const struct vmcb_save *s = &vmcb->save;
-	uint64_t e;
-	if (!(s->cr0 & (1ULL << 31))) {
-		*pa = la & 0xFFFFFFFFULL;
-		return true;
-	}
-	if (s->efer & EFER_LMA) {
-		gpa_t t = s->cr3 & NPT_ADDR;
-		for (int level = 3; level >= 0; level--) {
-			unsigned idx = (la >> (12 + 9 * level)) & 511;
-			if (!guest_pt_read(t + idx * 8, &e, 8) || !(e & 1))
-				return false;
-			if (level == 0 || (level <= 2 && (e & NPT_PS))) {
-				uint64_t pmask = (1ULL << (12 + 9 * level)) - 1;
-				*pa = (e & NPT_ADDR & ~pmask) | (la & pmask);
-				return true;
-			}
-			t = e & NPT_ADDR;
-		}
-		return false;
-	}
-	if (s->cr4 & (1ULL << 5)) { /* PAE */
-		gpa_t pdpt = s->cr3 & 0xFFFFFFE0ULL;
-		if (!guest_pt_read(pdpt + ((la >> 30) & 3) * 8, &e, 8) || !(e & 1))
-			return false;
-		if (!guest_pt_read((e & NPT_ADDR) + ((la >> 21) & 511) * 8, &e, 8) || !(e & 1))
-			return false;
-		if (e & NPT_PS) {
-			*pa = (e & NPT_ADDR & ~0x1FFFFFULL) | (la & 0x1FFFFF);
-			return true;
-		}
-		if (!guest_pt_read((e & NPT_ADDR) + ((la >> 12) & 511) * 8, &e, 8) || !(e & 1))
-			return false;
-		*pa = (e & NPT_ADDR) | (la & 0xFFF);
-		return true;
-	}
-	if (!guest_pt_read((s->cr3 & 0xFFFFF000ULL) + ((la >> 22) & 1023) * 4, &e, 4) || !(e & 1))
-		return false;
-	if ((e & NPT_PS) && (s->cr4 & (1ULL << 4))) {
-		*pa = (e & 0xFFC00000ULL) | (la & 0x3FFFFF);
-		return true;
-	}
-	if (!guest_pt_read((e & 0xFFFFF000ULL) + ((la >> 12) & 1023) * 4, &e, 4) || !(e & 1))
-		return false;
-	*pa = (e & 0xFFFFF000ULL) | (la & 0xFFF);
-	return true;
+	const void *p = IS_ALIGNED(gpa, size) ? guest_phys(gpa, size, false) : NULL;
+	if (!p)
+		return -1;
+	*val = 0;
+	memcpy(val, p, size);
+	return 0;
 }
 
-/* Copy guest bytes at a linear address, page by page; only guest RAM or the flash window. */
-bool sim_guest_read_linear(const struct vmcb *vmcb, uint64_t la, void *dst, size_t n)
+static enum gw_result walk(const struct vmcb *vm, uint64_t la, enum gw_access acc, gpa_t *pa,
+			   uint32_t *err)
 {
-	uint8_t *d = dst;
+	const struct vmcb_save *s = &vm->save;
+	struct gw_cpu c = {.cr0 = s->cr0,
+			   .cr3 = s->cr3,
+			   .cr4 = s->cr4,
+			   .efer = s->efer,
+			   .rflags = s->rflags,
+			   .cpl = (s->ss.attrib >> 5) & 3, /* QEMU's CPL (sim notes pitfall 6) */
+			   .read_pte = pt_read};
+	return guest_walk(&c, la, acc, pa, err);
+}
+
+static void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err);
+
+/*
+ * Copy between csvsm and the guest at a linear address with the guest's own
+ * permissions (its page tables, then nested paging), page by page. On a
+ * fault nothing more is copied and the exception the CPU would raise is
+ * injected: #PF with CR2, or #GP(0) for what the guest may not use at all.
+ * With buf NULL only the checks are made.
+ */
+static bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc)
+{
+	uint8_t *b = buf;
 	while (n) {
 		gpa_t pa;
-		if (!sim_guest_translate(vmcb, la, &pa))
+		uint32_t err;
+		enum gw_result r = walk(v->vmcb, la, acc, &pa, &err);
+		if (r == GW_PAGE_FAULT) {
+			v->vmcb->save.cr2 = la;
+			inject_exception(v, 14, true, err);
 			return false;
+		}
 		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
-		uint64_t pte = npt_pte(ALIGN_DOWN(pa, PAGE_SIZE));
-		if (!(pte & NPT_P) ||
-		    (!memmap_is_guest_ram(npt_mm, pa, chunk) &&
-		     !(flash_size && pa >= flash_gpa && pa - flash_gpa < flash_size)))
+		void *p = r == GW_OK ? guest_phys(pa, chunk, acc == GW_WRITE) : NULL;
+		if (!p) {
+			inject_exception(v, 13, true, 0);
 			return false;
-		memcpy(d, (const void *)(uintptr_t)((pte & NPT_ADDR) | (pa & 0xFFF)), chunk);
-		d += chunk, la += chunk, n -= chunk;
+		}
+		if (b && acc == GW_WRITE)
+			memcpy(p, b, chunk);
+		else if (b)
+			memcpy(b, p, chunk);
+		if (b)
+			b += chunk;
+		la += chunk, n -= chunk;
 	}
 	return true;
 }
 
-static bool guest_write_linear(const struct vmcb *vmcb, uint64_t la, const void *src, size_t n)
+/* Up to `max` instruction bytes at CS:RIP; returns how many could be read (no fault raised). */
+static size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max)
 {
-	const uint8_t *s = src;
-	while (n) {
+	const struct vmcb *vm = v->vmcb;
+	uint64_t la = vm->save.cs.base + vm->save.rip;
+	size_t got = 0;
+	while (got < max) {
 		gpa_t pa;
-		if (!sim_guest_translate(vmcb, la, &pa))
-			return false;
-		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
-		uint64_t pte = npt_pte(ALIGN_DOWN(pa, PAGE_SIZE));
-		if (!(pte & NPT_RW) || !memmap_is_guest_ram(npt_mm, pa, chunk))
-			return false;
-		memcpy(guest_mem_ptr(pa), s, chunk);
-		s += chunk, la += chunk, n -= chunk;
+		uint32_t err;
+		if (walk(vm, la + got, GW_FETCH, &pa, &err) != GW_OK)
+			break;
+		size_t chunk = MIN(max - got, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
+		const void *p = guest_phys(pa, chunk, false);
+		if (!p)
+			break;
+		memcpy(insn + got, p, chunk);
+		got += chunk;
 	}
-	return true;
+	return got;
 }
 
 /* ---- VMCB set-up ---- */
@@ -304,7 +354,7 @@ static void vmcb_init(struct vmcb *v)
 {
 	struct vmcb_control *c = &v->ctl;
 	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
-			     SVM_INTERCEPT_SHUTDOWN | SVM_INTERCEPT_SMI;
+			     SVM_INTERCEPT_SHUTDOWN | SVM_INTERCEPT_SMI | SVM_INTERCEPT_NMI;
 	c->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
 			     SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
 			     SVM_INTERCEPT_SKINIT;
@@ -365,21 +415,20 @@ static void handle_ioio(struct svm_vcpu *v)
 	for (unsigned done = 0; count && done < IOIO_STR_BATCH; count--, done++) {
 		uint32_t val = 0;
 		uint64_t la = segbase + (*idx & amask);
-		if (!in && !sim_guest_read_linear(vm, la, &val, size))
-			goto fault;
+		/* The memory side is checked before the port is touched, with the
+		 * guest's own page-table and nested permissions. */
+		if (!linear_copy(v, la, in ? NULL : &val, size, in ? GW_WRITE : GW_READ))
+			return;
 		if (!sim_io_port(port, size, in, &val))
 			return;
-		if (in && !guest_write_linear(vm, la, &val, size))
-			goto fault;
+		if (in && !linear_copy(v, la, &val, size, GW_WRITE))
+			return;
 		*idx = (*idx & ~amask) | ((*idx + (uint64_t)step) & amask);
 		if (info & SVM_IOIO_REP)
 			v->gprs.rcx = (v->gprs.rcx & ~amask) | ((v->gprs.rcx - 1) & amask);
 	}
 	if (count == 0)
 		vm->save.rip = vm->ctl.exit_info_2;
-	return;
-fault:
-	inject_exception(v, 13, true, 0);
 }
 
 static void handle_msr(struct svm_vcpu *v)
@@ -512,11 +561,11 @@ static void handle_vmmcall(struct svm_vcpu *v)
 {
 	struct vmcb *vm = v->vmcb;
 	uint8_t insn[4];
-	if (!sim_guest_read_linear(vm, vm->save.cs.base + vm->save.rip, insn, 4)) {
-		inject_exception(v, 14, true, 0);
+	if (fetch_insn(v, insn, 4) < 3) {
+		inject_exception(v, 13, true, 0); /* the bytes it just executed are gone */
 		return;
 	}
-	if (insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xD9) {
+	if (fetch_insn(v, insn, 4) == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xD9) {
 		v->vmgexits++;
 		if ((v->ghcb_msr & GHCB_MSR_INFO_MASK) == 0)
 			vmgexit_ghcb(v);
@@ -553,33 +602,66 @@ static uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
 	}
 }
 
-static uint64_t lapic_filtered;
+static void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val)
+{
+	uint64_t *g = &v->gprs.rbx;
+	switch (reg) {
+	case 0:
+		v->vmcb->save.rax = val;
+		break;
+	case 1:
+		v->gprs.rcx = val;
+		break;
+	case 2:
+		v->gprs.rdx = val;
+		break;
+	case 3:
+		v->gprs.rbx = val;
+		break;
+	case 4:
+		v->vmcb->save.rsp = val;
+		break;
+	case 5:
+		v->gprs.rbp = val;
+		break;
+	case 6:
+		v->gprs.rsi = val;
+		break;
+	case 7:
+		v->gprs.rdi = val;
+		break;
+	default:
+		g[6 + (reg - 8)] = val;
+	}
+}
 
-/* A guest store to its local APIC: performed by csvsm, except INIT and
- * start-up IPIs, which could restart csvsm's own vCPUs (one-vCPU guest view). */
-static bool lapic_store(struct svm_vcpu *v, gpa_t gpa)
+/*
+ * A guest load or store outside its RAM (a device, or nothing): decode the
+ * MOV at RIP (no decode assists on TCG), let sim_mmio emulate it under the
+ * default-deny device view, write back a load's register, step over it.
+ * False when the instruction is not one csvsm emulates.
+ */
+static bool mmio_emulate(struct svm_vcpu *v, gpa_t gpa, bool write)
 {
 	struct vmcb *vm = v->vmcb;
 	uint8_t insn[15];
-	struct mmio_store st;
-	size_t n = 15;
-	while (n && !sim_guest_read_linear(vm, vm->save.cs.base + vm->save.rip, insn, n))
-		n--; /* the instruction may end just before an unmapped page */
-	if (!n || insn_decode_mov_store(insn, n, cs_bits(vm), &st) != 0 || st.size != 4)
+	struct mmio_op op;
+	size_t n = fetch_insn(v, insn, sizeof(insn));
+	if (!n || insn_decode_mmio(insn, n, cs_bits(vm), &op) != 0 ||
+	    (op.kind == MMIO_STORE) != write)
 		return false;
-	uint64_t val = st.from_reg ? reg_value(v, st.reg) : st.imm;
-	if (st.high8)
-		val >>= 8;
-	unsigned off = (unsigned)(gpa & 0xFFF);
-	unsigned mode = ((uint32_t)val >> 8) & 7;
-	if (off == LAPIC_ICR_LO && (mode == 5 || mode == 6)) {
-		if (lapic_filtered++ == 0)
-			con_printf("csvsm: guest INIT/SIPI IPI dropped (the guest has one vCPU; "
-				   "more come from CREATE_VCPU)\n");
-	} else if ((off & 0xF) == 0) {
-		*(volatile uint32_t *)(uintptr_t)(LAPIC_GPA + off) = (uint32_t)val;
+	uint64_t val = 0;
+	if (op.kind == MMIO_STORE) {
+		val = op.from_reg ? reg_value(v, op.reg) : op.imm;
+		if (op.high8)
+			val >>= 8;
+		if (op.size < 8)
+			val &= (1ULL << (8 * op.size)) - 1;
 	}
-	vm->save.rip += st.length;
+	sim_mmio(gpa, op.size, write, &val);
+	if (op.kind == MMIO_LOAD)
+		reg_set(v, op.reg, insn_mmio_load_result(&op, reg_value(v, op.reg), val));
+	vm->save.rip += op.length;
 	return true;
 }
 
@@ -587,7 +669,13 @@ static void handle_npf(struct svm_vcpu *v)
 {
 	gpa_t gpa = v->vmcb->ctl.exit_info_2;
 	uint64_t err = v->vmcb->ctl.exit_info_1;
-	if ((err & 2) && ALIGN_DOWN(gpa, PAGE_SIZE) == LAPIC_GPA && lapic_store(v, gpa))
+	/* A data access (not a fetch, not the guest's own page walk: EXITINFO1
+	 * bit 33, APM vol. 2 §15.25.6) to something that is not guest memory. */
+	bool data = !(err & 0x10) && !(err & (1ULL << 33));
+	bool mem = memmap_is_guest_ram(npt_mm, gpa, 1) ||
+		   (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
+	if (data && !mem && !(gpa >= boot.csvsm_start && gpa < boot.csvsm_end) &&
+	    mmio_emulate(v, gpa, (err & 2) != 0))
 		return;
 	v->npf_exits++;
 	if (v->npf_exits <= 16)
@@ -619,8 +707,15 @@ unsigned sim_park_check(void);
 static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 {
 	for (;;) {
-		svm_vmrun(v);
+		vcpu_vmrun(v);
 		v->exits++;
+		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_NMI) {
+			/* A shootdown kick (or any NMI): QEMU leaves an intercepted
+			 * NMI pending; let csvsm's own handler take it, then go on. */
+			stgi();
+			clgi();
+			continue;
+		}
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_HLT) {
 			/* Only guest vCPUs on csvsm's parked vCPUs intercept HLT. With
 			 * interrupts on, HLT may end at once; with them off the vCPU is
@@ -634,7 +729,6 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			return;
 		}
 		exits_lock();
-		v->vmcb->ctl.tlb_control = 0;
 		v->vmcb->ctl.event_inj = 0;
 		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
 		switch (code) {
@@ -777,12 +871,21 @@ static void park_build(void)
  * into a VMCB and hands it over with an NMI; DESTROY stops it the same way.
  */
 struct ap_job {
-	struct guest_vmsa_slot *slot; /* set by the requester, cleared when taken */
+	struct guest_vmsa_slot *slot;	 /* set by the requester, cleared when taken */
+	struct guest_vmsa_slot *running; /* the one it runs (DESTROY finds it by this) */
 	volatile uint32_t stop;
 	volatile uint32_t busy;
 	struct svm_vcpu *v;
 };
 static struct ap_job ap_jobs[MAX_CPUS];
+
+/* The guest vCPU csvsm's vCPU `id` runs (or ran last), if any. */
+static struct svm_vcpu *vcpu_of_cpu(unsigned id)
+{
+	if (id == 0)
+		return bsp.vmcb ? &bsp : NULL;
+	return id < MAX_CPUS ? ap_jobs[id].v : NULL;
+}
 
 static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 {
@@ -832,6 +935,9 @@ static void ap_run_job(struct percpu *cpu)
 	}
 	struct svm_vcpu *v = j->v;
 	struct vmcb *vm = v->vmcb;
+	/* The wake-up NMI's handler has not returned yet (it exited to csvsm):
+	 * unblock NMIs, or a TLB shootdown kick could never reach this vCPU. */
+	nmi_unblock();
 	memset(vm, 0, sizeof(*vm));
 	memset(v->xsave, 0, PAGE_SIZE);
 	*(uint16_t *)v->xsave = 0x37F;
@@ -846,6 +952,7 @@ static void ap_run_job(struct percpu *cpu)
 	guest_run(v, &j->stop);
 	exits_lock();
 	slot->running = false;
+	j->running = NULL;
 	__atomic_store_n(&j->stop, 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&j->busy, 0, __ATOMIC_RELEASE);
 	exits_unlock();
@@ -868,8 +975,8 @@ static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64
 		return (uint64_t)-1;
 	if (event == SVM_VMGEXIT_AP_DESTROY) {
 		for (unsigned i = 1; i < cpu_count; i++)
-			if (ap_jobs[i].busy && ap_jobs[i].v && ap_jobs[i].v->gv.caa == slot->caa &&
-			    slot->running) {
+			/* By the slot, not the calling area: REMAP_CA moves that. */
+			if (ap_jobs[i].busy && ap_jobs[i].running == slot && slot->running) {
 				__atomic_store_n(&ap_jobs[i].stop, 1, __ATOMIC_RELEASE);
 				/* The vCPU leaves its loop once halted; it needs the exit lock. */
 				exits_unlock();
@@ -894,6 +1001,7 @@ static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64
 		if (!percpus[i].parked || __atomic_exchange_n(&j->busy, 1, __ATOMIC_ACQ_REL))
 			continue;
 		slot->running = true;
+		j->running = slot;
 		__atomic_store_n(&j->slot, slot, __ATOMIC_RELEASE);
 		send_nmi(percpus[i].apic_id);
 		return 0;

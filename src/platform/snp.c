@@ -20,6 +20,7 @@
 #include "csvsm/console.h"
 #include "csvsm/percpu.h"
 #include "csvsm/platform.h"
+#include "csvsm/secret.h"
 #include "csvsm/string.h"
 
 /* Reset values every VMSA starts from (APM vol. 2 table 14-1; coconut init_svsm_vmsa). */
@@ -39,6 +40,17 @@ static int snp_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchang
 static int snp_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
 {
 	return rmpadjust_insn(va, size, attrs);
+}
+
+/*
+ * RMPADJUST does not invalidate translations other CPUs cache: after taking
+ * access away, broadcast the invalidation and wait for it to complete
+ * everywhere (coconut-svsm flush_tlb_global_sync after RMPADJUST revocation).
+ */
+static void snp_flush_guest_tlb(void)
+{
+	invlpgb_all_global();
+	tlbsync();
 }
 
 /*
@@ -287,6 +299,7 @@ static __noreturn void snp_terminate(bool success, unsigned reason_set, unsigned
 	uint64_t req = success ? ghcb_msr_term_req(GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ)
 			       : ghcb_msr_term_req(reason_set, reason_code);
 
+	secret_wipe_all();
 	irq_disable();
 	for (;;) {
 		wrmsr(MSR_GHCB, req);
@@ -305,6 +318,7 @@ const struct platform_ops platform_snp = {
     .setup = snp_setup,
     .pvalidate = snp_pvalidate,
     .rmpadjust = snp_rmpadjust,
+    .flush_guest_tlb = snp_flush_guest_tlb,
     .ghcb_msr_call = snp_ghcb_msr_call,
     .ghcb_call = snp_ghcb_call_op,
     .start_ap = snp_start_ap,

@@ -20,3 +20,8 @@ void host_sim_ghcb_call(struct percpu *cpu, struct ghcb *g)
 {
 	sim_hv_ghcb_exit(cpu, g);
 }
+unsigned host_sim_flushes;
+void host_sim_flush_guest_tlb(void)
+{
+	host_sim_flushes++; /* one thread, no other vCPU: nothing can hold a translation */
+}

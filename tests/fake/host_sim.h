@@ -13,5 +13,8 @@ int host_sim_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged
 int host_sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs);
 uint64_t host_sim_msr_call(uint64_t req);
 void host_sim_ghcb_call(struct percpu *cpu, struct ghcb *g);
+/* flush_guest_tlb for a single-threaded host program: counts the calls. */
+extern unsigned host_sim_flushes;
+void host_sim_flush_guest_tlb(void);
 
 #endif

@@ -158,6 +158,15 @@ void invlpg(vaddr_t va)
 {
 	(void)va;
 }
+unsigned fake_invlpgb_count, fake_tlbsync_count;
+void invlpgb_all_global(void)
+{
+	fake_invlpgb_count++;
+}
+void tlbsync(void)
+{
+	fake_tlbsync_count++;
+}
 void *read_gs0(void)
 {
 	return NULL;

@@ -19,6 +19,9 @@ extern size_t fake_port_out_len;
 extern uint16_t fake_port_last;
 extern uint32_t fake_in_value;
 
+/* INVLPGB (all, global) and TLBSYNC executed so far. */
+extern unsigned fake_invlpgb_count, fake_tlbsync_count;
+
 extern uint64_t fake_tsc;
 extern bool fake_rdrand_fail;
 

@@ -68,6 +68,7 @@ static const struct platform_ops fuzz_ops = {
     .rmp_model = true,
     .pvalidate = host_sim_pvalidate,
     .rmpadjust = host_sim_rmpadjust,
+    .flush_guest_tlb = host_sim_flush_guest_tlb,
     .ghcb_msr_call = host_sim_msr_call,
     .ghcb_call = host_sim_ghcb_call,
     .terminate = t_terminate,

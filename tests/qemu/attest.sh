@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # QEMU end-to-end attestation test (docs/attestation.md "End-to-end test"):
 # csvsm boots OVMF with the probe as its kernel and the simulated PSP's keys
-# (build/test-chain/psp-keys.bin) on fw_cfg; the probe calls
+# (build/test-chain/psp-keys.bin) in its launch area; the probe calls
 # SVSM_ATTEST_SERVICES with a fresh RDRAND nonce, checks the answer itself and
 # prints the evidence (nonce, report, services manifest, certificate table)
 # as `# evidence NAME OFFSET HEX` lines. This script rebuilds the files from
@@ -31,11 +31,9 @@ done
 if ! command -v python3 >/dev/null; then echo "ok 1 # SKIP no python3"; exit 0; fi
 QEMU_TIMEOUT=${QEMU_TIMEOUT_ATTEST:-300}
 
-# guest_args (lib.sh) adds -fw_cfg name=opt/csvsm/psp-keys,file=$PSP_KEYS.
+# csvsm_qemu (lib.sh) places $PSP_KEYS in csvsm's launch area.
 PSP_KEYS=$CHAIN/psp-keys.bin
-args=$(guest_args "$PROBE")
-case $args in *opt/csvsm/psp-keys*) ;; *) args="$args -fw_cfg name=opt/csvsm/psp-keys,file=$PSP_KEYS" ;; esac
-csvsm_qemu "$tmp/p.log" 4G 2 $args
+csvsm_qemu "$tmp/p.log" 4G 2 $(guest_args "$PROBE")
 log=$tmp/p.log
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
 # The probe's attestation lines and failures, as comments.

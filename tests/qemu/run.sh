@@ -20,10 +20,12 @@ done
 [ -n "$APPEND" ] && args+=(-append "$APPEND")
 [ "$PROBE" = none ] && PROBE=""
 if [ -n "$PROBE" ] && [ ! -f "$PROBE" ]; then echo "csvsm: no such probe: $PROBE" >&2; exit 2; fi
+secrets=$(mktemp)
+trap 'rm -f "$secrets"' EXIT
 # shellcheck disable=SC2046
 timeout --foreground -k 5 "${RUN_TIMEOUT:-600}" "$QEMU" -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC \
 	-m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot -serial stdio \
-	-device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$CSVSM_ELF" $(guest_args "$PROBE") \
+	-device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$CSVSM_ELF" $(launch_args "$secrets") $(guest_args "$PROBE") \
 	"${args[@]}" 2> >(grep -v "TCG doesn't support requested feature" >&2)
 rc=$?
 case $rc in

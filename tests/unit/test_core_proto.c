@@ -62,11 +62,53 @@ static __noreturn void t_terminate(bool success, unsigned set, unsigned code)
 	abort();
 }
 
+/*
+ * A second guest vCPU racing a request: its last write to `race_page` lands
+ * just before a revocation of the guest VMPL takes effect (race_on_revoke),
+ * or through a stale translation before the flush completes
+ * (race_on_flush). Once flush_guest_tlb returns nothing can write the page.
+ */
+static gpa_t race_page;
+static bool race_on_revoke, race_on_flush;
+static unsigned flushes;
+static unsigned perms_at_flush; /* the guest VMPL's RMP permissions on race_page then */
+static bool validated_at_flush;
+
+static void race_write(void)
+{
+	((struct vmsa *)(uintptr_t)race_page)->vmpl = 0; /* VMPL0: the prize */
+}
+
+static int t_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
+{
+	if (race_on_revoke && va == race_page && (attrs & RMPADJUST_VMPL_MASK) == GUEST_VMPL &&
+	    !(attrs & (RMPADJUST_RWX | RMPADJUST_VMSA))) {
+		race_write();
+		race_on_revoke = false;
+	}
+	return host_sim_rmpadjust(va, size, attrs);
+}
+
+static void t_flush(void)
+{
+	flushes++;
+	if (race_page) {
+		struct rmp_entry_info info;
+		perms_at_flush = rmp_vmpl_perms(race_page, GUEST_VMPL);
+		validated_at_flush = rmp_query(race_page, &info) == 0 && info.validated;
+	}
+	if (race_on_flush) {
+		race_write();
+		race_on_flush = false;
+	}
+}
+
 static const struct platform_ops test_ops = {
     .name = "test",
     .rmp_model = true,
     .pvalidate = host_sim_pvalidate,
-    .rmpadjust = host_sim_rmpadjust,
+    .rmpadjust = t_rmpadjust,
+    .flush_guest_tlb = t_flush,
     .ghcb_msr_call = host_sim_msr_call,
     .ghcb_call = host_sim_ghcb_call,
     .terminate = t_terminate,
@@ -138,6 +180,9 @@ static int setup(void **state)
 
 	gv = (struct guest_vcpu){.id = 0, .vmpl = GUEST_VMPL, .caa = CA};
 	vcpu_guest_sev_features = 0;
+	race_page = 0;
+	race_on_revoke = race_on_flush = false;
+	flushes = 0;
 	ncreated = 0;
 	return 0;
 }
@@ -748,6 +793,76 @@ static void test_create_vcpu_ok(void **state)
 }
 
 /*
+ * Issue 8 item 6: a second guest vCPU rewrites the VMSA page while
+ * CREATE_VCPU runs (to VMPL0). csvsm must judge the page as it is once the
+ * guest can no longer write it: the race is refused and the page given back.
+ */
+static void check_race_refused(gpa_t vmsa)
+{
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_ERR_INVALID_PARAMETER);
+	assert_null(vcpu_find(vmsa));
+	assert_false(guest_mem_is_protected(vmsa));
+	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_ALL); /* undone */
+	assert_false(rmp_raw(vmsa) & RMPE_VMSA);
+}
+
+static void test_create_vcpu_race_before_revoke(void **state)
+{
+	gpa_t vmsa = PG(4);
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	race_page = vmsa;
+	race_on_revoke = true;
+	check_race_refused(vmsa);
+	assert_false(race_on_revoke); /* the racer did get its write in */
+}
+
+static void test_create_vcpu_race_stale_tlb(void **state)
+{
+	gpa_t vmsa = PG(4);
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	race_page = vmsa;
+	race_on_flush = true;
+	check_race_refused(vmsa);
+	assert_int_equal(perms_at_flush, 0); /* flushed after the revocation */
+	/* Without a racer the same page is accepted, after one flush. */
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	flushes = 0;
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
+	assert_int_equal(flushes, 1);
+}
+
+/*
+ * Issue 8 item 4: rescinding a page revokes the guest's access, then makes
+ * every vCPU drop its translations, then un-validates it, all before
+ * SUCCESS goes back to the guest.
+ */
+static void test_rescind_flushes_after_revoke(void **state)
+{
+	uint16_t next;
+	race_page = PG(10);
+	assert_int_equal(pval1(ent4k(PG(10), false), &next), SVSM_SUCCESS);
+	assert_int_equal(flushes, 1);
+	assert_int_equal(perms_at_flush, 0);   /* after the revocation */
+	assert_true(validated_at_flush);       /* before PVALIDATE(rescind) */
+	struct rmp_entry_info info;
+	assert_int_equal(rmp_query(PG(10), &info), 0);
+	assert_false(info.validated);
+}
+
+/* What a real SNP guest puts in a new vCPU's VMSA: SEV_STATUS >> 2 (Linux
+ * wakeup_cpu_via_vmgexit), i.e. the features it was launched with. */
+static void test_create_vcpu_snp_features(void **state)
+{
+	vcpu_guest_sev_features = 0x1; /* SNP active, as csvsm launches an SNP guest */
+	make_vmsa(PG(4), GUEST_VMPL, EFER_SVME, 0x1);
+	assert_int_equal(create(PG(4), PG(5), 7), SVSM_SUCCESS);
+	make_vmsa(PG(6), GUEST_VMPL, EFER_SVME, 0x0);
+	assert_int_equal(create(PG(6), PG(7), 8), SVSM_ERR_INVALID_PARAMETER);
+	make_vmsa(PG(6), GUEST_VMPL, EFER_SVME, 0x1 | (1ULL << 5)); /* restricted injection */
+	assert_int_equal(create(PG(6), PG(7), 8), SVSM_ERR_INVALID_PARAMETER);
+}
+
+/*
  * Reference §1.5 CREATE_VCPU: "revoke guest access, then RMPADJUST the VMSA
  * bit" (coconut rmp_set_guest_vmsa: GUEST_VMPL | VMSA, no permission bits;
  * Linux snp_set_vmsa likewise): the guest VMPL keeps no access at all.
@@ -902,6 +1017,10 @@ int main(void)
 	    T(test_pvalidate_vmsa_page),
 	    T(test_create_vcpu_bad),
 	    T(test_create_vcpu_ok),
+	    T(test_create_vcpu_race_before_revoke),
+	    T(test_create_vcpu_race_stale_tlb),
+	    T(test_create_vcpu_snp_features),
+	    T(test_rescind_flushes_after_revoke),
 	    T(test_create_vcpu_revokes_guest_access),
 	    T(test_delete_vcpu),
 	    T(test_delete_vcpu_clears_svme),

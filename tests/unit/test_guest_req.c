@@ -10,8 +10,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
+#include <ucontext.h>
 #include <cmocka.h>
 
 #include <mbedtls/ecdsa.h>
@@ -34,7 +38,8 @@ enum hook {
 	HOOK_TAMPER_SEQNO,
 	HOOK_BUSY_ONCE,
 	HOOK_HV_ERROR,
-	HOOK_CAPTURE
+	HOOK_CAPTURE,
+	HOOK_WATCH_DATA
 };
 static enum hook hook;
 static unsigned calls;
@@ -45,6 +50,8 @@ static struct ghcb ghcb_page;
 static struct snp_guest_msg req_page __aligned(4096), resp_page __aligned(4096);
 static uint8_t data_pages[4 * 4096] __aligned(4096);
 static uint8_t vmpck0[32];
+
+static void watch_data_pages(void);
 
 static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
 {
@@ -67,6 +74,62 @@ static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
 		resp_page.hdr.authtag[3] ^= 1;
 	if (hook == HOOK_TAMPER_SEQNO)
 		resp_page.hdr.msg_seqno += 2;
+	if (hook == HOOK_WATCH_DATA)
+		watch_data_pages();
+}
+
+/*
+ * Every read of the shared data pages seen, with the instruction that made
+ * it (issue 8 item 8): the pages are PROT_NONE; a fault records the access,
+ * opens the region for exactly one instruction (the trap flag) and the trap
+ * closes it again. csvsm must touch them only through its one copy (a libc
+ * memcpy, outside this executable), never parse them in place with its own
+ * code (certtable_parse is linked into this executable).
+ */
+extern char __executable_start[], etext[];
+static uint16_t data_reads[sizeof(data_pages)];
+static unsigned reads_by_csvsm_code;
+static volatile bool watching;
+
+static void on_segv(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	uint8_t *a = si->si_addr;
+	if (!watching || a < data_pages || a >= data_pages + sizeof(data_pages))
+		abort();
+	data_reads[a - data_pages]++;
+	char *rip = (char *)uc->uc_mcontext.gregs[REG_RIP];
+	if (rip >= __executable_start && rip < etext)
+		reads_by_csvsm_code++;
+	mprotect(data_pages, sizeof(data_pages), PROT_READ | PROT_WRITE);
+	uc->uc_mcontext.gregs[REG_EFL] |= 0x100; /* TF: trap after this instruction */
+}
+
+static void on_trap(int sig, siginfo_t *si, void *ctx)
+{
+	ucontext_t *uc = ctx;
+	mprotect(data_pages, sizeof(data_pages), watching ? PROT_NONE : PROT_READ | PROT_WRITE);
+	uc->uc_mcontext.gregs[REG_EFL] &= ~0x100ULL;
+}
+
+static void watch_data_pages(void)
+{
+	struct sigaction sa = {.sa_sigaction = on_segv, .sa_flags = SA_SIGINFO};
+	sigaction(SIGSEGV, &sa, NULL);
+	sa.sa_sigaction = on_trap;
+	sigaction(SIGTRAP, &sa, NULL);
+	memset(data_reads, 0, sizeof(data_reads));
+	reads_by_csvsm_code = 0;
+	watching = true;
+	mprotect(data_pages, sizeof(data_pages), PROT_NONE);
+}
+
+static void unwatch_data_pages(void)
+{
+	watching = false;
+	mprotect(data_pages, sizeof(data_pages), PROT_READ | PROT_WRITE);
+	signal(SIGSEGV, SIG_DFL);
+	signal(SIGTRAP, SIG_DFL);
 }
 
 static const struct platform_ops test_ops = {.name = "guest-req-test", .ghcb_call = test_ghcb_call};
@@ -388,6 +451,31 @@ static void extended_request_certs(void **state)
 	assert_int_equal(guest_req_last_seqno(), 4);
 }
 
+/*
+ * The certificate table comes back in pages the hypervisor can rewrite at
+ * any time: csvsm reads them once and sizes and returns only its private
+ * copy, also when the caller's buffer is too small for the table.
+ */
+static void extended_request_reads_host_data_once(void **state)
+{
+	uint8_t ud[64] = {0}, report[SNP_REPORT_BYTES], certs[8192];
+	size_t len = 0, cap[] = {sizeof(certs), 100};
+
+	for (unsigned c = 0; c < 2; c++) {
+		hook = HOOK_WATCH_DATA;
+		int rc = guest_req_report(&percpus[0], ud, 0, report, certs, cap[c], &len);
+		unwatch_data_pages();
+		hook = HOOK_NONE;
+		assert_int_equal(rc, c == 0 ? 0 : GUEST_REQ_ERR_CERTS_LEN);
+		assert_int_equal(len, 4 * 24 + 600);
+		size_t seen = 0;
+		for (size_t i = 0; i < sizeof(data_reads) / sizeof(data_reads[0]); i++)
+			seen += data_reads[i] != 0;
+		assert_int_equal(seen, sizeof(data_pages)); /* copied whole ... */
+		assert_int_equal(reads_by_csvsm_code, 0);   /* ... and never parsed in place */
+	}
+}
+
 static void extended_request_invalid_len(void **state)
 {
 	uint8_t ud[64] = {0}, report[SNP_REPORT_BYTES], certs[8192];
@@ -464,6 +552,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(hv_error_wipes_key, setup, teardown),
 	    cmocka_unit_test_setup_teardown(busy_resends_same_message, setup, teardown),
 	    cmocka_unit_test_setup_teardown(extended_request_certs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(extended_request_reads_host_data_once, setup, teardown),
 	    cmocka_unit_test_setup_teardown(extended_request_invalid_len, setup, teardown),
 	    cmocka_unit_test_setup_teardown(key_request, setup, teardown),
 	    cmocka_unit_test_setup_teardown(init_checks, setup, teardown),

@@ -58,6 +58,8 @@ uint64_t read_cr2(void);
 uint64_t read_cr3(void);
 void write_cr3(uint64_t v);
 void invlpg(vaddr_t va);
+void invlpgb_all_global(void);
+void tlbsync(void);
 void *read_gs0(void);
 void lidt(const void *desc);
 
@@ -187,6 +189,51 @@ static inline void write_cr3(uint64_t v)
 static inline void invlpg(vaddr_t va)
 {
 	__asm__ volatile("invlpg (%0)" ::"r"(va) : "memory");
+}
+/*
+ * INVLPGB, 0F 01 FE: broadcast TLB invalidation. RAX = flags: ASID valid
+ * (bit 2) and include global (bit 3) with no address: every translation of
+ * this guest on every CPU (AMD APM vol. 3 INVLPGB; coconut-svsm
+ * kernel/src/cpu/tlb.rs flush_tlb_global). TLBSYNC, 0F 01 FF, waits until
+ * this CPU's broadcasts have completed everywhere.
+ */
+static inline void invlpgb_all_global(void)
+{
+	__asm__ volatile(".byte 0x0f,0x01,0xfe" ::"a"(0xCULL), "c"(0ULL), "d"(0ULL) : "memory");
+}
+static inline void tlbsync(void)
+{
+	__asm__ volatile(".byte 0x0f,0x01,0xff" ::: "memory");
+}
+/* STGI / CLGI (SVM global interrupt flag): sim only, to take a pending NMI. */
+static inline void stgi(void)
+{
+	__asm__ volatile("stgi" ::: "memory");
+}
+static inline void clgi(void)
+{
+	__asm__ volatile("clgi" ::: "memory");
+}
+/*
+ * IRET to the next instruction: ends the NMI-blocked state an NMI left
+ * behind (AMD APM vol. 2 §8.5: NMIs stay blocked until the next IRET). Sim
+ * only: csvsm's parked vCPUs are woken by an NMI whose handler exits to
+ * csvsm before it returns.
+ */
+static inline void nmi_unblock(void)
+{
+	__asm__ volatile("mov %%ss, %%rax\n\t"
+			 "push %%rax\n\t"
+			 "push %%rsp\n\t"
+			 "addq $8, (%%rsp)\n\t"
+			 "pushfq\n\t"
+			 "mov %%cs, %%rax\n\t"
+			 "push %%rax\n\t"
+			 "lea 1f(%%rip), %%rax\n\t"
+			 "push %%rax\n\t"
+			 "iretq\n"
+			 "1:" ::
+			     : "rax", "memory", "cc");
 }
 /* Per-CPU data: %gs:0 holds the struct percpu's own address. */
 static inline void *read_gs0(void)

@@ -1,0 +1,22 @@
+/*
+ * Secrets csvsm holds (VMPCK0, the vTPM's state in the libraries' heap, the
+ * simulated PSP's keys) are registered here once, and every termination
+ * path (platform terminate, panic, fatal exception) wipes them all before
+ * the VM ends (src/secret.c). A secret that is no longer needed is wiped
+ * by its owner at once; this is the backstop for the paths that end early.
+ */
+#ifndef CSVSM_SECRET_H
+#define CSVSM_SECRET_H
+
+#include "csvsm/types.h"
+
+#define SECRET_MAX_REGIONS 16
+
+/* Register [p, p + n) to be wiped on termination; 0, or -1 when the table is full. */
+int secret_register(void *p, size_t n);
+/* Wipe every registered region (each vCPU that ends the VM may call it). */
+void secret_wipe_all(void);
+/* Forget the registrations (host tests). */
+void secret_reset(void);
+
+#endif
