@@ -71,3 +71,26 @@ $(BENCH_EFI): $(PROBE_OBJDIR)/bench.so
 bench-svsm: $(BENCH_EFI) $(PROBE_EFI) $(BUILD)/csvsm.elf
 	bench/svsm_bench.sh
 .PHONY: bench-svsm
+
+# build/hostile.efi: the hostile guest (tests/guest/hostile.c), which attacks
+# csvsm's isolation and reports each attack as a TAP check;
+# build/guest/hostile-term.efi ends by asking csvsm to terminate, for the
+# check of what csvsm's memory holds afterwards (tests/qemu/hostile.sh).
+HOSTILE_EFI      := $(BUILD)/hostile.efi
+HOSTILE_TERM_EFI := $(BUILD)/guest/hostile-term.efi
+HOSTILE_OBJS     := $(addprefix $(PROBE_OBJDIR)/,hostile.o hostile_asm.o probe_call.o probe_flash.o \
+                    probe_asm.o probe_lib.o)
+EXTRA_ALL        += $(HOSTILE_EFI) $(HOSTILE_TERM_EFI)
+TEST_SCRIPTS     += tests/qemu/hostile.sh
+
+$(PROBE_OBJDIR)/hostile-term.o: tests/guest/hostile.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROBE_CFLAGS) -DHOSTILE_END_BY_TERMINATE -MMD -MP -c $< -o $@
+$(PROBE_OBJDIR)/hostile.so: $(HOSTILE_OBJS)
+	$(LD) $(PROBE_LDFLAGS) $(GNUEFI_LIB)/crt0-efi-x86_64.o $^ -o $@ $(PROBE_LDLIBS)
+$(PROBE_OBJDIR)/hostile-term.so: $(PROBE_OBJDIR)/hostile-term.o $(filter-out %/hostile.o,$(HOSTILE_OBJS))
+	$(LD) $(PROBE_LDFLAGS) $(GNUEFI_LIB)/crt0-efi-x86_64.o $^ -o $@ $(PROBE_LDLIBS)
+$(HOSTILE_EFI): $(PROBE_OBJDIR)/hostile.so
+	$(PROBE_OBJCOPY) $< $@
+$(HOSTILE_TERM_EFI): $(PROBE_OBJDIR)/hostile-term.so
+	$(PROBE_OBJCOPY) $< $@
