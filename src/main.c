@@ -34,6 +34,7 @@ __noreturn void boot_main(uint32_t start_info_pa);
 #define POOL_FIXED	 (12ULL << 20) /* page tables, NPT, GHCBs, the OVMF copy, slack */
 #define AP_STACK_BYTES	 (68ULL << 10)
 #define CMDLINE_MAX	 1024
+#define CSVSM_REGION_SLACK (64ULL << 20)
 #define LIBC_HEAP_BYTES                                                                            \
 	(8ULL << 20) /* libtpms/OpenSSL/mbedTLS arena (tpm/boot.c reports the high water) */
 
@@ -127,8 +128,15 @@ static void setup_memory(unsigned nraw, unsigned ncpu)
 	gpa_t img_start = (gpa_t)(uintptr_t)__image_start, img_end = (gpa_t)(uintptr_t)__image_end;
 	int rc = memmap_build(&memmap, raw_map, nraw, img_start, img_end);
 	if (rc == MEMMAP_OK) {
-		uint64_t pool = pool_bytes_for(memmap.max_gpa, ncpu);
-		rc = memmap_build(&memmap, raw_map, nraw, img_start, img_end + pool);
+		gpa_t end = img_end + pool_bytes_for(memmap.max_gpa, ncpu);
+		/* The rest of the RAM range csvsm was loaded into, when little is
+		 * left above its pool, is csvsm's too: a sliver of RAM above it would
+		 * put csvsm inside the range an SVSM-aware firmware validates. */
+		for (unsigned i = 0; i < memmap.nr_ram; i++)
+			if (memmap.ram[i].start == img_end && memmap.ram[i].end >= end &&
+			    memmap.ram[i].end - end <= CSVSM_REGION_SLACK)
+				end = memmap.ram[i].end;
+		rc = memmap_build(&memmap, raw_map, nraw, img_start, end);
 	}
 	if (rc != MEMMAP_OK) {
 		con_printf("csvsm: memmap: refused: %s (entry %d)\n", memmap_strerror(rc),

@@ -48,8 +48,8 @@ b4k=$(field pvalidate_4k "$(grep -m1 '^csvsm: accept: ' "$tmp/b.log")")
 tap_check "4K-only range: 2 x 512 more 4K PVALIDATEs after the 2M size mismatch ($a4k -> $b4k)" \
 	test "$((b4k - a4k))" -eq 1024
 
-csvsm_qemu "$tmp/c.log" 1G 1
-check_boot "1G smp1" 1 "$tmp/c.log"
+csvsm_qemu "$tmp/c.log" 2G 1
+check_boot "2G smp1" 1 "$tmp/c.log"
 
 # A hypervisor that handles at most 64 page-state entries per exit (KVM
 # completes each request; a host may stop early): csvsm resumes the rest.
@@ -59,5 +59,5 @@ a_psc=$(field psc_calls "$(grep -m1 '^csvsm: accept: ' "$tmp/a.log")")
 d_psc=$(field psc_calls "$(grep -m1 '^csvsm: accept: ' "$tmp/d.log")")
 tap_check "PSC limit 64: more page-state round trips than a host that completes each ($a_psc -> $d_psc)" \
 	test "$d_psc" -gt "$a_psc"
-csvsm_qemu "$tmp/e.log" 1G 1 -append "csvsm.sim_psc_limit=x"
+csvsm_qemu "$tmp/e.log" 2G 1 -append "csvsm.sim_psc_limit=x"
 tap_check "csvsm.sim_psc_limit=x refused with failure status (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 3
