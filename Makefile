@@ -112,9 +112,10 @@ test: deps
 	SHARED=$(SHARED) tests/run.sh $(UNIT_BINS) $(TEST_SCRIPTS)
 
 PROBE ?= build/probe.efi
+GUEST ?= probe
 run: deps
 	$(MAKE) all
-	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)")
+	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
 
 # Every benchmark in bench/, each printing its comparison against a named baseline.
 bench: deps

@@ -30,8 +30,9 @@
 
 static struct {
 	bool ready;
-	uint8_t vmpck0[SNP_VMPCK_LEN];
-	uint64_t next_seqno; /* the sequence number the next request must carry */
+	/* VMPCK0..3 of the secrets page; an all-zero key is not installed. */
+	uint8_t vmpck[4][SNP_VMPCK_LEN];
+	uint64_t next_seqno[4]; /* per key: the sequence number the next request must carry */
 	struct sim_psp_keys keys;
 	uint8_t certs[SIM_PSP_CERTS_MAX];
 	uint8_t measurement[48];
@@ -120,7 +121,7 @@ int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 		return -1;
 	/* The PSP's own state: wiped on every termination path (src/secret.c). */
 	secret_register(&psp, sizeof(psp));
-	memcpy(psp.vmpck0, vmpck0, SNP_VMPCK_LEN);
+	memcpy(psp.vmpck[0], vmpck0, SNP_VMPCK_LEN);
 	psp.keys = *keys;
 	if (keys->cert_table_len)
 		memcpy(psp.certs, keys->cert_table, keys->cert_table_len);
@@ -129,7 +130,8 @@ int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 	psp.policy = policy;
 	psp.rng = rng;
 	psp.rng_ctx = rng_ctx;
-	psp.next_seqno = 1;
+	for (unsigned i = 0; i < 4; i++)
+		psp.next_seqno[i] = 1;
 	rc = load_vcek(&grp, &d);
 	free_vcek(&grp, &d);
 	if (rc || rng(rng_ctx, psp.report_id, sizeof(psp.report_id)) ||
@@ -143,12 +145,27 @@ int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 	return 0;
 }
 
+int sim_psp_set_vmpck(unsigned id, const uint8_t key[SNP_VMPCK_LEN])
+{
+	if (!psp.ready || id == 0 || id > 3 || !key)
+		return -1;
+	memcpy(psp.vmpck[id], key, SNP_VMPCK_LEN);
+	psp.next_seqno[id] = 1;
+	return 0;
+}
+
 void sim_psp_set_shared_pages(gpa_t req_gpa, gpa_t resp_gpa, gpa_t data_gpa, uint64_t npages)
 {
 	psp.req_gpa = req_gpa;
 	psp.resp_gpa = resp_gpa;
 	psp.data_gpa = npages ? data_gpa : 0;
 	psp.data_npages = npages;
+}
+
+void sim_psp_certs(const uint8_t **table, size_t *len)
+{
+	*table = psp.ready && psp.keys.cert_table_len ? psp.certs : NULL;
+	*len = psp.ready ? psp.keys.cert_table_len : 0;
 }
 
 uint64_t sim_psp_served(void)
@@ -323,36 +340,50 @@ uint32_t sim_psp_handle(const void *req_page, void *resp_page)
 		struct snp_key_rsp key;
 	} out;
 	size_t len = 0, out_len;
-	uint8_t type;
+	uint8_t type, key;
 	uint64_t seqno;
 
 	if (!psp.ready || !req_page || !resp_page)
 		goto refuse;
 	memcpy(&req_copy, req_page, sizeof(req_copy));
 	type = req_copy.hdr.msg_type;
-	seqno = psp.next_seqno;
-	/* Only the next message in sequence, under VMPCK0, of a type we serve. */
+	/* The header names the key (VMPCK0..3, by the VMPL that owns it); an
+	 * unset (all-zero) key serves nothing (56860 §7, SNP_GUEST_REQUEST). */
+	key = req_copy.hdr.msg_vmpck;
+	if (key > 3 || all_zero(psp.vmpck[key], SNP_VMPCK_LEN))
+		goto refuse;
+	seqno = psp.next_seqno[key];
+	/* Only the next message in sequence for that key, of a type we serve. */
 	if (req_copy.hdr.msg_seqno != seqno ||
 	    (type != SNP_MSG_REPORT_REQ && type != SNP_MSG_KEY_REQ) ||
-	    guest_req_msg_open(&req_copy, psp.vmpck0, seqno, type, 0, in.raw, sizeof(in.raw),
+	    guest_req_msg_open(&req_copy, psp.vmpck[key], seqno, type, key, in.raw, sizeof(in.raw),
 			       &len) != GUEST_REQ_OK)
 		goto refuse;
 	if (type == SNP_MSG_REPORT_REQ) {
 		if (len != sizeof(in.report))
 			goto refuse_wipe;
-		make_report(&in.report, &out.report);
+		/* A VMPL may ask for its own VMPL or a less privileged one only. */
+		if (in.report.vmpl < key)
+			memset(&out.report, 0, sizeof(out.report)),
+			    out.report.status = SNP_FW_STATUS_INVALID_PARAM;
+		else
+			make_report(&in.report, &out.report);
 		out_len = sizeof(out.report);
 	} else {
 		if (len != sizeof(in.key))
 			goto refuse_wipe;
-		make_key(&in.key, &out.key);
+		if (in.key.vmpl < key)
+			memset(&out.key, 0, sizeof(out.key)),
+			    out.key.status = SNP_FW_STATUS_INVALID_PARAM;
+		else
+			make_key(&in.key, &out.key);
 		out_len = sizeof(out.key);
 	}
-	if (guest_req_msg_seal(&resp_msg, psp.vmpck0, seqno + 1, (uint8_t)(type + 1), 0, &out,
+	if (guest_req_msg_seal(&resp_msg, psp.vmpck[key], seqno + 1, (uint8_t)(type + 1), key, &out,
 			       out_len) != GUEST_REQ_OK)
 		goto refuse_wipe;
 	memcpy(resp_page, &resp_msg, sizeof(resp_msg));
-	psp.next_seqno = seqno + 2;
+	psp.next_seqno[key] = seqno + 2;
 	psp.served++;
 	memzero_explicit(&in, sizeof(in));
 	memzero_explicit(&out, sizeof(out));

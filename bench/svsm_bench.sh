@@ -47,12 +47,12 @@ stamp_run() {
 }
 
 csvsm_args() { # csvsm_args EFI
-	echo -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m "$MEM" -smp "$SMP" -nodefaults -net none \
+	echo -machine "$QEMU_MACHINE" -accel tcg -cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none \
 		-display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$CSVSM_ELF" \
 		$(launch_args "$tmp/secrets.bin") $(guest_args "$1")
 }
 plain_args() { # the plain OVMF boot of the same probe
-	echo -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m 4G -nodefaults -net none -display none \
+	echo -machine "$QEMU_MACHINE" -accel tcg -cpu "$QEMU_CPU" -m 4G -nodefaults -net none -display none \
 		-no-reboot -bios "$OVMF_FD" -kernel "$PROBE_EFI"
 }
 # first_line_time LOG REGEX -> seconds of the first matching line

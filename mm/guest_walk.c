@@ -120,8 +120,8 @@ enum gw_result guest_walk(const struct gw_cpu *c, uint64_t la, enum gw_access ac
 		}
 	} else {
 		la &= 0xFFFFFFFFULL;
-		if ((r = read_entry(&w, (c->cr3 & 0xFFFFF000ULL) + ((la >> 22) & 1023) * 4, 4, &e)) !=
-		    GW_OK)
+		if ((r = read_entry(&w, (c->cr3 & 0xFFFFF000ULL) + ((la >> 22) & 1023) * 4, 4,
+				    &e)) != GW_OK)
 			return r;
 		if (!(e & PTE_P))
 			goto not_present;

@@ -29,6 +29,19 @@ static int refuse(struct memmap *mm, int err, int index)
 	return err;
 }
 
+/* Do reserved entries cover [at, the end of at's page)? */
+static bool tail_reserved(const struct memmap *mm, gpa_t at)
+{
+	gpa_t page_end = ALIGN_UP(at, PAGE_SIZE);
+
+	for (unsigned i = 0; i < mm->nr_entries && at < page_end; i++) {
+		const struct hvm_memmap_table_entry *e = &mm->entries[i];
+		if (e->type == MEMMAP_TYPE_RESERVED && e->addr <= at && entry_end(e) > at)
+			at = entry_end(e);
+	}
+	return at >= page_end;
+}
+
 /* Add [start, end) to mm->ram, merging with an adjacent previous range. */
 static void add_ram(struct memmap *mm, gpa_t start, gpa_t end)
 {
@@ -113,8 +126,16 @@ int memmap_build(struct memmap *mm, const struct hvm_memmap_table_entry *e, unsi
 		const struct hvm_memmap_table_entry *a = &mm->entries[i];
 		if (a->type != MEMMAP_TYPE_RAM)
 			continue;
-		/* Only whole pages are accepted; QEMU's low RAM ends at 0x9fc00. */
+		/*
+		 * Only whole pages are accepted. QEMU's low RAM entry ends at
+		 * 0x9fc00 and a reserved entry (the EBDA) covers the rest of
+		 * that page; the page is RAM all the same, and an SVSM-aware
+		 * OVMF validates [0, 0xa0000). A partial last page counts as
+		 * RAM only when reserved entries cover the rest of it.
+		 */
 		gpa_t end = ALIGN_DOWN(entry_end(a), PAGE_SIZE);
+		if (end != entry_end(a) && tail_reserved(mm, entry_end(a)))
+			end += PAGE_SIZE;
 		if (ALIGN_UP(entry_end(a), PAGE_SIZE) > mm->max_gpa)
 			mm->max_gpa = ALIGN_UP(entry_end(a), PAGE_SIZE);
 		if ((int)i == home) {

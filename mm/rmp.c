@@ -202,16 +202,20 @@ static int pvalidate_locked(gpa_t gpa, unsigned size, bool validate, bool *uncha
 	return 0;
 }
 
-static int adjust_locked(gpa_t gpa, unsigned size, uint64_t attrs)
+static int adjust_locked(unsigned caller, gpa_t gpa, unsigned size, uint64_t attrs)
 {
 	unsigned vmpl = attrs & RMPADJUST_VMPL_MASK;
 	uint64_t known = RMPADJUST_VMPL_MASK | RMPADJUST_RWX | RMPADJUST_VMSA;
 
 	if (attrs & ~known)
 		return RMPADJUST_FAIL_INPUT;
-	/* The target VMPL must be numerically above the issuer's (0) and exist. */
-	if (vmpl == 0 || vmpl > 3)
+	/* The target VMPL must be numerically above the issuer's and exist. */
+	if (vmpl <= caller || vmpl > 3)
 		return RMPADJUST_FAIL_PERMISSION;
+	/* Below VMPL0 the VMSA bit is ignored (Microsoft's __rmpadjust documents
+	 * "ignored when the current VMPL != 0"). */
+	if (caller)
+		attrs &= ~RMPADJUST_VMSA;
 	/*
 	 * VMSA rule: a VMSA is one 4 KiB page (reference §5.3), so the VMSA bit
 	 * is refused on a 2M RMPADJUST. The hardware's exact code for this is
@@ -224,6 +228,10 @@ static int adjust_locked(gpa_t gpa, unsigned size, uint64_t attrs)
 		return rc; /* FAIL_INPUT (1) and FAIL_SIZEMISMATCH (6) match PVALIDATE's */
 	uint16_t *e = entry(gpa);
 	if (!(e[0] & RMPE_VALIDATED))
+		return RMPADJUST_FAIL_PERMISSION;
+	/* A VMPL grants only permissions it holds itself (APM vol. 3 RMPADJUST). */
+	unsigned want = (unsigned)(attrs >> 8) & RMPE_PERM_MASK;
+	if (caller && (want & ~((e[0] >> RMPE_PERM_SHIFT(caller)) & RMPE_PERM_MASK)))
 		return RMPADJUST_FAIL_PERMISSION;
 	unsigned n = size == RMP_PG_SIZE_2M ? PAGES_PER_2M : 1;
 	uint16_t perm = (uint16_t)(((attrs >> 8) & RMPE_PERM_MASK) << RMPE_PERM_SHIFT(vmpl));
@@ -248,14 +256,21 @@ int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged)
 	return rc;
 }
 
-int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
+int rmp_adjust_from(unsigned caller_vmpl, gpa_t gpa, unsigned size, uint64_t attrs)
 {
+	if (caller_vmpl > 3)
+		return RMPADJUST_FAIL_PERMISSION;
 	if (!in_model(gpa, 1))
 		return RMPADJUST_FAIL_INPUT;
 	block_lock(gpa);
-	int rc = adjust_locked(gpa, size, attrs);
+	int rc = adjust_locked(caller_vmpl, gpa, size, attrs);
 	block_unlock(gpa);
 	return rc;
+}
+
+int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs)
+{
+	return rmp_adjust_from(0, gpa, size, attrs);
 }
 
 int rmp_query(gpa_t gpa, struct rmp_entry_info *out)

@@ -2,10 +2,11 @@
 IMAGE_SRCS += src/boot.S src/exception.S src/idt.c src/console.c src/cpu.c \
               src/smp.c src/main.c src/accept_boot.c src/guest.c src/platform/sim.c \
               src/platform/sim_svm.c src/platform/sim_io.c src/platform/svm_entry.S \
-              src/platform/sim_psp_boot.c \
+              src/platform/sim_psp_boot.c src/platform/sim_snp.c \
               mm/pool.c mm/pgtable.c
 CORE_SRCS  += src/fmt.c src/platform/insn_decode.c src/platform/devpolicy.c src/requests.c \
-              src/core_proto.c src/vcpu.c src/secret.c mm/guest_mem.c mm/guest_walk.c
+              src/core_proto.c src/vcpu.c src/secret.c src/platform/snp_cpuid.c mm/guest_mem.c \
+              mm/guest_walk.c
 include src/snp.mk
 $(IMGOBJ)/src/platform/sim_psp_boot.o: \
 	IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu

@@ -13,6 +13,8 @@
 #include "mm/guest_mem.h"
 #include "snp/svsm.h"
 
+struct pvalidate_stats pval_stats;
+
 static uint64_t core_remap_ca(struct guest_vcpu *gv, struct svsm_regs *r)
 {
 	gpa_t ca = r->rcx;
@@ -33,6 +35,48 @@ static uint64_t insn_err(int rc)
 	return SVSM_ERR_PROTOCOL_BASE + (uint64_t)rc;
 }
 
+/*
+ * First validation of a pre-accepted page. The record says csvsm validated
+ * it at boot, but the hypervisor may have changed the RMP since (a page
+ * state change, an implicit conversion): confirm with PVALIDATE itself,
+ * which leaves a validated page unchanged, before zeroing the page and
+ * reporting SUCCESS. A 4K page inside a 2M RMP entry is confirmed by its
+ * 2M entry (PVALIDATE 4K there is SIZEMISMATCH, APM vol. 3 PVALIDATE).
+ */
+static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned psize)
+{
+	uint64_t bytes = psize == RMP_PG_SIZE_2M ? PAGE_SIZE_2M : PAGE_SIZE;
+	bool unchanged = false;
+	int rc = platform->pvalidate(gpa, psize, true, &unchanged);
+
+	if (rc == PVALIDATE_FAIL_SIZEMISMATCH && psize == RMP_PG_SIZE_4K) {
+		gpa_t base = ALIGN_DOWN(gpa, PAGE_SIZE_2M);
+		rc = platform->pvalidate(base, RMP_PG_SIZE_2M, true, &unchanged);
+		if (rc == 0 && !unchanged) {
+			/* The 2M entry was not validated: the record was stale. Undo
+			 * and let the guest take the ordinary path. */
+			platform->pvalidate(base, RMP_PG_SIZE_2M, false, &unchanged);
+			accept_forget(base, PAGE_SIZE_2M);
+			return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
+		}
+	}
+	accept_forget(gpa, bytes);
+	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
+		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
+	if (rc)
+		return insn_err(rc);
+	STAT_INC(pval_stats.preaccepted[psize == RMP_PG_SIZE_2M]);
+	guest_mem_set_validated(gpa, bytes, true);
+	memset(guest_mem_ptr(gpa), 0, bytes);
+	if (!unchanged) { /* validated just now: the grant went with the old state */
+		STAT_INC(pval_stats.stale);
+		rc = platform->rmpadjust(gpa, psize, gv->vmpl | RMPADJUST_RWX);
+		if (rc)
+			return insn_err(rc);
+	}
+	return SVSM_SUCCESS;
+}
+
 static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 {
 	gpa_t gpa = entry & SVSM_PVAL_GPA_MASK;
@@ -46,11 +90,8 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 		/* First validation of a pre-accepted page: it is already validated and
 		 * granted; report success once (DESIGN.md: edk2 re-validates RAM) and
 		 * hand it over zeroed, as a fresh validation would be (coconut-svsm). */
-		if (accept_is_preaccepted(gpa, bytes)) {
-			accept_forget(gpa, bytes);
-			memset(guest_mem_ptr(gpa), 0, bytes);
-			return SVSM_SUCCESS;
-		}
+		if (accept_is_preaccepted(gpa, bytes))
+			return pvalidate_preaccepted(gv, gpa, psize);
 		rc = platform->pvalidate(gpa, psize, true, &unchanged);
 		if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
 			return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
@@ -59,6 +100,7 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 		if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
 			return SVSM_PVALIDATE_FAIL_NO_CHANGE;
 		/* Reference §1.5: validate, zero, then grant the guest VMPL. */
+		STAT_INC(pval_stats.validated[size2m]);
 		guest_mem_set_validated(gpa, bytes, true);
 		memset(guest_mem_ptr(gpa), 0, bytes);
 		rc = platform->rmpadjust(gpa, psize, gv->vmpl | RMPADJUST_RWX);
@@ -83,6 +125,7 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 		return insn_err(rc);
 	if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
 		return SVSM_PVALIDATE_FAIL_NO_CHANGE;
+	STAT_INC(pval_stats.rescinded[size2m]);
 	return SVSM_SUCCESS;
 }
 
@@ -125,8 +168,10 @@ static uint64_t core_pvalidate(struct guest_vcpu *gv, struct svsm_regs *r)
 	uint64_t rc = SVSM_SUCCESS;
 	for (; next < n; next++) {
 		rc = pvalidate_one(gv, entries[next]);
-		if (rc != SVSM_SUCCESS)
+		if (rc != SVSM_SUCCESS) {
+			STAT_INC(pval_stats.failed);
 			break;
+		}
 	}
 	uint16_t out = (uint16_t)next;
 	if (guest_write(list + 2, &out, sizeof(out)))

@@ -12,6 +12,8 @@
 #include "csvsm/cpu.h"
 #include "csvsm/platform.h"
 #include "csvsm/secret.h"
+#include "csvsm/vcpu.h"
+#include "snp/cpuid_view.h"
 #include "csvsm/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
@@ -81,7 +83,7 @@ static void attest_boot(void)
 {
 	uint8_t *req = pool_alloc(PAGE_SIZE, PAGE_SIZE), *resp = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	uint8_t *data = pool_alloc(GREQ_DATA_PAGES * PAGE_SIZE, PAGE_SIZE);
-	gl.vmpck0 = secrets.vmpck[0];
+	gl.vmpck = secrets.vmpck;
 	gl.req_gpa = (gpa_t)(uintptr_t)req;
 	gl.resp_gpa = (gpa_t)(uintptr_t)resp;
 	gl.data_gpa = (gpa_t)(uintptr_t)data;
@@ -166,6 +168,19 @@ __noreturn void boot_guest(void)
 		gl.caa = meta_gpa(OVMF_SECTION_CPUID);
 	if (!gl.secrets_gpa || !gl.caa || guest_mem_check(gl.caa, PAGE_SIZE))
 		panic("firmware metadata names no usable secrets page / calling area");
+	/* An SVSM-aware firmware (its metadata has an SVSM calling area, edk2
+	 * 2024 and later) runs as an SEV-SNP guest and gets the CPUID page the
+	 * PSP would fill; an older one runs as a plain guest (the probe calls). */
+	gl.snp = meta_gpa(OVMF_SECTION_SVSM_CAA) != 0;
+	gl.cpuid_gpa = gl.snp ? meta_gpa(OVMF_SECTION_CPUID) : 0;
+	if (gl.snp) {
+		static struct snp_cpuid_page page __aligned(4096);
+		int n = snp_cpuid_page_fill(&page, cpuid_count, 51);
+		if (n < 1 || !gl.cpuid_gpa || guest_write(gl.cpuid_gpa, &page, sizeof(page)))
+			panic("no CPUID page for the SNP guest (%d entries at 0x%llx)", n,
+			      (unsigned long long)gl.cpuid_gpa);
+		vcpu_guest_sev_features = SNP_GUEST_SEV_STATUS >> 2; /* its VMSAs carry these */
+	}
 	static const uint8_t zero_ca[8];
 	guest_write(gl.caa, zero_ca, sizeof(zero_ca));
 	secrets_take();
@@ -184,6 +199,6 @@ __noreturn void boot_guest(void)
 	attest_boot();
 	/* The channel and the PSP have VMPCK0, the guest its copy: csvsm's goes. */
 	memzero_explicit(&secrets, sizeof(secrets));
-	gl.vmpck0 = NULL;
+	gl.vmpck = NULL;
 	platform->launch_guest(&gl);
 }

@@ -30,10 +30,10 @@ extern const uint8_t __image_start[], __image_end[];
 void con_init(void);
 __noreturn void boot_main(uint32_t start_info_pa);
 
-#define BOOT_STACK_GUARD 0
-#define POOL_FIXED	 (12ULL << 20) /* page tables, NPT, GHCBs, the OVMF copy, slack */
-#define AP_STACK_BYTES	 (68ULL << 10)
-#define CMDLINE_MAX	 1024
+#define BOOT_STACK_GUARD   0
+#define POOL_FIXED	   (12ULL << 20) /* page tables, NPT, GHCBs, the OVMF copy, slack */
+#define AP_STACK_BYTES	   (68ULL << 10)
+#define CMDLINE_MAX	   1024
 #define CSVSM_REGION_SLACK (64ULL << 20)
 #define LIBC_HEAP_BYTES                                                                            \
 	(8ULL << 20) /* libtpms/OpenSSL/mbedTLS arena (tpm/boot.c reports the high water) */

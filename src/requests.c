@@ -7,6 +7,10 @@
 #include "mm/guest_mem.h"
 #include "snp/svsm.h"
 
+#include "csvsm/console.h"
+
+struct svsm_stats svsm_stats;
+
 const struct svsm_protocol *svsm_attest_protocol;
 const struct svsm_protocol *svsm_vtpm_protocol;
 
@@ -39,7 +43,44 @@ bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r)
 
 	const struct svsm_protocol *p = svsm_find_protocol((uint32_t)(r->rax >> 32));
 	uint32_t call_id = (uint32_t)r->rax;
+	uint64_t proto = r->rax >> 32;
+	if (proto < 3 && call_id < SVSM_STATS_CALLS)
+		STAT_INC(svsm_stats.calls[proto][call_id]);
+	else
+		STAT_INC(svsm_stats.other);
 	r->rax = p ? p->call(gv, call_id, r) : SVSM_ERR_UNSUPPORTED_PROTOCOL;
 	gv->calls++;
 	return true;
+}
+
+/* Call names of reference §1.3-§1.5 and §2/§3, for the power-off numbers. */
+static const char *const call_names[3][SVSM_STATS_CALLS] = {
+    {"REMAP_CA", "PVALIDATE", "CREATE_VCPU", "DELETE_VCPU", "DEPOSIT_MEM", "WITHDRAW_MEM",
+     "QUERY_PROTOCOL", "CONFIGURE_VTOM"},
+    {"ATTEST_SERVICES", "ATTEST_SINGLE_SERVICE", "2", "3", "4", "5", "6", "7"},
+    {"VTPM_QUERY", "VTPM_CMD", "2", "3", "4", "5", "6", "7"},
+};
+static const char *const proto_names[3] = {"core", "attest", "vtpm"};
+
+void svsm_stats_print(void)
+{
+	uint64_t total = svsm_stats.other;
+	for (unsigned p = 0; p < 3; p++)
+		for (unsigned c = 0; c < SVSM_STATS_CALLS; c++)
+			total += svsm_stats.calls[p][c];
+	con_printf("csvsm: svsm-calls: total=%llu", (unsigned long long)total);
+	for (unsigned p = 0; p < 3; p++)
+		for (unsigned c = 0; c < SVSM_STATS_CALLS; c++)
+			if (svsm_stats.calls[p][c])
+				con_printf(" %s.%s=%llu", proto_names[p], call_names[p][c],
+					   (unsigned long long)svsm_stats.calls[p][c]);
+	con_printf(" other=%llu\n", (unsigned long long)svsm_stats.other);
+	const struct pvalidate_stats *v = &pval_stats;
+	con_printf("csvsm: pvalidate-entries: preaccepted_4k=%llu preaccepted_2m=%llu "
+		   "validate_4k=%llu validate_2m=%llu rescind_4k=%llu rescind_2m=%llu stale=%llu "
+		   "failed=%llu\n",
+		   (unsigned long long)v->preaccepted[0], (unsigned long long)v->preaccepted[1],
+		   (unsigned long long)v->validated[0], (unsigned long long)v->validated[1],
+		   (unsigned long long)v->rescinded[0], (unsigned long long)v->rescinded[1],
+		   (unsigned long long)v->stale, (unsigned long long)v->failed);
 }

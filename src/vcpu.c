@@ -4,8 +4,9 @@
  * the guest loses every access to the VMSA page (RMPADJUST for each guest
  * VMPL), every vCPU drops its translations (platform flush), and only then
  * is the page checked in place, so no second guest vCPU can change it
- * between the check and its use. A refusal gives the page back. The calling
- * area must be guest memory and a different page.
+ * between the check and its use; it gets read access back with the VMSA
+ * bit. A refusal gives the page back. The calling area must be guest
+ * memory and a different page.
  */
 #include "arch/x86/insn.h"
 #include "csvsm/platform.h"
@@ -87,9 +88,11 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 		guest_mem_unprotect(vmsa_gpa);
 		return SVSM_ERR_INVALID_PARAMETER;
 	}
-	/* The VMSA bit for the guest VMPL and no access for it (coconut-svsm
-	 * rmp_set_guest_vmsa; Linux snp_set_vmsa). */
-	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl | RMPADJUST_VMSA)) {
+	/* The VMSA bit for the guest VMPL, which may read the page but never
+	 * write it (coconut-svsm rmp_set_guest_vmsa: GUEST_VMPL | READ | VMSA;
+	 * Linux reads vmsa->sev_features back for the AP creation event). */
+	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K,
+				gv->vmpl | RMPADJUST_READ | RMPADJUST_VMSA)) {
 		grant(vmsa_gpa, gv->vmpl);
 		guest_mem_unprotect(vmsa_gpa);
 		return SVSM_ERR_INVALID_ADDRESS;

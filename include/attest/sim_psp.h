@@ -58,6 +58,10 @@ typedef int (*sim_psp_rng_fn)(void *ctx, unsigned char *buf, size_t len);
  */
 int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 		 const uint8_t measurement[48], uint64_t policy, sim_psp_rng_fn rng, void *rng_ctx);
+/* Install VMPCK1..3 (id 1..3) after sim_psp_init: requests under that key are then served. */
+int sim_psp_set_vmpck(unsigned id, const uint8_t key[32]);
+/* The certificate table the extended request returns (NULL, 0 when none). */
+void sim_psp_certs(const uint8_t **table, size_t *len);
 /*
  * The pages csvsm shares for guest requests (the same as guest_req_init's).
  * The sim hypervisor serves no other GPAs: it has no RMP to tell shared

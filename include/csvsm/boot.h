@@ -38,7 +38,9 @@ struct guest_launch {
 	const uint8_t *probe; /* the guest's kernel (sim: the probe), or NULL */
 	uint32_t probe_size;
 	const struct ovmf_info *fw_info;   /* the firmware's parsed metadata */
-	const uint8_t *vmpck0;		   /* csvsm's VMPCK0 (the secrets page's) */
+	const uint8_t (*vmpck)[32];	   /* VMPCK0..3 of the launch secrets page */
+	bool snp;			   /* the firmware is SVSM-aware: an SEV-SNP guest */
+	gpa_t cpuid_gpa;		   /* where its CPUID page goes (SNP), 0 = none */
 	gpa_t req_gpa, resp_gpa, data_gpa; /* pages shared with the hypervisor for guest requests */
 	uint32_t data_npages;
 };

@@ -73,4 +73,23 @@ bool devpolicy_ioapic_write(uint32_t index, uint32_t val);
  */
 bool devpolicy_pci_write(uint16_t bdf, unsigned reg, unsigned size, uint32_t *val, uint32_t cur);
 
+/*
+ * The q35 MCH's PCIEXBAR (00:00.0 0x60, 64 bits) is the guest's own view:
+ * the guest writes it in pieces (disable, high, low | enable). Where the
+ * hardware window may move to when the guest's value is `want`:
+ *   DPX_DISABLED  the guest has no ECAM window (the hardware keeps its own);
+ *   DPX_OK        *base = a 256 MiB window below 0xF0000000 that overlaps
+ *                 no RAM entry of `ram` (csvsm's region is RAM there too);
+ *   DPX_REFUSED   any other size, reserved bits, or an overlap.
+ * `ram`/`n` are the hypervisor's memory map ranges of type RAM, any order.
+ */
+enum devpolicy_pciexbar { DPX_DISABLED, DPX_OK, DPX_REFUSED };
+#define DP_PCIEXBAR_REG 0x60
+#define DP_ECAM_LIMIT	0xF0000000ULL
+struct dp_range {
+	gpa_t start, end;
+};
+enum devpolicy_pciexbar devpolicy_pciexbar(uint64_t want, const struct dp_range *ram, unsigned n,
+					   gpa_t *base);
+
 #endif

@@ -12,6 +12,7 @@ struct sim_guest_config {
 	gpa_t caa;
 	gpa_t flash_gpa, flash_hpa;
 	uint64_t flash_size;
+	bool snp; /* an SVSM-aware firmware: show it SEV-SNP (src/platform/sim_snp.c) */
 };
 
 /* Park csvsm's secondary vCPUs where a guest INIT cannot reach them. */

@@ -43,4 +43,26 @@ const struct svsm_protocol *svsm_find_protocol(uint32_t id);
 extern const struct svsm_protocol *svsm_attest_protocol;
 extern const struct svsm_protocol *svsm_vtpm_protocol;
 
+/*
+ * What the guest asked for, counted for the numbers printed at power-off
+ * (svsm_stats_print): requests by protocol and call, and how each
+ * PVALIDATE entry was served. Counters only; nothing depends on them.
+ */
+#define SVSM_STATS_CALLS 8
+struct svsm_stats {
+	uint64_t calls[3][SVSM_STATS_CALLS]; /* protocol 0..2, call id < 8 */
+	uint64_t other;			     /* any other protocol or call id */
+};
+struct pvalidate_stats {
+	uint64_t preaccepted[2]; /* [2M] first validations served from the record */
+	uint64_t validated[2];	 /* real validations */
+	uint64_t rescinded[2];
+	uint64_t stale;	 /* record said validated, the RMP did not */
+	uint64_t failed; /* entries that ended a request with an error */
+};
+extern struct svsm_stats svsm_stats;
+extern struct pvalidate_stats pval_stats;
+#define STAT_INC(c) __atomic_fetch_add(&(c), 1, __ATOMIC_RELAXED)
+void svsm_stats_print(void);
+
 #endif

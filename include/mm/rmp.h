@@ -90,6 +90,12 @@ int rmp_hv_psmash(gpa_t gpa);
 int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged);
 /* RMPADJUST issued at VMPL0: 0, RMPADJUST_FAIL_INPUT/_PERMISSION/_SIZEMISMATCH. */
 int rmp_adjust(gpa_t gpa, unsigned size, uint64_t attrs);
+/*
+ * RMPADJUST issued at `caller_vmpl`: the target VMPL must be numerically
+ * greater, the permissions granted a subset of the caller's own on the
+ * page, and the VMSA bit is ignored below VMPL0.
+ */
+int rmp_adjust_from(unsigned caller_vmpl, gpa_t gpa, unsigned size, uint64_t attrs);
 
 /* Queries: 0, or -1 when gpa is beyond the model. */
 int rmp_query(gpa_t gpa, struct rmp_entry_info *out);

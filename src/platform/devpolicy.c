@@ -17,12 +17,12 @@
  */
 #include "csvsm/devpolicy.h"
 
-#define DM(val)	    (((val) >> 8) & 7)
-#define DM_FIXED    0
-#define DM_LOWEST   1
-#define DM_NMI	    4
-#define DM_EXTINT   7
-#define LVT_MASKED  (1u << 16)
+#define DM(val)	   (((val) >> 8) & 7)
+#define DM_FIXED   0
+#define DM_LOWEST  1
+#define DM_NMI	   4
+#define DM_EXTINT  7
+#define LVT_MASKED (1u << 16)
 
 enum devpolicy_port devpolicy_port(uint16_t port)
 {
@@ -68,7 +68,7 @@ enum devpolicy_port devpolicy_port(uint16_t port)
 
 bool devpolicy_cmos_write(uint8_t idx)
 {
-	idx &= 0x7F; /* bit 7 of the index is the NMI mask, not the register */
+	idx &= 0x7F;	    /* bit 7 of the index is the NMI mask, not the register */
 	return idx <= 0x0B; /* time, alarm, status A and B; never 0x0F (shutdown status) */
 }
 
@@ -166,15 +166,14 @@ static enum pci_byte pci_byte_rule(uint16_t bdf, unsigned off)
 		if ((off >= 0x60 && off <= 0x64) || (off >= 0x68 && off <= 0x6B))
 			return PB_ANY; /* PIRQ routing and serial IRQ control */
 	}
-	/* Everything else keeps its value: MCH PCIEXBAR, PAM, SMRAM, ESMRAMC,
+	/* Everything else keeps its value: PAM, SMRAM, ESMRAMC,
 	 * TSEG; LPC PMBASE, GPIOBASE, RCBA; every BAR. */
 	return PB_KEEP;
 }
 
 bool devpolicy_pci_write(uint16_t bdf, unsigned reg, unsigned size, uint32_t *val, uint32_t cur)
 {
-	if ((size != 1 && size != 2 && size != 4) || reg + size > 0x1000 ||
-	    (reg & (size - 1)) != 0)
+	if ((size != 1 && size != 2 && size != 4) || reg + size > 0x1000 || (reg & (size - 1)) != 0)
 		return false;
 	uint32_t v = *val;
 	for (unsigned i = 0; i < size; i++) {
@@ -195,4 +194,27 @@ bool devpolicy_pci_write(uint16_t bdf, unsigned reg, unsigned size, uint32_t *va
 	}
 	*val = v;
 	return true;
+}
+
+/*
+ * PCIEXBAR (Intel 3 Series datasheet §5.1.13; QEMU hw/pci-host/q35.c
+ * mch_update_pciexbar): bit 0 enable, bits 2:1 length (00 = 256 MiB),
+ * bits 27:3 reserved, bits 35:28 base.
+ */
+enum devpolicy_pciexbar devpolicy_pciexbar(uint64_t want, const struct dp_range *ram, unsigned n,
+					   gpa_t *base)
+{
+	if (!(want & 1))
+		return DPX_DISABLED;
+	if (want & 0x0FFFFFFEULL)
+		return DPX_REFUSED; /* 128/64 MiB windows or reserved bits */
+	gpa_t b = want & ~0x0FFFFFFFULL;
+	if (!b || b > DP_ECAM_LIMIT - DP_ECAM_SIZE)
+		return DPX_REFUSED; /* over low memory's start, flash, the APICs, or above 4G */
+	for (unsigned i = 0; i < n; i++) {
+		if (ram[i].start < b + DP_ECAM_SIZE && b < ram[i].end)
+			return DPX_REFUSED;
+	}
+	*base = b;
+	return DPX_OK;
 }

@@ -155,7 +155,8 @@ uint64_t insn_mmio_load_result(const struct mmio_op *op, uint64_t old, uint64_t 
 	case 2:
 		return (old & ~0xFFFFULL) | (val & 0xFFFF);
 	case 4:
-		return val & 0xFFFFFFFFULL; /* 32-bit destinations zero-extend (APM vol. 1 §3.1.2.3) */
+		return val &
+		       0xFFFFFFFFULL; /* 32-bit destinations zero-extend (APM vol. 1 §3.1.2.3) */
 	default:
 		return val;
 	}

@@ -67,6 +67,9 @@ static int sim_setup(const struct memmap *mm, const char *cmdline, size_t cmdlin
 			   (unsigned long long)s, (unsigned long long)e);
 	const char *v;
 	size_t vlen;
+	extern bool sim_snp_trace;
+	sim_snp_trace = cmdline_get(cmdline, cmdline_len, "csvsm.sim_trace", &v, &vlen) &&
+			vlen == 1 && v[0] == '1';
 	if (cmdline_get(cmdline, cmdline_len, "csvsm.sim_psc_limit", &v, &vlen)) {
 		unsigned long n = 0;
 		for (size_t i = 0; i < vlen; i++) {
@@ -81,8 +84,8 @@ static int sim_setup(const struct memmap *mm, const char *cmdline, size_t cmdlin
 			return -1;
 		}
 		sim_hv_set_psc_limit((unsigned)n);
-		con_printf("csvsm: sim: hypervisor handles at most %lu page-state entries per exit\n",
-			   n);
+		con_printf(
+		    "csvsm: sim: hypervisor handles at most %lu page-state entries per exit\n", n);
 	}
 	for (gpa_t g = mm->csvsm_start; g < mm->csvsm_end; g += PAGE_SIZE) {
 		bool unchanged;
@@ -118,7 +121,8 @@ static __noreturn void sim_launch_guest(const struct guest_launch *gl)
 				      .caa = gl->caa,
 				      .flash_gpa = gl->fw_gpa,
 				      .flash_hpa = (gpa_t)(uintptr_t)gl->fw,
-				      .flash_size = gl->fw_size};
+				      .flash_size = gl->fw_size,
+				      .snp = gl->snp};
 	sim_guest_start(&gc);
 }
 

@@ -16,6 +16,7 @@
 #include "csvsm/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/devpolicy.h"
+#include "csvsm/percpu.h"
 #include "csvsm/string.h"
 #include "mm/memmap.h"
 #include "sim_svm.h"
@@ -51,7 +52,25 @@ struct fw_item {
 	uint16_t key;
 	const uint8_t *data;
 	uint32_t len;
+	uint16_t real; /* != 0: the bytes are the real device's item `real` */
 };
+
+/*
+ * A Linux guest (make run GUEST=linux): QEMU hands csvsm the kernel, initrd
+ * and command line as hidden files opt/csvsm/linux/{kernel,initrd,cmdline};
+ * the guest's firmware finds them where QEMU's own -kernel puts them
+ * (FW_CFG_KERNEL_*, INITRD_*, CMDLINE_*; the setup items stay empty, so
+ * OVMF's "kernel" file is the whole bzImage, which it starts through its
+ * EFI stub). Kernel and initrd are read through from the device: no size
+ * limit and no copy in csvsm.
+ */
+#define LINUX_CMDLINE_MAX 4096
+static struct {
+	uint16_t kernel_key, initrd_key, cmdline_key;
+	uint32_t kernel_size, initrd_size, cmdline_file_size;
+	uint32_t kernel_le, initrd_le, cmdline_le;
+	char cmdline[LINUX_CMDLINE_MAX + 1];
+} lx;
 
 static uint8_t fw_dir[4 + 64 * FW_MAX_FILES];
 static uint32_t fw_dir_len;
@@ -69,7 +88,7 @@ static unsigned nsynth;
 static uint16_t fw_sel;
 static uint32_t fw_off;
 static const struct fw_item *fw_cur; /* NULL: pass through to the real device */
-static const struct fw_item fw_empty = {0, NULL, 0};
+static const struct fw_item fw_empty = {0, NULL, 0, 0};
 
 static void put_be32(uint8_t *p, uint32_t v)
 {
@@ -84,7 +103,13 @@ static uint32_t get_be32(const uint8_t *p)
 static void synth_add(uint16_t key, const void *data, uint32_t len)
 {
 	if (nsynth < ARRAY_SIZE(synth))
-		synth[nsynth++] = (struct fw_item){key, data, len};
+		synth[nsynth++] = (struct fw_item){key, data, len, 0};
+}
+
+static void synth_pass(uint16_t key, uint16_t real, uint32_t len)
+{
+	if (nsynth < ARRAY_SIZE(synth))
+		synth[nsynth++] = (struct fw_item){key, NULL, len, real};
 }
 
 static void fw_build_e820(void)
@@ -116,8 +141,16 @@ static void fw_build_dir(void)
 		e[63] = 0;
 		uint16_t key = (uint16_t)(e[4] << 8 | e[5]);
 		const char *name = (const char *)e + 8;
-		if (strncmp(name, FW_HIDDEN_PREFIX, sizeof(FW_HIDDEN_PREFIX) - 1) == 0)
+		if (strncmp(name, FW_HIDDEN_PREFIX, sizeof(FW_HIDDEN_PREFIX) - 1) == 0) {
+			uint32_t size = get_be32(e);
+			if (strcmp(name, "opt/csvsm/linux/kernel") == 0)
+				lx.kernel_key = key, lx.kernel_size = size;
+			else if (strcmp(name, "opt/csvsm/linux/initrd") == 0)
+				lx.initrd_key = key, lx.initrd_size = size;
+			else if (strcmp(name, "opt/csvsm/linux/cmdline") == 0)
+				lx.cmdline_key = key, lx.cmdline_file_size = size;
 			continue;
+		}
 		if (strcmp(name, "etc/e820") == 0) {
 			put_be32(e, fw_e820_len);
 			synth_add(key, fw_e820, fw_e820_len);
@@ -132,26 +165,76 @@ static void fw_build_dir(void)
 
 /* PCIEXBAR of the q35 MCH (00:00.0 0x60/0x64, Intel 3 Series datasheet
  * §5.1.13): SeaBIOS enables a 256 MiB window at 0xB0000000; csvsm does if
- * nothing did. The guest may not move it (devpolicy_pci_write). */
+ * nothing did. The guest sees its own copy (guest_pciexbar) and may move
+ * the window within devpolicy_pciexbar's limits (an SVSM-aware OVMF puts
+ * it at 0xE0000000); csvsm's accesses always use the hardware's. */
+static uint64_t guest_pciexbar;
+static gpa_t guest_ecam; /* the guest's window, 0 while it has it disabled */
+static struct dp_range ram_ranges[MEMMAP_MAX_ENTRIES];
+static unsigned nr_ram_ranges;
+
+static void pciexbar_set(gpa_t base)
+{
+	outl(0xCF8, 0x80000060u);
+	outl(0xCFC, 0); /* disable while moving (QEMU remaps on every write) */
+	outl(0xCF8, 0x80000064u);
+	outl(0xCFC, (uint32_t)(base >> 32));
+	outl(0xCF8, 0x80000060u);
+	outl(0xCFC, (uint32_t)base | 1u);
+	ecam_base = base;
+}
+
 static void ecam_init(void)
 {
 	outl(0xCF8, 0x80000060u);
 	uint32_t lo = inl(0xCFC);
 	outl(0xCF8, 0x80000064u);
 	uint32_t hi = inl(0xCFC);
-	if (!(lo & 1) || (lo & 6) != 0) { /* disabled, or not the 256 MiB size */
-		outl(0xCF8, 0x80000064u);
-		outl(0xCFC, 0);
-		outl(0xCF8, 0x80000060u);
-		outl(0xCFC, 0xB0000001u);
-		lo = 0xB0000001u, hi = 0;
-	}
 	ecam_base = ((gpa_t)hi << 32) | (lo & 0xF0000000u);
+	if (!(lo & 1) || (lo & 6) != 0) /* disabled, or not the 256 MiB size */
+		pciexbar_set(0xB0000000u);
+	guest_pciexbar = ecam_base | 1;
+	guest_ecam = ecam_base;
+	nr_ram_ranges = 0;
+	for (unsigned i = 0; cfg.mm && i < cfg.mm->nr_entries; i++) {
+		const struct hvm_memmap_table_entry *e = &cfg.mm->entries[i];
+		if (e->type == MEMMAP_TYPE_RAM)
+			ram_ranges[nr_ram_ranges++] =
+			    (struct dp_range){.start = e->addr, .end = e->addr + e->size};
+	}
 }
 
-gpa_t sim_io_ecam_base(void)
+/*
+ * The guest's access to its PCIEXBAR bytes [reg, reg + size) within
+ * 0x60..0x67: reads see its copy; a write that leaves an enabled window
+ * devpolicy_pciexbar accepts moves the hardware's window there.
+ */
+static void pciexbar_access(unsigned reg, unsigned size, bool in, uint32_t *val)
 {
-	return ecam_base;
+	unsigned sh = 8 * (reg - DP_PCIEXBAR_REG);
+	uint64_t mask = (size == 4 ? 0xFFFFFFFFULL : (1ULL << (8 * size)) - 1) << sh;
+	if (in) {
+		*val = (uint32_t)((guest_pciexbar & mask) >> sh);
+		return;
+	}
+	uint64_t want = (guest_pciexbar & ~mask) | (((uint64_t)*val << sh) & mask);
+	gpa_t base = 0;
+	switch (devpolicy_pciexbar(want, ram_ranges, nr_ram_ranges, &base)) {
+	case DPX_DISABLED:
+		guest_pciexbar = want;
+		guest_ecam = 0;
+		break;
+	case DPX_OK:
+		guest_pciexbar = want;
+		if (base != ecam_base)
+			pciexbar_set(base);
+		guest_ecam = base;
+		con_printf("csvsm: guest ECAM window at 0x%llx\n", (unsigned long long)base);
+		break;
+	case DPX_REFUSED:
+		con_printf("csvsm: guest PCIEXBAR 0x%llx refused\n", (unsigned long long)want);
+		break;
+	}
 }
 
 void sim_io_init(const struct sim_io_config *c)
@@ -159,25 +242,47 @@ void sim_io_init(const struct sim_io_config *c)
 	cfg = *c;
 	ecam_init();
 	fw_build_e820();
-	probe_size_le = cfg.probe_size;
+	fw_build_dir(); /* first: it finds the Linux files and adds etc/e820 */
 	synth_add(FW_ID, &u32_id, 4);
 	synth_add(FW_NB_CPUS, &u16_one, 2); /* one-vCPU view: guest APs only via CREATE_VCPU */
 	synth_add(FW_MAX_CPUS, &u16_one, 2);
 	synth_add(FW_KERNEL_ADDR, &u32_zero, 4);
-	synth_add(FW_KERNEL_SIZE, &probe_size_le, 4);
-	synth_add(FW_KERNEL_DATA, cfg.probe, cfg.probe_size);
 	synth_add(FW_KERNEL_ENTRY, &u32_zero, 4);
 	synth_add(FW_KERNEL_CMDLINE, &u32_zero, 4);
 	synth_add(FW_INITRD_ADDR, &u32_zero, 4);
-	synth_add(FW_INITRD_SIZE, &u32_zero, 4);
-	synth_add(FW_INITRD_DATA, NULL, 0);
 	synth_add(FW_CMDLINE_ADDR, &u32_zero, 4);
-	synth_add(FW_CMDLINE_SIZE, &u32_zero, 4);
-	synth_add(FW_CMDLINE_DATA, NULL, 0);
 	synth_add(FW_SETUP_ADDR, &u32_zero, 4);
 	synth_add(FW_SETUP_SIZE, &u32_zero, 4);
 	synth_add(FW_SETUP_DATA, NULL, 0);
-	fw_build_dir();
+	if (lx.kernel_key) {
+		uint32_t n = lx.cmdline_file_size < LINUX_CMDLINE_MAX ? lx.cmdline_file_size
+								      : LINUX_CMDLINE_MAX;
+		if (lx.cmdline_key)
+			fw_cfg_read(lx.cmdline_key, lx.cmdline, n);
+		lx.cmdline[n] = 0;
+		while (n && (lx.cmdline[n - 1] == '\n' || lx.cmdline[n - 1] == 0))
+			lx.cmdline[--n] = 0;
+		lx.kernel_le = lx.kernel_size;
+		lx.initrd_le = lx.initrd_key ? lx.initrd_size : 0;
+		lx.cmdline_le = n ? n + 1 : 0; /* QEMU counts the NUL; OVMF checks it */
+		synth_add(FW_KERNEL_SIZE, &lx.kernel_le, 4);
+		synth_pass(FW_KERNEL_DATA, lx.kernel_key, lx.kernel_size);
+		synth_add(FW_INITRD_SIZE, &lx.initrd_le, 4);
+		synth_pass(FW_INITRD_DATA, lx.initrd_key, lx.initrd_le);
+		synth_add(FW_CMDLINE_SIZE, &lx.cmdline_le, 4);
+		synth_add(FW_CMDLINE_DATA, lx.cmdline, lx.cmdline_le);
+		con_printf("csvsm: guest kernel opt/csvsm/linux/kernel (%u KiB), initrd %u KiB, "
+			   "command line \"%s\"\n",
+			   lx.kernel_size >> 10, lx.initrd_le >> 10, lx.cmdline);
+	} else {
+		probe_size_le = cfg.probe_size;
+		synth_add(FW_KERNEL_SIZE, &probe_size_le, 4);
+		synth_add(FW_KERNEL_DATA, cfg.probe, cfg.probe_size);
+		synth_add(FW_INITRD_SIZE, &u32_zero, 4);
+		synth_add(FW_INITRD_DATA, NULL, 0);
+		synth_add(FW_CMDLINE_SIZE, &u32_zero, 4);
+		synth_add(FW_CMDLINE_DATA, NULL, 0);
+	}
 	synth_add(FW_FILE_DIR, fw_dir, fw_dir_len);
 	(void)u32_one;
 }
@@ -197,6 +302,8 @@ static void fw_select(uint16_t selector)
 	for (unsigned i = 0; i < nsynth; i++)
 		if (synth[i].key == key) {
 			fw_cur = &synth[i];
+			if (fw_cur->real)
+				outw(0x510, fw_cur->real);
 			return;
 		}
 	bool pass = devpolicy_fw_cfg_plain(key);
@@ -212,53 +319,42 @@ static uint8_t fw_read_byte(void)
 {
 	if (!fw_cur)
 		return inb(0x511);
-	uint8_t b = fw_off < fw_cur->len && fw_cur->data ? fw_cur->data[fw_off] : 0;
+	uint8_t b = 0;
+	if (fw_off < fw_cur->len && fw_cur->real)
+		b = inb(0x511);
+	else if (fw_off < fw_cur->len && fw_cur->data)
+		b = fw_cur->data[fw_off];
 	fw_off++;
 	return b;
 }
 
-/* ---- COM1: a 16550 that is always ready to send and never has input ---- */
-static uint8_t uart_lcr, uart_ier, uart_mcr, uart_scr, uart_dll = 1, uart_dlm;
+/*
+ * ---- COM1: QEMU's 16550, shared with csvsm's console ----
+ * The guest drives the real UART, so its transmit interrupt (IRQ 4, routed
+ * by the guest's filtered IOAPIC entry) reaches it and Linux's interrupt-
+ * driven tty output runs as under any hypervisor; csvsm writes its own
+ * lines to the same device. Loopback mode (MCR bit 4) is refused: it would
+ * swallow csvsm's console. One byte per register access.
+ */
+#define UART_BASE     0x3F8
+#define UART_MCR      4
+#define UART_MCR_LOOP 0x10
 
-static uint32_t uart_io(uint16_t reg, bool in, uint32_t v)
+static uint32_t uart_io(uint16_t port, unsigned size, bool in, uint32_t v)
 {
-	bool dlab = uart_lcr & 0x80;
-	switch (reg) {
-	case 0:
-		if (in)
-			return dlab ? uart_dll : 0;
-		if (dlab)
-			uart_dll = (uint8_t)v;
-		else
-			con_guest_putc((char)v);
-		return 0;
-	case 1:
-		if (in)
-			return dlab ? uart_dlm : uart_ier;
-		if (dlab)
-			uart_dlm = (uint8_t)v;
-		else
-			uart_ier = (uint8_t)v & 0x0F;
-		return 0;
-	case 2:
-		return in ? 0x01 : 0; /* IIR: no interrupt pending */
-	case 3:
-		if (!in)
-			uart_lcr = (uint8_t)v;
-		return uart_lcr;
-	case 4:
-		if (!in)
-			uart_mcr = (uint8_t)v;
-		return uart_mcr;
-	case 5:
-		return 0x60; /* LSR: THR and transmitter empty */
-	case 6:
-		return 0xB0; /* MSR: CTS, DSR, DCD */
-	default:
-		if (!in)
-			uart_scr = (uint8_t)v;
-		return uart_scr;
+	uint32_t out = 0;
+	for (unsigned i = 0; i < size; i++) {
+		uint16_t p = (uint16_t)(port + i);
+		uint8_t b = (uint8_t)(v >> (8 * i));
+		if (in) {
+			out |= (uint32_t)inb(p) << (8 * i);
+			continue;
+		}
+		if (p - UART_BASE == UART_MCR)
+			b &= (uint8_t)~UART_MCR_LOOP;
+		outb(p, b);
 	}
+	return out;
 }
 
 /* ---- PCI configuration: CF8/CFC and ECAM, one filter (devpolicy_pci_write) ---- */
@@ -329,6 +425,10 @@ static void pci_cfg(uint16_t bdf, unsigned reg, unsigned size, bool in, uint32_t
 			*val = 0xFFFFFFFFu;
 		return;
 	}
+	if (bdf == 0 && reg >= DP_PCIEXBAR_REG && reg < DP_PCIEXBAR_REG + 8) {
+		pciexbar_access(reg, size, in, val);
+		return;
+	}
 	if (in) {
 		*val = mmio_rd(a, size);
 		return;
@@ -345,6 +445,9 @@ static void pci_cfg(uint16_t bdf, unsigned reg, unsigned size, bool in, uint32_t
 
 /* ---- MMIO: the local APIC (stores), the IOAPIC and ECAM; nothing else ---- */
 static uint32_t ioregsel;
+#define LAPIC_ICR_LO_OFF 0x300
+#define LAPIC_ICR_HI_OFF 0x310
+static uint32_t guest_icr_hi[MAX_CPUS]; /* per csvsm vCPU: each runs one guest vCPU */
 static unsigned mmio_denied_logged, lapic_refused_logged;
 
 bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
@@ -353,15 +456,26 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 	unsigned off = (unsigned)(gpa & 0xFFF);
 	bool dword = size == 4 && IS_ALIGNED(gpa, 4);
 
-	switch (devpolicy_mmio(gpa, ecam_base)) {
+	switch (devpolicy_mmio(gpa, guest_ecam)) {
 	case DPM_LAPIC:
 		if (!dword)
 			break;
-		if (!write)
+		if (off == LAPIC_ICR_HI_OFF) {
+			/* The guest's ICR high half is its own: csvsm sends NMIs from the
+			 * same local APIC (shootdown kicks), which would otherwise
+			 * change where the guest's next IPI goes. */
+			if (write)
+				guest_icr_hi[this_cpu()->id] = (uint32_t)v;
+			else
+				v = guest_icr_hi[this_cpu()->id];
+		} else if (!write) {
 			v = mmio_rd(gpa, 4);
-		else if (devpolicy_lapic_write(off, (uint32_t)v))
+		} else if (devpolicy_lapic_write(off, (uint32_t)v)) {
+			if (off == LAPIC_ICR_LO_OFF)
+				mmio_wr(DP_LAPIC_BASE + LAPIC_ICR_HI_OFF, 4,
+					guest_icr_hi[this_cpu()->id]);
 			mmio_wr(gpa, 4, (uint32_t)v);
-		else if (lapic_refused_logged++ < 8)
+		} else if (lapic_refused_logged++ < 8)
 			con_printf("csvsm: guest local APIC write 0x%x to 0x%x refused\n",
 				   (uint32_t)v, off);
 		break;
@@ -391,7 +505,7 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 		if (size > 4)
 			break;
 		uint32_t w = (uint32_t)v;
-		gpa_t o = gpa - ecam_base;
+		gpa_t o = gpa - guest_ecam;
 		pci_cfg((uint16_t)(o >> 12), (unsigned)(o & 0xFFF), size, !write, &w);
 		v = w;
 		break;
@@ -421,7 +535,7 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 
 	switch (devpolicy_port(port)) {
 	case DP_UART:
-		v = uart_io((uint16_t)(port - 0x3F8), in, v);
+		v = uart_io(port, size, in, v);
 		break;
 	case DP_FWCFG_SEL:
 		if (!in)

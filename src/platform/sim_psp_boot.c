@@ -75,7 +75,10 @@ int sim_psp_setup(const struct guest_launch *gl)
 		con_printf("csvsm: sim PSP: launch digest: %s\n", launch_digest_strerror(rc));
 		return -1;
 	}
-	rc = sim_psp_init(gl->vmpck0, &keys, measurement, SIM_PSP_DEFAULT_POLICY, psp_rng, NULL);
+	rc = sim_psp_init(gl->vmpck[0], &keys, measurement, SIM_PSP_DEFAULT_POLICY, psp_rng, NULL);
+	for (unsigned i = 1; i < 4 && rc == 0;
+	     i++) /* the PSP holds every VMPCK (the guest's too) */
+		rc = sim_psp_set_vmpck(i, gl->vmpck[i]);
 	memzero_explicit(&keys, sizeof(keys));
 	memzero_explicit(keys_blob, keys_len); /* the PSP model has its copy */
 	if (rc != 0) {

@@ -15,6 +15,7 @@
 #include "csvsm/platform.h"
 #include "csvsm/sim_guest.h"
 #include "csvsm/string.h"
+#include "csvsm/svsm_call.h"
 #include "csvsm/vcpu.h"
 #include "mm/guest_mem.h"
 #include "mm/guest_walk.h"
@@ -25,6 +26,7 @@
 #include "snp/ghcb.h"
 #include "snp/svsm.h"
 #include "snp/vmsa.h"
+#include "snp/cpuid_view.h"
 
 #define NPT_P	  0x1ULL
 #define NPT_RW	  0x2ULL
@@ -49,6 +51,7 @@ static gpa_t npt_top;
 static gpa_t flash_gpa, flash_hpa;
 static uint64_t flash_size;
 static unsigned npt_vmpl;
+static bool npt_snp; /* SNP guest: pages it made shared are its too (unencrypted) */
 static uint8_t *iopm, *msrpm;
 static struct svm_vcpu bsp;
 
@@ -69,7 +72,6 @@ static void exits_unlock(void)
 	__atomic_store_n(&exit_lock, 0, __ATOMIC_RELEASE);
 }
 
-static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
 static struct svm_vcpu *vcpu_of_cpu(unsigned id);
 static void send_nmi(uint32_t apic_id);
 
@@ -84,6 +86,21 @@ static void send_nmi(uint32_t apic_id);
  */
 static volatile uint64_t flush_gen;
 
+/*
+ * QEMU 7.2's multi-threaded TCG, with a guest vCPU in guest mode on each of
+ * two CPUs, was seen to hand back a VMCB whose guest state is csvsm's own
+ * (its CR3 and the RIP after VMRUN): the next VMRUN would run csvsm's code
+ * as the guest. It does not happen with -accel tcg,thread=single, which
+ * the SMP guests' runs use (tests/qemu/lib.sh). Stop at once if it does.
+ */
+static void check_exit_state(const struct svm_vcpu *v)
+{
+	if (v->vmcb->save.cr3 == read_cr3() && v->vmcb->save.cs.sel == read_cs())
+		panic("vCPU %u: the VMCB holds csvsm's own state after an exit (QEMU "
+		      "multi-threaded TCG; run with -accel tcg,thread=single)",
+		      v->gv.id);
+}
+
 static void vcpu_vmrun(struct svm_vcpu *v)
 {
 	__atomic_store_n(&v->in_guest, 1, __ATOMIC_SEQ_CST);
@@ -96,6 +113,7 @@ static void vcpu_vmrun(struct svm_vcpu *v)
 	svm_vmrun(v);
 	__atomic_store_n(&v->in_guest, 0, __ATOMIC_SEQ_CST);
 	v->vmcb->ctl.tlb_control = 0;
+	check_exit_state(v);
 }
 
 void sim_flush_guest_tlb(void)
@@ -140,9 +158,14 @@ static uint64_t npt_pte(gpa_t gpa)
 	if (memmap_is_guest_ram(npt_mm, gpa, PAGE_SIZE)) {
 		unsigned p = rmp_vmpl_perms(gpa, npt_vmpl);
 		struct rmp_entry_info e;
-		/* A VMSA page holds a vCPU's registers: on SNP the guest sees only
-		 * ciphertext (VMSA tweak); on sim it sees nothing. */
-		if (!(p & RMP_PERM_R) || (rmp_query(gpa, &e) == 0 && e.vmsa))
+		/* A shared (hypervisor-owned) page: an SNP guest reaches it with the
+		 * C-bit clear, which the RMP does not check. */
+		if (npt_snp && rmp_query(gpa, &e) == 0 && !e.assigned)
+			return gpa | NPT_P | NPT_RW | NPT_US;
+		/* A VMSA page is mapped as the RMP grants it (read-only: CREATE_VCPU
+		 * grants the guest VMPL READ with the VMSA bit). The sim keeps a
+		 * running vCPU's registers in its VMCB, never in that page. */
+		if (!(p & RMP_PERM_R))
 			return 0;
 		return gpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
 		       ((p & (RMP_PERM_XU | RMP_PERM_XS)) ? 0 : NPT_NX);
@@ -168,18 +191,24 @@ static void npt_map_2m(gpa_t base)
 			  (!(e & NPT_P) || (e & NPT_ADDR) == (first & NPT_ADDR) + (g - base));
 	}
 	if (uniform && (!(first & NPT_P) || IS_ALIGNED(first & NPT_ADDR, PAGE_SIZE_2M))) {
-		*pde = (first & NPT_P) ? (first | NPT_PS) : 0;
+		__atomic_store_n(pde, (first & NPT_P) ? (first | NPT_PS) : 0, __ATOMIC_RELEASE);
 		return;
 	}
-	uint64_t *pt;
-	if ((*pde & NPT_P) && !(*pde & NPT_PS))
-		pt = (uint64_t *)(uintptr_t)(*pde & NPT_ADDR);
-	else {
-		pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-		*pde = (uint64_t)(uintptr_t)pt | NPT_TABLE;
+	/* Other vCPUs walk these tables while csvsm changes them: a new table
+	 * is filled before the PDE names it, and entries are replaced one
+	 * store each, so a walk sees the old or the new mapping, never a
+	 * half-built one (an empty table would fault a page that stays
+	 * mapped throughout). */
+	if ((*pde & NPT_P) && !(*pde & NPT_PS)) {
+		uint64_t *pt = (uint64_t *)(uintptr_t)(*pde & NPT_ADDR);
+		for (unsigned i = 0; i < 512; i++)
+			__atomic_store_n(&pt[i], npt_pte(base + i * PAGE_SIZE), __ATOMIC_RELEASE);
+		return;
 	}
+	uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	for (unsigned i = 0; i < 512; i++)
 		pt[i] = npt_pte(base + i * PAGE_SIZE);
+	__atomic_store_n(pde, (uint64_t)(uintptr_t)pt | NPT_TABLE, __ATOMIC_RELEASE);
 }
 
 void sim_npt_sync(gpa_t gpa, uint64_t size)
@@ -205,7 +234,7 @@ static void npt_build(void)
 /* ---- guest linear accesses csvsm performs for the guest (string I/O, instruction bytes) ---- */
 
 /* Guest-physical bytes the guest itself may read: its RAM or flash as nested paging maps them. */
-static void *guest_phys(gpa_t gpa, size_t n, bool write)
+void *guest_phys(gpa_t gpa, size_t n, bool write)
 {
 	uint64_t pte = npt_pte(ALIGN_DOWN(gpa, PAGE_SIZE));
 	bool ram = memmap_is_guest_ram(npt_mm, gpa, n);
@@ -216,10 +245,14 @@ static void *guest_phys(gpa_t gpa, size_t n, bool write)
 	return (void *)(uintptr_t)((pte & NPT_ADDR) | (gpa & 0xFFF));
 }
 
-/* Page-table entries come only from pages the guest could read itself (never a VMSA). */
+/*
+ * Page-table entries come only from pages the guest could write itself: a
+ * walk by the CPU sets Accessed bits in them, so a table in a page the
+ * guest may only read (a VMSA page since CREATE_VCPU) faults there too.
+ */
 static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 {
-	const void *p = IS_ALIGNED(gpa, size) ? guest_phys(gpa, size, false) : NULL;
+	const void *p = IS_ALIGNED(gpa, size) ? guest_phys(gpa, size, true) : NULL;
 	if (!p)
 		return -1;
 	*val = 0;
@@ -227,21 +260,30 @@ static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 	return 0;
 }
 
-static enum gw_result walk(const struct vmcb *vm, uint64_t la, enum gw_access acc, gpa_t *pa,
-			   uint32_t *err)
+/* C-bit of the SNP guest view (51 with phys-bits=52), stripped from every address. */
+#define SIM_CBIT_MASK (1ULL << 51)
+
+/* sys: an implicit supervisor access (descriptor tables, exception frames). */
+static enum gw_result walk_as(const struct vmcb *vm, uint64_t la, enum gw_access acc, gpa_t *pa,
+			      uint32_t *err, bool sys)
 {
 	const struct vmcb_save *s = &vm->save;
 	struct gw_cpu c = {.cr0 = s->cr0,
 			   .cr3 = s->cr3,
 			   .cr4 = s->cr4,
 			   .efer = s->efer,
-			   .rflags = s->rflags,
-			   .cpl = (s->ss.attrib >> 5) & 3, /* QEMU's CPL (sim notes pitfall 6) */
+			   .rflags = sys ? (1ULL << 18) : s->rflags,
+			   .cpl = sys ? 0 : (s->ss.attrib >> 5) & 3, /* QEMU's CPL, pitfall 6 */
+			   .cbit_mask = SIM_CBIT_MASK,
 			   .read_pte = pt_read};
 	return guest_walk(&c, la, acc, pa, err);
 }
 
-static void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err);
+static enum gw_result walk(const struct vmcb *vm, uint64_t la, enum gw_access acc, gpa_t *pa,
+			   uint32_t *err)
+{
+	return walk_as(vm, la, acc, pa, err, false);
+}
 
 /*
  * Copy between csvsm and the guest at a linear address with the guest's own
@@ -250,13 +292,14 @@ static void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, 
  * injected: #PF with CR2, or #GP(0) for what the guest may not use at all.
  * With buf NULL only the checks are made.
  */
-static bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc)
+static bool linear_copy_as(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc,
+			   bool sys)
 {
 	uint8_t *b = buf;
 	while (n) {
 		gpa_t pa;
 		uint32_t err;
-		enum gw_result r = walk(v->vmcb, la, acc, &pa, &err);
+		enum gw_result r = walk_as(v->vmcb, la, acc, &pa, &err, sys);
 		if (r == GW_PAGE_FAULT) {
 			v->vmcb->save.cr2 = la;
 			inject_exception(v, 14, true, err);
@@ -279,8 +322,31 @@ static bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, en
 	return true;
 }
 
+bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa)
+{
+	uint32_t err;
+	enum gw_result r = walk(v->vmcb, la, acc, pa, &err);
+	if (r == GW_PAGE_FAULT) {
+		v->vmcb->save.cr2 = la;
+		inject_exception(v, 14, true, err);
+	} else if (r != GW_OK) {
+		inject_exception(v, 13, true, 0);
+	}
+	return r == GW_OK;
+}
+
+bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc)
+{
+	return linear_copy_as(v, la, buf, n, acc, false);
+}
+
+bool linear_copy_sys(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, bool write)
+{
+	return linear_copy_as(v, la, buf, n, write ? GW_WRITE : GW_READ, true);
+}
+
 /* Up to `max` instruction bytes at CS:RIP; returns how many could be read (no fault raised). */
-static size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max)
+size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max)
 {
 	const struct vmcb *vm = v->vmcb;
 	uint64_t la = vm->save.cs.base + vm->save.rip;
@@ -350,11 +416,18 @@ static void vmcb_reset_state(struct vmcb *v, uint32_t cpuid_sig)
 	bsp.gprs.rdx = cpuid_sig;
 }
 
-static void vmcb_init(struct vmcb *v)
+static void vmcb_init(struct vmcb *v, bool snp)
 {
 	struct vmcb_control *c = &v->ctl;
-	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_IOIO_PROT | SVM_INTERCEPT_MSR_PROT |
-			     SVM_INTERCEPT_SHUTDOWN | SVM_INTERCEPT_SMI | SVM_INTERCEPT_NMI;
+	/* An SEV-SNP guest: CPUID becomes #VC (56421 §4.1), PVALIDATE and
+	 * RMPADJUST raise #UD under TCG and are emulated (sim_snp_ud). */
+	if (snp) {
+		c->intercept_misc1 |= SVM_INTERCEPT_CPUID;
+		c->intercept_exceptions |= 1u << 6;
+	}
+	c->intercept_misc1 |= SVM_INTERCEPT_INIT | SVM_INTERCEPT_IOIO_PROT |
+			      SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN | SVM_INTERCEPT_SMI |
+			      SVM_INTERCEPT_NMI;
 	c->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL | SVM_INTERCEPT_VMLOAD |
 			     SVM_INTERCEPT_VMSAVE | SVM_INTERCEPT_STGI | SVM_INTERCEPT_CLGI |
 			     SVM_INTERCEPT_SKINIT;
@@ -368,13 +441,13 @@ static void vmcb_init(struct vmcb *v)
 
 /* ---- exits ---- */
 
-static void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err)
+void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err)
 {
 	v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | vector |
 				 (has_err ? SVM_EVTINJ_VALID_ERR | ((uint64_t)err << 32) : 0);
 }
 
-static unsigned cs_bits(const struct vmcb *vm)
+unsigned cs_bits(const struct vmcb *vm)
 {
 	if ((vm->save.efer & EFER_LMA) && (vm->save.cs.attrib & (1u << 9)))
 		return 64;
@@ -431,6 +504,43 @@ static void handle_ioio(struct svm_vcpu *v)
 		vm->save.rip = vm->ctl.exit_info_2;
 }
 
+/*
+ * One MSR access as the host serves it (an intercepted RDMSR/WRMSR, or a
+ * GHCB MSR exit of an SNP guest). False: the access #GPs.
+ */
+bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val)
+{
+	struct vmcb *vm = v->vmcb;
+	if (wr) {
+		if (msr == MSR_GHCB)
+			v->ghcb_msr = *val;
+		else if (msr == MSR_EFER_NR)
+			vm->save.efer = *val | EFER_SVME;
+		else if (msr == MSR_APIC_BASE)
+			; /* csvsm's local APIC stays enabled, xAPIC, at its address */
+		else if (msr >= 0xC0010000u && msr < 0xC0012000u && msr != MSR_SEV_STATUS)
+			; /* AMD system MSRs (SYSCFG, VM_CR, HSAVE...): ignored */
+		else
+			return false;
+		return true;
+	}
+	if (msr == MSR_GHCB)
+		*val = v->ghcb_msr;
+	else if (msr == MSR_SEV_STATUS)
+		*val = v->snp ? SNP_GUEST_SEV_STATUS : 0;
+	else if (msr == MSR_SVSM_CAA && !v->snp)
+		*val = v->gv.caa;
+	else if (msr == MSR_EFER_NR)
+		*val = vm->save.efer;
+	else if (msr == MSR_APIC_BASE)
+		*val = rdmsr(MSR_APIC_BASE);
+	else if (msr >= 0xC0010000u && msr < 0xC0012000u)
+		*val = 0;
+	else
+		return false;
+	return true;
+}
+
 static void handle_msr(struct svm_vcpu *v)
 {
 	struct vmcb *vm = v->vmcb;
@@ -438,42 +548,25 @@ static void handle_msr(struct svm_vcpu *v)
 	bool wr = vm->ctl.exit_info_1 & 1;
 	uint64_t val = (vm->save.rax & 0xFFFFFFFFULL) | (v->gprs.rdx << 32);
 	v->msr_exits++;
-	if (wr) {
-		if (msr == MSR_GHCB)
-			v->ghcb_msr = val;
-		else if (msr == MSR_EFER_NR)
-			vm->save.efer = val | EFER_SVME;
-		else if (msr == MSR_APIC_BASE)
-			wrmsr(MSR_APIC_BASE,
-			      (val & ~APIC_BASE_X2APIC & ~0xFFFFF000ULL) | LAPIC_GPA);
-		else if (msr >= 0xC0010000u && msr < 0xC0012000u)
-			; /* AMD system MSRs (SYSCFG, VM_CR, HSAVE...): ignored */
-		else {
-			inject_exception(v, 13, true, 0);
-			return;
-		}
-	} else {
-		if (msr == MSR_GHCB)
-			val = v->ghcb_msr;
-		else if (msr == MSR_SVSM_CAA)
-			val = v->gv.caa;
-		else if (msr == MSR_EFER_NR)
-			val = vm->save.efer;
-		else if (msr == MSR_APIC_BASE)
-			val = rdmsr(MSR_APIC_BASE);
-		else if (msr >= 0xC0010000u && msr < 0xC0012000u)
-			val = 0;
-		else {
-			inject_exception(v, 13, true, 0);
-			return;
-		}
+	/* An SNP guest's MSR accesses go through its #VC handler and the GHCB,
+	 * except the ones the hardware serves or traps itself: the GHCB MSR,
+	 * SEV_STATUS, EFER writes (56421 §4.1, APM vol. 2 §15.35). */
+	if (v->snp && msr != MSR_GHCB && msr != MSR_SEV_STATUS && msr != MSR_EFER_NR) {
+		sim_snp_vc(v, SVM_EXIT_MSR_CODE);
+		return;
+	}
+	if (!sim_msr_access(v, msr, wr, &val)) {
+		inject_exception(v, 13, true, 0);
+		return;
+	}
+	if (!wr) {
 		vm->save.rax = val & 0xFFFFFFFFULL;
 		v->gprs.rdx = val >> 32;
 	}
 	vm->save.rip += 2; /* rdmsr/wrmsr: 0F 32 / 0F 30 */
 }
 
-static void svsm_call(struct svm_vcpu *v)
+void sim_svsm_call(struct svm_vcpu *v)
 {
 	struct svsm_regs r = {v->vmcb->save.rax, v->gprs.rcx, v->gprs.rdx, v->gprs.r8, v->gprs.r9};
 	if (svsm_request(&v->gv, &r)) {
@@ -486,77 +579,6 @@ static void svsm_call(struct svm_vcpu *v)
 	}
 }
 
-/* GHCB page form (reference §1.1): sw_exit_code in the guest's registered GHCB. */
-static void vmgexit_ghcb(struct svm_vcpu *v)
-{
-	gpa_t g = v->ghcb_msr;
-	uint64_t code, info1, result = 0, err = 0;
-	if (g != v->ghcb_gpa || !g ||
-	    guest_read(g + offsetof(struct ghcb, sw_exit_code), &code, 8) ||
-	    guest_read(g + offsetof(struct ghcb, sw_exit_info_1), &info1, 8))
-		return; /* not a registered GHCB: nothing to answer into */
-	if (code == SVM_VMGEXIT_SNP_RUN_VMPL && (uint32_t)info1 == 0) {
-		svsm_call(v);
-	} else if (code == SVM_VMGEXIT_AP_CREATION) {
-		uint64_t info2, rax;
-		if (guest_read(g + offsetof(struct ghcb, sw_exit_info_2), &info2, 8) ||
-		    guest_read(g + offsetof(struct ghcb, rax), &rax, 8) ||
-		    ap_create(v, info1, info2, rax) != 0) {
-			result = GHCB_RESULT_ERROR;
-			err = 5;
-		}
-	} else {
-		result = GHCB_RESULT_ERROR;
-		err = 5; /* GHCB_ERR_INVALID_INPUT */
-	}
-	guest_write(g + offsetof(struct ghcb, sw_exit_info_1), &result, 8);
-	guest_write(g + offsetof(struct ghcb, sw_exit_info_2), &err, 8);
-}
-
-/* GHCB MSR protocol (reference §4.1) as the hypervisor + VMPL switch answers it. */
-static void vmgexit_msr(struct svm_vcpu *v)
-{
-	uint64_t req = v->ghcb_msr, info = req & GHCB_MSR_INFO_MASK;
-	switch (info) {
-	case GHCB_MSR_SEV_INFO_REQ:
-		v->ghcb_msr = GHCB_MSR_SEV_INFO_RESP | ((uint64_t)GHCB_PROTOCOL_MAX << 48) |
-			      ((uint64_t)GHCB_PROTOCOL_MIN << 32) | (51ULL << 24);
-		break;
-	case GHCB_MSR_HV_FT_REQ:
-		v->ghcb_msr =
-		    GHCB_MSR_HV_FT_RESP |
-		    ((GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL)
-		     << 12);
-		break;
-	case GHCB_MSR_REG_GPA_REQ: {
-		gpa_t gpa = req & ~GHCB_MSR_INFO_MASK;
-		if (guest_mem_check(gpa, PAGE_SIZE) == 0) {
-			v->ghcb_gpa = gpa;
-			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | gpa;
-		} else {
-			v->ghcb_msr =
-			    GHCB_MSR_REG_GPA_RESP | ~GHCB_MSR_INFO_MASK; /* mismatch = failure */
-		}
-		break;
-	}
-	case GHCB_MSR_VMPL_REQ:
-		if (((req >> 32) & 0xFF) == 0) {
-			svsm_call(v);
-			v->ghcb_msr = GHCB_MSR_VMPL_RESP;
-		} else {
-			v->ghcb_msr = GHCB_MSR_VMPL_RESP | (1ULL << 32);
-		}
-		break;
-	case GHCB_MSR_TERM_REQ:
-		con_printf("csvsm: guest requested termination (reason set %llu code %llu)\n",
-			   (unsigned long long)((req >> 12) & 0xF),
-			   (unsigned long long)((req >> 16) & 0xFF));
-		platform->terminate(false, 0, 0);
-	default:
-		v->ghcb_msr = 0;
-	}
-}
-
 static void handle_vmmcall(struct svm_vcpu *v)
 {
 	struct vmcb *vm = v->vmcb;
@@ -565,19 +587,20 @@ static void handle_vmmcall(struct svm_vcpu *v)
 		inject_exception(v, 13, true, 0); /* the bytes it just executed are gone */
 		return;
 	}
-	if (fetch_insn(v, insn, 4) == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xD9) {
+	if (fetch_insn(v, insn, 4) == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 &&
+	    insn[3] == 0xD9) {
 		v->vmgexits++;
-		if ((v->ghcb_msr & GHCB_MSR_INFO_MASK) == 0)
-			vmgexit_ghcb(v);
-		else
-			vmgexit_msr(v);
 		vm->save.rip += 4; /* VMGEXIT is 4 bytes (sim notes pitfall 1) */
+		sim_snp_vmgexit(v);
 		return;
 	}
-	inject_exception(v, 6, false, 0); /* plain VMMCALL: #UD, as a CPU without a hypervisor */
+	if (v->snp) /* VMMCALL in an SEV-ES guest: #VC (56421 §4.1) */
+		sim_snp_vc(v, SVM_EXIT_VMMCALL);
+	else /* #UD, as a CPU without a hypervisor */
+		inject_exception(v, 6, false, 0);
 }
 
-static uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
+uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
 {
 	const uint64_t *g = &v->gprs.rbx;
 	switch (reg) {
@@ -602,7 +625,7 @@ static uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
 	}
 }
 
-static void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val)
+void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val)
 {
 	uint64_t *g = &v->gprs.rbx;
 	switch (reg) {
@@ -641,6 +664,39 @@ static void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val)
  * default-deny device view, write back a load's register, step over it.
  * False when the instruction is not one csvsm emulates.
  */
+/* The NPT's leaf entry for `gpa` as a walk finds it now (0: not present). */
+static uint64_t npt_leaf(gpa_t gpa)
+{
+	uint64_t e = __atomic_load_n(&npt_pml4[(gpa >> 39) & 511], __ATOMIC_ACQUIRE);
+	for (int shift = 30; shift >= 12; shift -= 9) {
+		if (!(e & NPT_P))
+			return 0;
+		if (shift < 30 && (e & NPT_PS))
+			return e;
+		const uint64_t *t = (const uint64_t *)(uintptr_t)(e & NPT_ADDR);
+		e = __atomic_load_n(&t[(gpa >> shift) & 511], __ATOMIC_ACQUIRE);
+	}
+	return e;
+}
+
+/*
+ * Did the faulting access race with csvsm changing the tables (another
+ * vCPU's exit granted the page meanwhile)? Then the guest just runs the
+ * instruction again. EXITINFO1: bit 1 write, bit 4 fetch (APM vol. 2
+ * §15.25.6).
+ */
+static bool npf_spurious(gpa_t gpa, uint64_t err)
+{
+	uint64_t e = npt_leaf(gpa);
+	if (!(e & NPT_P))
+		return false;
+	if ((err & 2) && !(e & NPT_RW))
+		return false;
+	if ((err & 0x10) && (e & NPT_NX))
+		return false;
+	return true;
+}
+
 static bool mmio_emulate(struct svm_vcpu *v, gpa_t gpa, bool write)
 {
 	struct vmcb *vm = v->vmcb;
@@ -672,20 +728,48 @@ static void handle_npf(struct svm_vcpu *v)
 	/* A data access (not a fetch, not the guest's own page walk: EXITINFO1
 	 * bit 33, APM vol. 2 §15.25.6) to something that is not guest memory. */
 	bool data = !(err & 0x10) && !(err & (1ULL << 33));
+	gpa &= ~SIM_CBIT_MASK;
 	bool mem = memmap_is_guest_ram(npt_mm, gpa, 1) ||
 		   (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
-	if (data && !mem && !(gpa >= boot.csvsm_start && gpa < boot.csvsm_end) &&
-	    mmio_emulate(v, gpa, (err & 2) != 0))
-		return;
+	if (mem && npf_spurious(gpa, err)) {
+		v->npf_streak = gpa == v->npf_last ? v->npf_streak + 1 : 0;
+		v->npf_last = gpa;
+		if (v->npf_streak < 64) { /* a loop would be a sim bug: then #GP */
+			v->npf_retries++;
+			return;
+		}
+	}
+	if (data && !mem && !(gpa >= boot.csvsm_start && gpa < boot.csvsm_end)) {
+		/* An SNP guest's MMIO is #VC, served through its GHCB (56421 §4.1.7);
+		 * a plain guest's instruction is emulated here. */
+		if (v->snp) {
+			sim_snp_vc(v, SVM_EXIT_NPF);
+			return;
+		}
+		if (mmio_emulate(v, gpa, (err & 2) != 0))
+			return;
+	}
 	v->npf_exits++;
-	if (v->npf_exits <= 16)
-		con_printf(
-		    "csvsm: guest %s at gpa 0x%llx (rip 0x%llx) blocked: #GP(0) injected%s\n",
-		    (err & 0x10) ? "execute"
-		    : (err & 2)	 ? "write"
-				 : "read",
-		    (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip,
-		    gpa >= boot.csvsm_start && gpa < boot.csvsm_end ? " (csvsm memory)" : "");
+	if (v->npf_exits <= 16) {
+		struct rmp_entry_info e = {0};
+		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
+		con_printf("csvsm: guest %s at gpa 0x%llx (rip 0x%llx, vCPU %u) blocked: #GP(0) "
+			   "injected%s",
+			   (err & 0x10) ? "execute"
+			   : (err & 2)	? "write"
+					: "read",
+			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip, v->gv.id,
+			   gpa >= boot.csvsm_start && gpa < boot.csvsm_end ? " (csvsm memory)"
+									   : "");
+		if (in_rmp)
+			con_printf(" (RMP: %s%s%s%s, VMPL%u perms 0x%x)",
+				   e.assigned ? "private" : "shared",
+				   e.validated ? " validated" : "", e.size2m ? " 2M" : "",
+				   e.vmsa ? " VMSA" : "", npt_vmpl, e.perms[npt_vmpl & 3]);
+		con_printf(" [info1 0x%llx cr3 0x%llx cs 0x%x exitint 0x%llx]\n",
+			   (unsigned long long)err, (unsigned long long)v->vmcb->save.cr3,
+			   v->vmcb->save.cs.sel, (unsigned long long)v->vmcb->ctl.exit_int_info);
+	}
 	inject_exception(v, 13, true, 0);
 }
 
@@ -711,15 +795,19 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 		v->exits++;
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_NMI) {
 			/* A shootdown kick (or any NMI): QEMU leaves an intercepted
-			 * NMI pending; let csvsm's own handler take it, then go on. */
+			 * NMI pending; let csvsm's own handler take it, then go on.
+			 * A DESTROY kick makes the vCPU's HLT exit from now on. */
 			stgi();
 			clgi();
+			if (stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
+				v->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
 			continue;
 		}
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_HLT) {
-			/* Only guest vCPUs on csvsm's parked vCPUs intercept HLT. With
-			 * interrupts on, HLT may end at once; with them off the vCPU is
-			 * done until AP creation DESTROY stops it. */
+			/* Only guest vCPUs on csvsm's parked vCPUs intercept HLT, and
+			 * only once AP creation DESTROY asked them to stop (until then
+			 * an idle vCPU halts in guest mode). With interrupts on, HLT
+			 * may end at once; with them off the vCPU is done. */
 			if (v->vmcb->save.rflags & (1u << 9)) {
 				v->vmcb->save.rip += 1;
 				continue;
@@ -733,7 +821,17 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
 		switch (code) {
 		case SVM_EXIT_IOIO_CODE:
-			handle_ioio(v);
+			if (v->snp)
+				sim_snp_vc(v, SVM_EXIT_IOIO_CODE);
+			else
+				handle_ioio(v);
+			break;
+		case SVM_EXIT_CPUID_CODE: /* intercepted for SNP guests only */
+			sim_snp_vc(v, SVM_EXIT_CPUID_CODE);
+			break;
+		case SVM_EXIT_EXCP_BASE + 6: /* #UD, intercepted for SNP guests only */
+			if (!sim_snp_ud(v))
+				inject_exception(v, 6, false, 0);
 			break;
 		case SVM_EXIT_MSR_CODE:
 			handle_msr(v);
@@ -774,6 +872,9 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			    (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
 			    (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
 			    (unsigned long long)sim_park_init_count());
+			if (v->snp)
+				sim_snp_print_counts();
+			svsm_stats_print();
 			unsigned ok = sim_park_check();
 			con_printf("csvsm: vcpu-check: aps=%u responsive=%u\n", cpu_count - 1, ok);
 			platform->terminate(sim_guest_power_event == 1 && ok == cpu_count - 1, 0,
@@ -794,6 +895,8 @@ __noreturn void sim_guest_start(const struct sim_guest_config *gc)
 	struct cpuid_regs r;
 	npt_mm = gc->mm;
 	npt_vmpl = gc->vmpl;
+	npt_snp = gc->snp;
+	sim_snp_init(gc->mm, gc->snp);
 	flash_gpa = gc->flash_gpa;
 	flash_hpa = gc->flash_hpa;
 	flash_size = gc->flash_size;
@@ -817,7 +920,8 @@ __noreturn void sim_guest_start(const struct sim_guest_config *gc)
 	*(uint16_t *)bsp.xsave = 0x37F;		/* FCW at reset */
 	*(uint32_t *)(bsp.xsave + 24) = 0x1F80; /* MXCSR at reset */
 	bsp.gv = (struct guest_vcpu){.id = 0, .vmpl = gc->vmpl, .caa = gc->caa};
-	vmcb_init(bsp.vmcb);
+	bsp.snp = gc->snp;
+	vmcb_init(bsp.vmcb, gc->snp);
 	cpuid(1, &r);
 	vmcb_reset_state(bsp.vmcb, r.eax);
 	boot_phase("guest", "OVMF at its reset vector, VMPL%u, CA 0x%llx; %llu KiB NPT", gc->vmpl,
@@ -942,10 +1046,10 @@ static void ap_run_job(struct percpu *cpu)
 	memset(v->xsave, 0, PAGE_SIZE);
 	*(uint16_t *)v->xsave = 0x37F;
 	*(uint32_t *)(v->xsave + 24) = 0x1F80;
-	vmcb_init(vm);
-	vm->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
+	v->snp = bsp.snp;
+	vmcb_init(vm, v->snp);
 	vm->ctl.asid = ASID_GUEST; /* same guest, same nested page tables */
-	/* The VMSA page is csvsm's since CREATE_VCPU (RMP VMSA bit, no guest access). */
+	/* The VMSA page is read-only to the guest since CREATE_VCPU (RMP VMSA bit). */
 	vmcb_from_vmsa(v, (const struct vmsa *)guest_mem_ptr(slot->vmsa));
 	v->ghcb_msr = v->ghcb_gpa = 0;
 	v->gv = (struct guest_vcpu){.id = cpu->id, .vmpl = bsp.gv.vmpl, .caa = slot->caa};
@@ -966,7 +1070,7 @@ static void send_nmi(uint32_t apic_id)
 }
 
 /* GHCB AP creation from the guest (runs under the exit lock). 0 or -1. */
-static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features)
+uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features)
 {
 	unsigned event = (uint32_t)info1 & ~(0xFu << SVM_VMGEXIT_AP_VMPL_SHIFT);
 	unsigned vmpl = ((uint32_t)info1 >> SVM_VMGEXIT_AP_VMPL_SHIFT) & 0xF;
@@ -978,6 +1082,7 @@ static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64
 			/* By the slot, not the calling area: REMAP_CA moves that. */
 			if (ap_jobs[i].busy && ap_jobs[i].running == slot && slot->running) {
 				__atomic_store_n(&ap_jobs[i].stop, 1, __ATOMIC_RELEASE);
+				send_nmi(percpus[i].apic_id); /* out of an idle HLT: intercept it */
 				/* The vCPU leaves its loop once halted; it needs the exit lock. */
 				exits_unlock();
 				uint64_t t0 = timer_us();
@@ -996,17 +1101,25 @@ static uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64
 	if ((event != SVM_VMGEXIT_AP_CREATE && event != SVM_VMGEXIT_AP_CREATE_ON_INIT) ||
 	    slot->running || sev_features != vcpu_guest_sev_features)
 		return (uint64_t)-1;
+	/* The guest's vCPU with APIC ID n runs on csvsm's vCPU with the same
+	 * APIC ID (the guest's MADT and IPIs name it), as KVM has one vCPU per
+	 * APIC ID. */
+	uint32_t apic_id = (uint32_t)(info1 >> SVM_VMGEXIT_AP_APIC_ID_SHIFT);
 	for (unsigned i = 1; i < cpu_count; i++) {
 		struct ap_job *j = &ap_jobs[i];
-		if (!percpus[i].parked || __atomic_exchange_n(&j->busy, 1, __ATOMIC_ACQ_REL))
+		if (percpus[i].apic_id != apic_id)
 			continue;
+		if (!percpus[i].parked || __atomic_exchange_n(&j->busy, 1, __ATOMIC_ACQ_REL))
+			break;
 		slot->running = true;
 		j->running = slot;
 		__atomic_store_n(&j->slot, slot, __ATOMIC_RELEASE);
 		send_nmi(percpus[i].apic_id);
 		return 0;
 	}
-	con_printf("csvsm: AP creation refused: no free vCPU of csvsm's to run it (-smp)\n");
+	con_printf("csvsm: AP creation for APIC ID %u refused: csvsm has no free vCPU with it "
+		   "(-smp)\n",
+		   apic_id);
 	return (uint64_t)-1;
 }
 

@@ -20,7 +20,11 @@ struct svm_vcpu {
 	uint64_t ghcb_msr; /* the guest's view of MSR 0xC0010130 */
 	gpa_t ghcb_gpa;	   /* registered through the MSR protocol, 0 = none */
 	struct guest_vcpu gv;
+	bool snp; /* the guest runs as an SEV-SNP guest (sim_snp.c) */
 	uint64_t exits, io_exits, msr_exits, npf_exits, vmgexits, svsm_calls;
+	uint64_t npf_retries; /* faults that raced with a table update (npf_spurious) */
+	gpa_t npf_last;	      /* the last retried fault's gpa and how often in a row */
+	unsigned npf_streak;
 	/* TLB shootdown (sim_flush_guest_tlb): set while in guest mode, and the
 	 * flush generation it entered with (it flushed everything older). */
 	volatile uint32_t in_guest;
@@ -34,6 +38,37 @@ _Static_assert(offsetof(struct svm_vcpu, xsave) == 128, "svm_entry.S V_XSAVE");
 
 void svm_vmrun(struct svm_vcpu *v);
 
+/* Helpers of the exit handlers (sim_svm.c), for sim_snp.c. */
+void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err);
+#include "mm/guest_walk.h"
+/* Copy at a linear address with the guest's permissions (buf NULL: check only);
+ * on a fault the exception is injected and false returned. */
+bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc);
+/* The same as an implicit supervisor access (descriptor tables, exception frames). */
+bool linear_copy_sys(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, bool write);
+size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max);
+/* Linear to guest-physical with the guest's permissions; a fault is injected. */
+bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa);
+unsigned cs_bits(const struct vmcb *vm);
+uint64_t reg_value(struct svm_vcpu *v, unsigned reg);
+void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val);
+/* Host pointer to guest-physical bytes the guest can reach (RAM or flash), or NULL. */
+void *guest_phys(gpa_t gpa, size_t n, bool write);
+bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val);
+void sim_svsm_call(struct svm_vcpu *v);
+uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
+
+/* The SEV-SNP guest view and the hypervisor side of the GHCB (sim_snp.c). */
+void sim_snp_init(const struct memmap *mm, bool snp);
+/* Deliver #VC with `code` (the exit code) to an SNP guest, as the hardware would. */
+void sim_snp_vc(struct svm_vcpu *v, uint64_t code);
+/* A VMGEXIT (RIP already past it): the GHCB MSR protocol or the GHCB page. */
+void sim_snp_vmgexit(struct svm_vcpu *v);
+/* #UD in an SNP guest: PVALIDATE/RMPADJUST at its VMPL; false: not one of them. */
+bool sim_snp_ud(struct svm_vcpu *v);
+/* Counts of #VC delivered and events emulated without one, printed at power-off. */
+void sim_snp_print_counts(void);
+
 /* Guest device view (sim_io.c). */
 struct sim_io_config {
 	const uint8_t *probe; /* the guest's kernel (the probe), or NULL */
@@ -45,8 +80,6 @@ void sim_io_init(const struct sim_io_config *cfg);
 bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val);
 /* Emulate one guest MMIO access outside its RAM (default deny); *val in/out. */
 bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val);
-/* The ECAM window the guest's configuration accesses go through (0: none). */
-gpa_t sim_io_ecam_base(void);
 /* The guest asked to power off / reset (sim_io.c sets it, the loop ends the VM). */
 extern volatile int sim_guest_power_event; /* 0 none, 1 shutdown, 2 reset */
 

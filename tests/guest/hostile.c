@@ -22,21 +22,21 @@
 #include "probe.h"
 #include "probe_int.h"
 
-#define LAPIC_BASE     0xFEE00000ULL
-#define LAPIC_ICR_LO   0x300
+#define LAPIC_BASE	0xFEE00000ULL
+#define LAPIC_ICR_LO	0x300
 #define LAPIC_LVT_LINT0 0x350
 #define LAPIC_LVT_LINT1 0x360
-#define LAPIC_LVT_PERF 0x340
-#define IOAPIC_BASE    0xFEC00000ULL
-#define DM_SHIFT       8
-#define DM_SMI	       2
-#define DM_NMI	       4
-#define DM_INIT	       5
-#define DM_EXTINT      7
+#define LAPIC_LVT_PERF	0x340
+#define IOAPIC_BASE	0xFEC00000ULL
+#define DM_SHIFT	8
+#define DM_SMI		2
+#define DM_NMI		4
+#define DM_INIT		5
+#define DM_EXTINT	7
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-#define FW_CFG_SEL  0x510
-#define FW_CFG_DATA 0x511
+#define FW_CFG_SEL    0x510
+#define FW_CFG_DATA   0x511
 
 u32 hostile_in(u16 port, u32 size);
 void hostile_out(u16 port, u32 size, u32 val);
@@ -58,8 +58,8 @@ static u8 g_vmpl;
 
 static const CHAR16 *dm_name(unsigned dm)
 {
-	static const CHAR16 *n[8] = {L"fixed", L"lowest", L"SMI", L"rsvd",
-				     L"NMI",   L"INIT",   L"SIPI", L"ExtINT"};
+	static const CHAR16 *n[8] = {L"fixed", L"lowest", L"SMI",  L"rsvd",
+				     L"NMI",   L"INIT",	  L"SIPI", L"ExtINT"};
 	return n[dm & 7];
 }
 
@@ -75,7 +75,8 @@ static volatile u32 *lapic(unsigned reg)
 static void check_lapic(void)
 {
 	static const unsigned regs[] = {LAPIC_LVT_LINT0, LAPIC_LVT_LINT1, LAPIC_LVT_PERF};
-	static const unsigned modes[] = {DM_SMI, DM_INIT}; /* ExtINT on LINT0 is the PIC (allowed) */
+	static const unsigned modes[] = {DM_SMI,
+					 DM_INIT}; /* ExtINT on LINT0 is the PIC (allowed) */
 
 	for (UINTN r = 0; r < ARRAY_SIZE(regs); r++) {
 		for (UINTN m = 0; m < ARRAY_SIZE(modes); m++) {
@@ -86,7 +87,8 @@ static void check_lapic(void)
 			*lapic(regs[r]) = bad;
 			u32 after = *lapic(regs[r]);
 			tap(((after >> DM_SHIFT) & 7) != modes[m] || (after & 0x10000),
-			    L"local APIC LVT 0x%x := %s unmasked refused (read back 0x%x, was 0x%x)",
+			    L"local APIC LVT 0x%x := %s unmasked refused (read back 0x%x, was "
+			    L"0x%x)",
 			    regs[r], dm_name(modes[m]), after, before);
 			*lapic(regs[r]) = before;
 		}
@@ -129,7 +131,8 @@ static void check_ioapic(void)
 		u32 save_lo = ioapic_read(lo), save_hi = ioapic_read(hi);
 
 		for (UINTN m = 0; m < ARRAY_SIZE(modes); m++) {
-			/* Masked while it is wrong, so a refused-but-half-done write cannot fire. */
+			/* Masked while it is wrong, so a refused-but-half-done write cannot fire.
+			 */
 			ioapic_write(hi, 0); /* destination APIC ID 0: the boot CPU */
 			ioapic_write(lo, 0x10000u | (modes[m] << DM_SHIFT));
 			u32 after = ioapic_read(lo);
@@ -255,7 +258,7 @@ static volatile u32 *ecam(u32 bdf, u32 reg)
 	return (volatile u32 *)(UINTN)(g_ecam + ((u64)bdf << 12) + (reg & 0xFFC));
 }
 
-#define BDF_MCH 0x000	       /* 00:00.0 q35 host bridge */
+#define BDF_MCH 0x000		 /* 00:00.0 q35 host bridge */
 #define BDF_LPC ((31u << 3) | 0) /* 00:1f.0 ICH9 LPC */
 
 static void pci_try(const CHAR16 *what, u32 bdf, u32 reg, u32 bad, int via_ecam)
@@ -286,10 +289,13 @@ static void check_pci(void)
 	for (int via = 0; via < 2; via++) {
 		/* Move ECAM over RAM at 256 MiB. */
 		pci_try(L"PCIEXBAR", BDF_MCH, 0x60, 0x10000001u, via);
+		/* ... and over csvsm's region at the top of low RAM. */
+		pci_try(L"PCIEXBAR", BDF_MCH, 0x60, 0x70000001u, via);
 		/* PAM0..PAM3 (0x90..0x93): the BIOS area 0xF0000 writable. */
 		pci_try(L"PAM0-3", BDF_MCH, 0x90, 0x33333333u ^ cf8_read(BDF_MCH, 0x90), via);
 		/* SMRAM (0x9D) open, ESMRAMC (0x9E) off: reg 0x9C's dword. */
-		pci_try(L"SMRAM/ESMRAMC", BDF_MCH, 0x9C, cf8_read(BDF_MCH, 0x9C) ^ 0x00ff4000u, via);
+		pci_try(L"SMRAM/ESMRAMC", BDF_MCH, 0x9C, cf8_read(BDF_MCH, 0x9C) ^ 0x00ff4000u,
+			via);
 	}
 	/* Bus mastering on the LPC bridge through ECAM (CF8 is filtered since issue 3). */
 	u32 cmd = cf8_read(BDF_LPC, 0x04);
@@ -371,7 +377,8 @@ static void check_strio_readonly(void)
 	probe_irq_restore(flags);
 	BOOLEAN intact = p[0] == 0xA5 && p[1] == 0xA5 && p[2] == 0xA5 && p[3] == 0xA5;
 	tap(g_fault.vector == 14 && (g_fault.error_code & 3) == 3 && g_fault.cr2 == page && intact,
-	    L"rep insb into a read-only page (CR0.WP=1) -> vector %d error 0x%lx CR2 0x%lx, page %a "
+	    L"rep insb into a read-only page (CR0.WP=1) -> vector %d error 0x%lx CR2 0x%lx, page "
+	    L"%a "
 	    L"(want #PF 0x3 at 0x%lx, intact)",
 	    g_fault.vector, g_fault.error_code, g_fault.cr2, intact ? "intact" : "WRITTEN", page);
 }
@@ -420,8 +427,8 @@ static void vmsa_build(u8 *m, u64 rip, u64 rsp, u64 rdi)
 
 static u64 ap_event(unsigned event, u64 vmsa, u32 apic_id)
 {
-	return probe_ghcb_exit(0x80000013ULL,
-			       event | ((u64)g_vmpl << 16) | ((u64)apic_id << 32), vmsa, 0);
+	return probe_ghcb_exit(0x80000013ULL, event | ((u64)g_vmpl << 16) | ((u64)apic_id << 32),
+			       vmsa, 0);
 }
 
 static u64 pvalidate1(u64 gpa, int validate)
@@ -481,8 +488,8 @@ static void check_tlb(void)
 	u16 cs = (u16)probe_read_cs();
 	for (int i = 0; i < 16; i++)
 		gate_set(&idt[i], (u64)(UINTN)(i == 2 ? hostile_ap_nmi : hostile_ap_fault), cs);
-	sh = (struct tlb_shared){.target = target, .idt_limit = sizeof(idt) - 1,
-				 .idt_base = (u64)(UINTN)idt};
+	sh = (struct tlb_shared){
+	    .target = target, .idt_limit = sizeof(idt) - 1, .idt_base = (u64)(UINTN)idt};
 	vmsa_build((u8 *)(UINTN)vmsa, (u64)(UINTN)hostile_ap_tlb, stack + 4 * PAGE_SIZE - 64,
 		   (u64)(UINTN)&sh);
 	u64 rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa, ca, apic_id, NULL);
@@ -490,8 +497,9 @@ static void check_tlb(void)
 	for (int i = 0; i < 200 && sh.progress < 1000; i++)
 		uefi_call_wrapper(g_st->BootServices->Stall, 1, 5000);
 	if (rc != SVSM_SUCCESS || ev != 0 || sh.progress < 1000) {
-		tap(FALSE, L"TLB check: writer vCPU did not start (CREATE_VCPU %s, AP creation 0x%lx, "
-			   L"progress %ld)",
+		tap(FALSE,
+		    L"TLB check: writer vCPU did not start (CREATE_VCPU %s, AP creation 0x%lx, "
+		    L"progress %ld)",
 		    rc_name(rc), ev, sh.progress);
 		return;
 	}
@@ -502,7 +510,8 @@ static void check_tlb(void)
 	uefi_call_wrapper(g_st->BootServices->Stall, 1, 50000);
 	u64 last = sh.progress;
 	tap(rc == SVSM_SUCCESS && sh.faulted && later == last,
-	    L"a vCPU writing a page csvsm rescinded faults at once (PVALIDATE %s; writer faulted %d, "
+	    L"a vCPU writing a page csvsm rescinded faults at once (PVALIDATE %s; writer faulted "
+	    L"%d, "
 	    L"progress %ld at return, %ld, %ld after 50/100 ms)",
 	    rc_name(rc), (int)sh.faulted, at_return, later, last);
 	u64 d = ap_event(2, vmsa, apic_id);
@@ -548,15 +557,16 @@ static void check_destroy_after_remap(void)
 }
 
 /*
- * Page tables whose page-table page is a VMSA page (the guest has no access
- * to it since CREATE_VCPU): a string I/O through them must not let csvsm
- * walk the VMSA's contents as page-table entries. R15 in the VMSA (offset
- * 0x378, entry 111) is a valid PTE pointing at a guest page.
+ * Page tables whose page-table page is a VMSA page (read-only for the guest
+ * since CREATE_VCPU, so the CPU's own walk could not set an Accessed bit in
+ * it): a string I/O through them must not let csvsm walk the VMSA's
+ * contents as page-table entries. R15 in the VMSA (offset 0x378, entry 111)
+ * is a valid PTE pointing at a guest page.
  */
 static void check_strio_pt_in_vmsa(void)
 {
-	u64 vmsa = alloc_pages(1), ca = alloc_pages(1), data = alloc_pages(1), tabs = alloc_pages(3),
-	    stack = alloc_pages(1);
+	u64 vmsa = alloc_pages(1), ca = alloc_pages(1), data = alloc_pages(1),
+	    tabs = alloc_pages(3), stack = alloc_pages(1);
 	const u64 win = 0x40000000000ULL; /* PML4 slot 8 */
 	struct own_pt t;
 
@@ -583,7 +593,8 @@ static void check_strio_pt_in_vmsa(void)
 	hostile_write_cr3(cr3);
 	probe_irq_restore(flags);
 	tap(g_fault.vector == 13 || g_fault.vector == 14,
-	    L"rep outsb through page tables held in a VMSA page faults (vector %d) instead of csvsm "
+	    L"rep outsb through page tables held in a VMSA page faults (vector %d) instead of "
+	    L"csvsm "
 	    L"walking the VMSA",
 	    g_fault.vector);
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
@@ -620,7 +631,7 @@ static void attempt_escape(void)
 	ptr[1] = (u16)(low >> 4);
 	hostile_write_cr3(cr3);
 	cmos_write(0x0F, 0x0A);
-	ioapic_write(0x15, 0);	     /* pin 2: destination APIC 0 */
+	ioapic_write(0x15, 0);	    /* pin 2: destination APIC 0 */
 	ioapic_write(0x14, 0x0500); /* INIT, unmasked */
 	/* PIT channel 0, mode 2, ~1 kHz: its IRQ 0 reaches IOAPIC pin 2. */
 	hostile_out(0x43, 1, 0x34);

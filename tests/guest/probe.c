@@ -125,9 +125,11 @@ static void check_mechanics(u64 ghcb_page)
 	    L"0x100000001)",
 	    rc_name(rc), r.rcx);
 
+	if (g_snp) /* the firmware's GHCB, registered again: KVM accepts the same GPA */
+		ghcb_page = probe_ghcb_current();
 	rc = probe_ghcb_register(ghcb_page, &resp);
-	tap(rc == 0, L"GHCB MSR protocol 0x012: register GHCB page 0x%lx -> 0x%lx (want 0x%lx)",
-	    ghcb_page, resp, ghcb_page | GHCB_MSR_REG_GPA_RESP);
+	tap(rc == 0, L"GHCB MSR protocol 0x012: register %s GHCB page 0x%lx -> 0x%lx (want 0x%lx)",
+	    g_snp ? L"the firmware's" : L"a", ghcb_page, resp, ghcb_page | GHCB_MSR_REG_GPA_RESP);
 
 	g_form = FORM_GHCB;
 	rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0, 0, &r);
@@ -199,6 +201,31 @@ static u64 pvalidate(u64 list, u16 entries, u16 next, const u64 *ent, u32 n_writ
 	}
 }
 
+/*
+ * Rescind the 2 MiB range at `big` (SNP mode): as one 2M entry when the
+ * firmware validated it so, else as 512 4K entries (SIZEMISMATCH, as on
+ * hardware when the RMP holds it as 4K pages), 255 per request.
+ */
+static u64 snp_rescind_2m(u64 list, u64 big)
+{
+	u64 e[255], rc;
+	u16 next;
+
+	e[0] = big | PVAL_SIZE_2M;
+	rc = pvalidate(list, 1, 0, e, 1, &next);
+	if (rc != SVSM_PVALIDATE_FAIL_SIZEMISMATCH)
+		return rc;
+	for (u64 done = 0; done < 512; done += 255) {
+		u16 n = (u16)(512 - done < 255 ? 512 - done : 255);
+		for (u16 i = 0; i < n; i++)
+			e[i] = (big + (done + i) * PAGE_SIZE) | PVAL_SIZE_4K;
+		rc = pvalidate(list, n, 0, e, n, &next);
+		if (rc != SVSM_SUCCESS)
+			return rc;
+	}
+	return SVSM_SUCCESS;
+}
+
 static void check_pvalidate(u64 pool, u64 big)
 {
 	u64 list = g_caa + CA_BUFFER, e[4], rc, v;
@@ -209,13 +236,34 @@ static void check_pvalidate(u64 pool, u64 big)
 	for (int i = 0; i < 12; i++)
 		pg[i] = pool + i * PAGE_SIZE;
 
+	if (g_snp) {
+		/* An SNP firmware validated all of its RAM (through csvsm) before the
+		 * probe ran: validating those pages again is FAIL_NO_CHANGE, as on
+		 * hardware. Rescind the ones the checks below validate first. */
+		u64 r[8] = {pg[0], pg[1], pg[2], pg[3], pg[5], pg[6], pg[7], pg[11]};
+		for (int i = 0; i < 8; i++)
+			r[i] |= PVAL_SIZE_4K;
+		e[0] = pg[0] | PVAL_VALIDATE;
+		rc = pvalidate(list, 1, 0, e, 1, &next);
+		tap(rc == SVSM_PVALIDATE_FAIL_NO_CHANGE,
+		    L"PVALIDATE validate of a page the firmware validated -> %s (want "
+		    L"PVALIDATE_FAIL_NO_CHANGE)",
+		    rc_name(rc));
+		rc = pvalidate(list, 8, 0, r, 8, &next);
+		tap(rc == SVSM_SUCCESS && next == 8,
+		    L"PVALIDATE rescind of 8 firmware-validated probe pages -> %s, next %d",
+		    rc_name(rc), next);
+		rc = snp_rescind_2m(list, big);
+		tap(rc == SVSM_SUCCESS, L"PVALIDATE rescind of the 2 MiB range 0x%lx -> %s", big,
+		    rc_name(rc));
+	}
 	for (int i = 0; i < 4; i++)
 		e[i] = pg[i] | PVAL_VALIDATE | PVAL_SIZE_4K;
 	rc = pvalidate(list, 4, 0, e, 4, &next);
 	tap(rc == SVSM_SUCCESS && next == 4,
-	    L"PVALIDATE 4 x 4K validate of pre-accepted probe pages (list at CA+8) -> %s, next %d "
+	    L"PVALIDATE 4 x 4K validate of %s probe pages (list at CA+8) -> %s, next %d "
 	    L"(want SUCCESS, 4)",
-	    rc_name(rc), next);
+	    g_snp ? L"rescinded" : L"pre-accepted", rc_name(rc), next);
 
 	/* Rescind, then validate again: the page must come back zeroed (§1.5 "Validate ... zero the
 	 * page"). */
@@ -412,17 +460,23 @@ static void check_vcpu_run(void)
 	*(u64 *)(m + 0x1D8) = stack + 4 * PAGE_SIZE - 64;
 	*(u64 *)(m + 0x268) = 0x0007040600070406ULL;
 	*(u64 *)(m + 0x338) = (u64)(UINTN)&shared; /* RDI */
+	*(u64 *)(m + 0x3B0) = g_sev_status >> 2;   /* SEV_FEATURES, as Linux sets them */
 
 	rc = call3(PROTO_CORE, CORE_CREATE_VCPU, vmsa, ca, apic_id, NULL);
 	tap(rc == SVSM_SUCCESS, L"CREATE_VCPU of a valid VMSA (VMPL%d, 64-bit) -> %s", g_guest_vmpl,
 	    rc_name(rc));
 	if (rc != SVSM_SUCCESS)
 		return;
-	int vec = probe_safe_read64(vmsa, &v);
-	tap(vec == 13, L"the VMSA page is no longer the guest's: read -> %s",
-	    vec ? vec_name(vec) : L"no fault");
+	/* Read-only for the guest VMPL from now on (coconut-svsm grants READ
+	 * with the VMSA bit; Linux reads sev_features back from it). */
+	int vec = probe_safe_write64(vmsa + 0x3F8, 0x5A5A5A5A5A5A5A5AULL);
+	int rvec = probe_safe_read64(vmsa + 0x3B0, &v);
+	tap(vec == 13 && rvec == 0 && v == (g_sev_status >> 2),
+	    L"the VMSA page is read-only for the guest: write -> %s, read -> %s (SEV_FEATURES "
+	    L"0x%lx)",
+	    vec ? vec_name(vec) : L"no fault", rvec ? vec_name(rvec) : L"ok", v);
 	rc = probe_ghcb_exit(0x80000013ULL, 1 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32),
-			     vmsa, 0);
+			     vmsa, g_sev_status >> 2);
 	tap(rc == 0, L"AP creation (GHCB 0x80000013, CREATE) -> sw_exit_info_1 0x%lx", rc);
 	for (int i = 0; i < 200 && !shared.done; i++)
 		uefi_call_wrapper(g_st->BootServices->Stall, 1, 5000);
@@ -436,7 +490,7 @@ static void check_vcpu_run(void)
 	tap(rc == 0x80001003ULL,
 	    L"DELETE_VCPU of a running vCPU -> 0x%lx (want FAIL_INUSE 0x80001003)", rc);
 	rc = probe_ghcb_exit(0x80000013ULL, 2 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32),
-			     vmsa, 0);
+			     vmsa, g_sev_status >> 2);
 	tap(rc == 0, L"AP creation DESTROY -> sw_exit_info_1 0x%lx", rc);
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
 	tap(rc == SVSM_SUCCESS, L"DELETE_VCPU after DESTROY -> %s", rc_name(rc));
@@ -1261,7 +1315,6 @@ static void check_init_ipi(void)
 
 /* ------------------------------------------------------------------------ */
 
-
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 {
 	struct flash_info fi;
@@ -1324,6 +1377,12 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	}
 	tap(TRUE, L"SVSM present: [0x%lx, +0x%lx), CA 0x%lx, guest VMPL %d", g_svsm_base,
 	    g_svsm_size, g_boot_caa, g_guest_vmpl);
+	probe_snp_detect();
+	if (g_snp)
+		Print(L"# SEV-SNP guest: SEV_STATUS 0x%lx, the firmware's GHCB at 0x%lx\n",
+		      g_sev_status, probe_ghcb_current());
+	else
+		Print(L"# not an SEV-SNP guest: the probe registers a GHCB of its own\n");
 	g_caa = g_boot_caa;
 	{
 		/* The guest's copy has VMPCK0..VMPCK(guest VMPL - 1) cleared (reference §1.6). */

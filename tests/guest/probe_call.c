@@ -29,6 +29,37 @@ u64 g_last_exit_info1, g_last_exit_info2;
 #define ghcb_msr_write(v) probe_wrmsr(MSR_GHCB, (v))
 #endif
 
+int g_snp;
+u64 g_sev_status;
+
+static void probe_cpuid(u32 leaf, u32 *a, u32 *b, u32 *c, u32 *d)
+{
+	__asm__ volatile("cpuid" : "=a"(*a), "=b"(*b), "=c"(*c), "=d"(*d) : "a"(leaf), "c"(0));
+}
+
+void probe_snp_detect(void)
+{
+	u32 a, b, c, d;
+
+	probe_cpuid(0x80000000u, &a, &b, &c, &d);
+	if (a < 0x8000001Fu)
+		return;
+	probe_cpuid(0x8000001Fu, &a, &b, &c, &d);
+	if (!(a & (1u << 4))) /* SEV-SNP (APM vol. 3 CPUID Fn8000_001F EAX) */
+		return;
+	g_sev_status = probe_rdmsr(0xC0010131u); /* SEV_STATUS */
+	g_snp = (g_sev_status & (1u << 2)) != 0;
+	if (g_snp)
+		g_ghcb = (u8 *)(UINTN)probe_ghcb_current();
+}
+
+u64 probe_ghcb_current(void)
+{
+	u64 v = ghcb_msr_read();
+
+	return (v & GHCB_MSR_INFO_MASK) ? 0 : v;
+}
+
 static u64 ghcb_rd(unsigned off)
 {
 	return *(volatile u64 *)(g_ghcb + off);
@@ -44,8 +75,8 @@ static void ghcb_wr(unsigned off, u64 v)
 
 /*
  * Register `page` as this vCPU's GHCB with the MSR protocol (0x012 -> 0x013,
- * GFN echoed; reference §4.1). On real SNP the page would first have to be
- * made shared; on the sim platform there is no C-bit.
+ * GFN echoed; reference §4.1). On SNP the page must already be shared: in
+ * SNP mode the probe only re-registers the firmware's own GHCB.
  */
 int probe_ghcb_register(u64 page, u64 *resp_out)
 {
@@ -99,6 +130,9 @@ static enum call_status call_ghcb(struct probe_regs *r, volatile u8 *pending_byt
 
 	if (!g_ghcb)
 		return CALL_NO_GHCB;
+	/* Interrupts off before the page is filled: in SNP mode it is the
+	 * firmware's GHCB, and an interrupt handler's #VC would reuse it. */
+	flags = probe_irq_save();
 	/* Linux vc_ghcb_invalidate + ghcb_set_sw_exit_*: SNP_RUN_VMPL, VMPL0. */
 	bitmap[0] = 0;
 	bitmap[1] = 0;
@@ -108,7 +142,6 @@ static enum call_status call_ghcb(struct probe_regs *r, volatile u8 *pending_byt
 	*(volatile u16 *)(g_ghcb + GHCB_OFF_PROTO_VERSION) = GHCB_PROTOCOL_VERSION;
 	*(volatile u32 *)(g_ghcb + GHCB_OFF_USAGE) = 0;
 
-	flags = probe_irq_save();
 	saved = ghcb_msr_read();
 	ghcb_msr_write((u64)(UINTN)g_ghcb);
 	if (set_pending)
@@ -116,9 +149,9 @@ static enum call_status call_ghcb(struct probe_regs *r, volatile u8 *pending_byt
 	pending = probe_svsm_issue(r, pending_byte, g_xmm_check);
 	g_last_ghcb_msr = ghcb_msr_read();
 	ghcb_msr_write(saved);
-	probe_irq_restore(flags);
 	g_last_exit_info1 = ghcb_rd(GHCB_OFF_SW_EXIT_INFO_1);
 	g_last_exit_info2 = ghcb_rd(GHCB_OFF_SW_EXIT_INFO_2);
+	probe_irq_restore(flags);
 	if (pending)
 		return CALL_NOT_RUN;
 	/* sw_exit_info_1[31:0] = 0: OK; 1: exception; 2: error (reference §4.2). */
@@ -161,10 +194,11 @@ const CHAR16 *probe_call_status_str(enum call_status s)
 u64 probe_ghcb_exit(u64 code, u64 info1, u64 info2, u64 rax)
 {
 	volatile u64 *bitmap = (volatile u64 *)(g_ghcb + GHCB_OFF_VALID_BITMAP);
-	u64 flags, saved;
+	u64 flags, saved, out;
 
 	if (!g_ghcb)
 		return ~0ULL;
+	flags = probe_irq_save();
 	bitmap[0] = bitmap[1] = 0;
 	ghcb_wr(GHCB_OFF_SW_EXIT_CODE, code);
 	ghcb_wr(GHCB_OFF_SW_EXIT_INFO_1, info1);
@@ -172,11 +206,11 @@ u64 probe_ghcb_exit(u64 code, u64 info1, u64 info2, u64 rax)
 	ghcb_wr(0x1F8, rax); /* GHCB rax (reference §4.2) */
 	*(volatile u16 *)(g_ghcb + GHCB_OFF_PROTO_VERSION) = GHCB_PROTOCOL_VERSION;
 	*(volatile u32 *)(g_ghcb + GHCB_OFF_USAGE) = 0;
-	flags = probe_irq_save();
 	saved = ghcb_msr_read();
 	ghcb_msr_write((u64)(UINTN)g_ghcb);
 	probe_vmgexit();
 	ghcb_msr_write(saved);
+	out = ghcb_rd(GHCB_OFF_SW_EXIT_INFO_1);
 	probe_irq_restore(flags);
-	return ghcb_rd(GHCB_OFF_SW_EXIT_INFO_1);
+	return out;
 }

@@ -10,6 +10,18 @@ enum call_status { CALL_OK, CALL_NOT_RUN, CALL_VMPL_ERROR, CALL_NO_GHCB };
 extern u64 g_caa;
 extern u64 g_last_ghcb_msr, g_last_exit_info1, g_last_exit_info2;
 int probe_ghcb_register(u64 page, u64 *resp_out);
+/*
+ * SEV-SNP guest mode (an SNP-aware OVMF launched the probe): CPUID
+ * 0x8000001F says SNP and SEV_STATUS has SNP active. The firmware's #VC
+ * handler owns the vCPU's registered, shared GHCB; the probe issues its
+ * calls through that page (as AmdSvsmLib does) and never registers one of
+ * its own, which a KVM host would take as the vCPU's GHCB from then on.
+ */
+extern int g_snp;
+extern u64 g_sev_status;
+void probe_snp_detect(void);
+/* The GHCB page the GHCB MSR names now (0 if it holds a protocol value). */
+u64 probe_ghcb_current(void);
 enum call_status probe_call(enum call_form form, struct probe_regs *r);
 enum call_status probe_call_not_pending(enum call_form form, struct probe_regs *r);
 const CHAR16 *probe_call_status_str(enum call_status s);
@@ -53,6 +65,8 @@ EFI_STATUS fault_handlers_install(void);
 void fault_handlers_remove(void);
 /* Fault-protected 64-bit read (0 on success, else the vector). */
 int probe_safe_read64(u64 addr, u64 *val);
+/* Fault-protected 64-bit write (0 on success, else the vector). */
+int probe_safe_write64(u64 addr, u64 val);
 u64 alloc_pages(UINTN n);
 u8 *ca_ptr(void);
 struct probe_regs regs(u32 proto, u32 call, u64 rcx, u64 rdx, u64 r8);

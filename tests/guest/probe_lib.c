@@ -188,6 +188,18 @@ int probe_safe_read64(u64 addr, u64 *val)
 	return g_fault.vector >= 0 ? (int)g_fault.vector : 0;
 }
 
+int probe_safe_write64(u64 addr, u64 val)
+{
+	if (!g_cpu) {
+		*(volatile u64 *)(UINTN)addr = val;
+		return 0;
+	}
+	fault_arm((u64)(UINTN)probe_try_write64_fault, (u64)(UINTN)probe_try_write64_resume, 0);
+	probe_try_write64(addr, val);
+	fault_disarm();
+	return g_fault.vector >= 0 ? (int)g_fault.vector : 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Helpers                                                                   */
 

@@ -74,7 +74,7 @@ while IFS= read -r line; do
 	*"reboot: Power down"*) powered=1 ;;
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" qemu-system-x86_64 \
-	-machine q35 -accel tcg -cpu EPYC -m "$MEM" -smp "$SMP" \
+	-machine q35 -accel "${ACCEL:-tcg}" -cpu EPYC -m "$MEM" -smp "$SMP" \
 	-nodefaults -serial stdio -display none -no-reboot \
 	-bios "$OVMF" -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" 2>&1; echo "qemu-exit $?")
 exit_ms=$(ms_since "$t0")

@@ -49,7 +49,7 @@ if ! command -v python3 >/dev/null; then echo "ok $((TAP_N + 1)) # SKIP no pytho
 log=$tmp/t.log
 secrets=$tmp/t.secrets
 # shellcheck disable=SC2046
-"$QEMU" -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC -m 4G -smp 2 -nodefaults -net none \
+"$QEMU" -machine "$QEMU_MACHINE" -accel tcg -cpu "$QEMU_CPU" -m 4G -smp 2 -nodefaults -net none \
 	-display none -no-reboot -serial "file:$log" -qmp "unix:$tmp/qmp.sock,server=on,wait=off" \
 	-kernel "$CSVSM_ELF" $(launch_args "$secrets") $(guest_args build/guest/hostile-term.efi) \
 	2>"$log.stderr" &

@@ -10,13 +10,25 @@ QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
 # denies them to the guest anyway (src/platform/devpolicy.c); this is the
 # machine's own minimum.
 QEMU_MACHINE="q35,sata=off,smbus=off,hpet=off,smm=off,vmport=off"
+# 52 physical address bits: an SNP guest's C-bit (51) is then an ordinary
+# address bit to TCG's nested walk, which uses bits 47:12 only
+# (snp-guest-view-notes.md).
+QEMU_CPU=${QEMU_CPU:-EPYC,phys-bits=52}
+# Multi-threaded TCG by default. With guest vCPUs in guest mode on two CPUs
+# for long (Linux SMP), QEMU 7.2's multi-threaded TCG was seen to return a
+# VMCB holding csvsm's own state (csvsm stops with a panic naming it); the
+# Linux runs therefore use one TCG thread (linux_accel).
+QEMU_ACCEL=${QEMU_ACCEL:-tcg}
+linux_accel() { # linux_accel SMP
+	if [ "$1" -gt 1 ]; then echo "tcg,thread=single"; else echo tcg; fi
+}
 
 # csvsm_qemu LOG MEM SMP [extra qemu args...]; sets QEMU_RC (1 = csvsm success, 3 = failure).
 csvsm_qemu() {
 	local log=$1 mem=$2 smp=$3
 	shift 3
 	# shellcheck disable=SC2046
-	timeout --foreground -k 5 "$QEMU_TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel tcg -cpu EPYC \
+	timeout --foreground -k 5 "$QEMU_TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" -cpu "$QEMU_CPU" \
 		-m "$mem" -smp "$smp" -nodefaults -net none -display none -no-reboot \
 		-serial "file:$log" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
 		-kernel "$CSVSM_ELF" $(launch_args "$log.secrets") "$@" 2>"$log.stderr"
@@ -32,6 +44,36 @@ guest_args() { # guest_args [probe.efi]
 	echo "-fw_cfg name=opt/csvsm/ovmf,file=$OVMF_FD"
 	[ -n "${1:-}" ] && echo "-fw_cfg name=opt/csvsm/probe,file=$1"
 	return 0
+}
+
+# A Linux guest (GUEST=linux): trixie-backports' kernel and the test
+# initramfs (tests/linux), handed to csvsm as hidden fw_cfg files; csvsm's
+# sim shows them to OVMF where QEMU's own -kernel would put them.
+LINUX_KERNEL=${LINUX_KERNEL:-build/guests/vmlinuz}
+LINUX_INITRD=${LINUX_INITRD:-build/linux/initramfs.cpio.gz}
+mem_kib() { # 4G -> 4194304
+	case "$1" in
+	*G) echo $((${1%G} * 1024 * 1024)) ;;
+	*M) echo $((${1%M} * 1024)) ;;
+	*) return 1 ;;
+	esac
+}
+# The kernel command line: the console, panic ends the VM, and what /init
+# expects to find (tests/linux/init).
+linux_cmdline() { # linux_cmdline MEM SMP [extra]
+	echo "console=ttyS0 panic=-1 csvsm_vmpl=2 csvsm_cpus=$2 csvsm_mem_kib=$(mem_kib "$1")${3:+ $3}"
+}
+linux_guest_args() { # linux_guest_args MEM SMP: the fw_cfg files but the command line
+	local f
+	for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD"; do
+		if [ ! -e "$f" ]; then
+			echo "csvsm: $f missing: run 'make deps' and 'make'" >&2
+			return 1
+		fi
+	done
+	mem_kib "$1" >/dev/null || { echo "csvsm: MEM=$1: use <n>G or <n>M" >&2; return 1; }
+	echo "-fw_cfg name=opt/csvsm/linux/kernel,file=$LINUX_KERNEL"
+	echo "-fw_cfg name=opt/csvsm/linux/initrd,file=$LINUX_INITRD"
 }
 
 # What the launch puts into csvsm's memory, as the PSP does on SNP: a fresh
@@ -59,9 +101,9 @@ launch_args() { # launch_args SECRETS_FILE: writes a fresh secrets page there, p
 	return 0
 }
 
-TAP_N=0
+TAP_N=0 TAP_FAILS=0
 tap_ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $*"; }
-tap_fail() { TAP_N=$((TAP_N + 1)); echo "not ok $TAP_N - $*"; }
+tap_fail() { TAP_N=$((TAP_N + 1)); TAP_FAILS=$((TAP_FAILS + 1)); echo "not ok $TAP_N - $*"; }
 tap_check() { # tap_check "description" command...
 	local d=$1
 	shift

@@ -842,8 +842,8 @@ static void test_rescind_flushes_after_revoke(void **state)
 	race_page = PG(10);
 	assert_int_equal(pval1(ent4k(PG(10), false), &next), SVSM_SUCCESS);
 	assert_int_equal(flushes, 1);
-	assert_int_equal(perms_at_flush, 0);   /* after the revocation */
-	assert_true(validated_at_flush);       /* before PVALIDATE(rescind) */
+	assert_int_equal(perms_at_flush, 0); /* after the revocation */
+	assert_true(validated_at_flush);     /* before PVALIDATE(rescind) */
 	struct rmp_entry_info info;
 	assert_int_equal(rmp_query(PG(10), &info), 0);
 	assert_false(info.validated);
@@ -863,18 +863,23 @@ static void test_create_vcpu_snp_features(void **state)
 }
 
 /*
- * Reference §1.5 CREATE_VCPU: "revoke guest access, then RMPADJUST the VMSA
- * bit" (coconut rmp_set_guest_vmsa: GUEST_VMPL | VMSA, no permission bits;
- * Linux snp_set_vmsa likewise): the guest VMPL keeps no access at all.
+ * Reference §5.2 "make VMSA": revoke, then GUEST_VMPL | READ | VMSA. The
+ * guest VMPL may read the page (Linux's vmgexit_ap_control reads
+ * vmsa->sev_features back after CREATE_VCPU) but never write or run it;
+ * the VMPLs above it get nothing.
  */
 static void test_create_vcpu_revokes_guest_access(void **state)
 {
 	gpa_t vmsa = PG(4);
+	struct rmp_entry_info info;
 
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
-	for (unsigned v = GUEST_VMPL; v <= 3; v++)
+	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_R);
+	for (unsigned v = GUEST_VMPL + 1; v <= 3; v++)
 		assert_int_equal(rmp_vmpl_perms(vmsa, v), 0);
+	assert_int_equal(rmp_query(vmsa, &info), 0);
+	assert_true(info.vmsa);
 }
 
 static void test_delete_vcpu(void **state)

@@ -32,7 +32,7 @@ static void test_ports(void **state)
 	assert_int_equal(devpolicy_port(0x40), DP_PASS);
 	assert_int_equal(devpolicy_port(0x608), DP_PASS); /* PM timer */
 	/* SMI and reset sources, DMA, debug ports: denied. */
-	static const uint16_t deny[] = {0xB2,  0xB3,  0x92,  0x630, 0x634, 0x660, 0x668,
+	static const uint16_t deny[] = {0xB2,  0xB3,  0x92,  0x630, 0x634, 0x660,  0x668,
 					0x514, 0x518, 0x402, 0xF4,  0x80,  0x5658, 0x72,
 					0x73,  0xCFA, 0xCFB, 0x1F0, 0x0,   0xFFFF};
 	for (unsigned i = 0; i < sizeof(deny) / sizeof(deny[0]); i++)
@@ -43,7 +43,7 @@ static void test_cmos_kbc(void **state)
 {
 	assert_true(devpolicy_cmos_write(0x00));
 	assert_true(devpolicy_cmos_write(0x0B));
-	assert_true(devpolicy_cmos_write(0x8B)); /* NMI-mask bit is not the register */
+	assert_true(devpolicy_cmos_write(0x8B));  /* NMI-mask bit is not the register */
 	assert_false(devpolicy_cmos_write(0x0F)); /* shutdown status: BIOS resume path */
 	assert_false(devpolicy_cmos_write(0x8F));
 	assert_false(devpolicy_cmos_write(0x0E));
@@ -81,9 +81,9 @@ static void test_mmio(void **state)
 
 static void test_lapic(void **state)
 {
-	assert_true(devpolicy_lapic_write(0x0B0, 0));	   /* EOI */
-	assert_true(devpolicy_lapic_write(0x300, 0x40F1)); /* fixed IPI */
-	assert_true(devpolicy_lapic_write(0x300, 0x0100)); /* lowest priority */
+	assert_true(devpolicy_lapic_write(0x0B0, 0));	     /* EOI */
+	assert_true(devpolicy_lapic_write(0x300, 0x40F1));   /* fixed IPI */
+	assert_true(devpolicy_lapic_write(0x300, 0x0100));   /* lowest priority */
 	assert_false(devpolicy_lapic_write(0x300, 0xC4500)); /* INIT */
 	assert_false(devpolicy_lapic_write(0x300, 0xC4610)); /* start-up */
 	assert_false(devpolicy_lapic_write(0x300, 0xC4200)); /* SMI */
@@ -127,13 +127,6 @@ static void test_pci(void **state)
 	v = 0x04;
 	assert_true(devpolicy_pci_write(MCH, 0x04, 1, &v, 0));
 	assert_int_equal(v, 0);
-	/* PCIEXBAR: rewriting the same value (firmware does) passes; moving it does not. */
-	v = 0xB0000001;
-	assert_true(devpolicy_pci_write(MCH, 0x60, 4, &v, 0xB0000001));
-	v = 0x10000001;
-	assert_false(devpolicy_pci_write(MCH, 0x60, 4, &v, 0xB0000001));
-	v = 0x01;
-	assert_false(devpolicy_pci_write(MCH, 0x67, 1, &v, 0));
 	/* PAM and SMRAM/ESMRAMC. */
 	v = 0x33;
 	assert_false(devpolicy_pci_write(MCH, 0x90, 1, &v, 0x11111110));
@@ -160,13 +153,47 @@ static void test_pci(void **state)
 	assert_false(devpolicy_pci_write(LPC, 0xFFE, 4, &v, 0));
 }
 
+/* PCIEXBAR: where the guest may put its ECAM window. */
+static void test_pciexbar(void **state)
+{
+	/* q35 -m 4G: RAM below 2G (csvsm's region inside it) and above 4G */
+	const struct dp_range ram[] = {{0x100000000ULL, 0x180000000ULL}, {0, 0x80000000ULL}};
+	gpa_t base = 0;
+
+	assert_int_equal(devpolicy_pciexbar(0xE0000001ULL, ram, 2, &base), DPX_OK);
+	assert_int_equal(base, 0xE0000000ULL);
+	assert_int_equal(devpolicy_pciexbar(0xB0000001ULL, ram, 2, &base), DPX_OK);
+	assert_int_equal(base, 0xB0000000ULL);
+	assert_int_equal(devpolicy_pciexbar(0x80000001ULL, ram, 2, &base), DPX_OK);
+	/* disabled: the guest has no window, whatever the rest says */
+	assert_int_equal(devpolicy_pciexbar(0, ram, 2, &base), DPX_DISABLED);
+	assert_int_equal(devpolicy_pciexbar(0xE0000000ULL, ram, 2, &base), DPX_DISABLED);
+	/* over RAM (csvsm's region is RAM), over the APICs and flash, above 4G */
+	base = 0;
+	assert_int_equal(devpolicy_pciexbar(0x70000001ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0x00000001ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0xF0000001ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0x200000001ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0x1F0000001ULL, ram, 2, &base), DPX_REFUSED);
+	/* 128/64 MiB lengths and reserved bits */
+	assert_int_equal(devpolicy_pciexbar(0xE0000003ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0xE0000005ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0xE8000001ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0xE0000101ULL, ram, 2, &base), DPX_REFUSED);
+	assert_int_equal(base, 0);
+	/* with 3 GiB below 4G no 256 MiB window fits under 0xF0000000 but one */
+	const struct dp_range big[] = {{0, 0xC0000000ULL}};
+	assert_int_equal(devpolicy_pciexbar(0xB0000001ULL, big, 1, &base), DPX_REFUSED);
+	assert_int_equal(devpolicy_pciexbar(0xC0000001ULL, big, 1, &base), DPX_OK);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_ports), cmocka_unit_test(test_cmos_kbc),
-	    cmocka_unit_test(test_fw_cfg), cmocka_unit_test(test_mmio),
-	    cmocka_unit_test(test_lapic), cmocka_unit_test(test_ioapic),
-	    cmocka_unit_test(test_pci),
+	    cmocka_unit_test(test_pciexbar), cmocka_unit_test(test_ports),
+	    cmocka_unit_test(test_cmos_kbc), cmocka_unit_test(test_fw_cfg),
+	    cmocka_unit_test(test_mmio),     cmocka_unit_test(test_lapic),
+	    cmocka_unit_test(test_ioapic),   cmocka_unit_test(test_pci),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,12 +16,12 @@
 #include "mm/guest_walk.h"
 
 #define NPAGES 16
-#define P  1ULL
-#define RW 2ULL
-#define US 4ULL
-#define PS 0x80ULL
-#define NX (1ULL << 63)
-#define CBIT (1ULL << 51)
+#define P      1ULL
+#define RW     2ULL
+#define US     4ULL
+#define PS     0x80ULL
+#define NX     (1ULL << 63)
+#define CBIT   (1ULL << 51)
 
 /* Guest memory: NPAGES pages at gPA 0x10000 + 0x1000*i; page `blocked` is not readable. */
 static uint64_t mem[NPAGES][512];
@@ -196,8 +196,8 @@ static void test_pae_and_legacy(void **state)
 	gpa_t pa;
 	uint32_t err;
 	/* PAE: PDPT at cr3 (32-byte aligned), PD, PT; la 0x40201234 */
-	struct gw_cpu c = {.cr0 = (1ULL << 31) | 1, .cr3 = pg(0) + 0x20, .cr4 = 1ULL << 5,
-			   .read_pte = read_pte};
+	struct gw_cpu c = {
+	    .cr0 = (1ULL << 31) | 1, .cr3 = pg(0) + 0x20, .cr4 = 1ULL << 5, .read_pte = read_pte};
 	memset(mem, 0, sizeof(mem));
 	blocked = ~0ULL;
 	mem[0][4 + 1] = pg(1) | P; /* PDPT entry 1 at cr3+8 */
@@ -209,8 +209,8 @@ static void test_pae_and_legacy(void **state)
 	c.cr0 |= 1ULL << 16;
 	assert_int_equal(guest_walk(&c, 0x40201234, GW_WRITE, &pa, &err), GW_PAGE_FAULT);
 	/* 32-bit paging with a 4M page (CR4.PSE). */
-	struct gw_cpu l = {.cr0 = (1ULL << 31) | 1, .cr3 = pg(4), .cr4 = 1ULL << 4,
-			   .read_pte = read_pte};
+	struct gw_cpu l = {
+	    .cr0 = (1ULL << 31) | 1, .cr3 = pg(4), .cr4 = 1ULL << 4, .read_pte = read_pte};
 	uint32_t *pd = (uint32_t *)mem[4];
 	pd[0x101] = 0x00C00000 | P | RW | PS;
 	assert_int_equal(guest_walk(&l, 0x40512345, GW_WRITE, &pa, &err), GW_OK);
@@ -225,9 +225,12 @@ static void test_pae_and_legacy(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_translate),	  cmocka_unit_test(test_not_present),
-	    cmocka_unit_test(test_write_protect), cmocka_unit_test(test_user),
-	    cmocka_unit_test(test_nx),		  cmocka_unit_test(test_blocked_table),
+	    cmocka_unit_test(test_translate),
+	    cmocka_unit_test(test_not_present),
+	    cmocka_unit_test(test_write_protect),
+	    cmocka_unit_test(test_user),
+	    cmocka_unit_test(test_nx),
+	    cmocka_unit_test(test_blocked_table),
 	    cmocka_unit_test(test_pae_and_legacy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,7 +31,8 @@ static void test_q35_good(void **state)
 	assert_int_equal(memmap_build(&mm, q35, ARRAY_SIZE(q35), CS_START, CS_END), MEMMAP_OK);
 	assert_int_equal(mm.nr_ram, 4);
 	assert_int_equal(mm.ram[0].start, 0);
-	assert_int_equal(mm.ram[0].end, 0x9f000); /* whole pages only */
+	/* the EBDA entry covers the rest of the last page: it is RAM */
+	assert_int_equal(mm.ram[0].end, 0xa0000);
 	assert_int_equal(mm.ram[1].start, 0x100000);
 	assert_int_equal(mm.ram[1].end, CS_START);
 	assert_int_equal(mm.ram[2].start, CS_END);
@@ -41,7 +42,7 @@ static void test_q35_good(void **state)
 	assert_int_equal(mm.max_gpa, 0x180000000);
 	assert_int_equal(mm.bad_index, -1);
 	assert_int_equal(memmap_ram_bytes(&mm),
-			 0x9f000 + (CS_START - 0x100000) + (0x80000000 - CS_END) + 0x80000000);
+			 0xa0000 + (CS_START - 0x100000) + (0x80000000 - CS_END) + 0x80000000);
 	assert_true(memmap_is_guest_ram(&mm, 0x100000, 0x1000));
 	assert_false(memmap_is_guest_ram(&mm, CS_START, 0x1000));
 	assert_false(memmap_is_guest_ram(&mm, CS_START - 0x1000, 0x2000));
@@ -78,6 +79,44 @@ static void test_unsorted_and_carve_edges(void **state)
 	assert_int_equal(mm.nr_ram, 1);
 	assert_int_equal(mm.ram[0].start, 0x200000);
 	assert_int_equal(mm.ram[0].end, 0x600000);
+}
+
+/* A partial last page is RAM only when reserved entries cover the rest. */
+static void test_partial_last_page(void **state)
+{
+	struct hvm_memmap_table_entry bare[] = {
+	    {0x0, 0x9fc00, 1, 0},
+	    {0x100000, 0x7ff00000, 1, 0},
+	};
+	assert_int_equal(memmap_build(&mm, bare, 2, CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.ram[0].end, 0x9f000);
+
+	/* two reserved entries together cover the tail */
+	struct hvm_memmap_table_entry split[] = {
+	    {0x0, 0x9fc00, 1, 0},
+	    {0x9fc00, 0x200, 2, 0},
+	    {0x9fe00, 0x200, 2, 0},
+	    {0x100000, 0x7ff00000, 1, 0},
+	};
+	assert_int_equal(memmap_build(&mm, split, 4, CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.ram[0].end, 0xa0000);
+
+	/* a gap in the cover, or a cover of another type: whole pages only */
+	struct hvm_memmap_table_entry gap[] = {
+	    {0x0, 0x9fc00, 1, 0},
+	    {0x9fc00, 0x200, 2, 0},
+	    {0x9fe10, 0x1f0, 2, 0},
+	    {0x100000, 0x7ff00000, 1, 0},
+	};
+	assert_int_equal(memmap_build(&mm, gap, 4, CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.ram[0].end, 0x9f000);
+	struct hvm_memmap_table_entry acpi[] = {
+	    {0x0, 0x9fc00, 1, 0},
+	    {0x9fc00, 0x400, 3, 0},
+	    {0x100000, 0x7ff00000, 1, 0},
+	};
+	assert_int_equal(memmap_build(&mm, acpi, 3, CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.ram[0].end, 0x9f000);
 }
 
 static void test_guest_e820(void **state)
@@ -277,10 +316,15 @@ static void test_print(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_q35_good),	  cmocka_unit_test(test_unsorted_and_carve_edges),
-	    cmocka_unit_test(test_guest_e820),	  cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_cmdline_get),	  cmocka_unit_test(test_test_memmap_override),
-	    cmocka_unit_test(test_4k_only_parse), cmocka_unit_test(test_print),
+	    cmocka_unit_test(test_q35_good),
+	    cmocka_unit_test(test_unsorted_and_carve_edges),
+	    cmocka_unit_test(test_partial_last_page),
+	    cmocka_unit_test(test_guest_e820),
+	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_cmdline_get),
+	    cmocka_unit_test(test_test_memmap_override),
+	    cmocka_unit_test(test_4k_only_parse),
+	    cmocka_unit_test(test_print),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

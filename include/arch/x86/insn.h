@@ -176,6 +176,13 @@ static inline uint64_t read_cr2(void)
 	__asm__ volatile("mov %%cr2, %0" : "=r"(v));
 	return v;
 }
+static inline uint16_t read_cs(void)
+{
+	uint16_t cs;
+	__asm__ volatile("mov %%cs, %0" : "=r"(cs));
+	return cs;
+}
+
 static inline uint64_t read_cr3(void)
 {
 	uint64_t v;

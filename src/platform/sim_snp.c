@@ -1,0 +1,751 @@
+/*
+ * sim platform: what SEV-SNP hardware and a KVM host with SVSM support show
+ * a guest, for an SVSM-aware firmware (OVMF with AmdSvsmLib) and the Linux
+ * kernel running at the guest VMPL. QEMU 7.2 TCG has no SEV: csvsm, the
+ * SVM host, supplies it.
+ *
+ *  - The hardware side: SEV_STATUS (sim_msr_access), the CPUID view and
+ *    page (snp_cpuid.c), #VC for the events a KVM host intercepts (IOIO,
+ *    MSR, CPUID, MMIO, VMMCALL), delivered with an exception frame built
+ *    here because QEMU pushes no error code for vector 29 (sim notes
+ *    pitfall 8), and PVALIDATE/RMPADJUST (#UD under TCG) with the rules of
+ *    the guest's VMPL on the RMP model.
+ *  - The host side: the GHCB, both the MSR protocol and the page, as KVM
+ *    serves it (arch/x86/kvm/svm/sev.c sev_handle_vmgexit,
+ *    sev_handle_vmgexit_msr_protocol, sev_es_validate_vmgexit): SEV
+ *    information, hypervisor features (SNP, AP creation, multi-VMPL), GHCB
+ *    registration, CPUID, port I/O, MSR, MMIO, page-state change (complete
+ *    requests, as KVM), AP creation, guest requests to the simulated PSP
+ *    under the guest's own VMPCK, the VMPL switch to csvsm (SVSM calls),
+ *    termination.
+ *
+ * The guest's GHCB and the pages it names are hostile input: each field is
+ * read once, lengths are checked before any address is formed, and the
+ * host side touches only guest RAM.
+ *
+ * Sources: AMD pub. 56421 (GHCB) §2-4, APM vol. 2 §8.2 (interrupt and
+ * exception frames), §15.35-36 (SEV-ES/SNP), vol. 3 PVALIDATE/RMPADJUST;
+ * shared/reference/snp-svsm-interfaces.md §4-5.
+ */
+#include "arch/x86/insn.h"
+#include "attest/guest_req.h"
+#include "attest/sim_psp.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/platform.h"
+#include "csvsm/string.h"
+#include "csvsm/svsm_call.h"
+#include "mm/memmap.h"
+#include "mm/rmp.h"
+#include "sim_svm.h"
+#include "snp/cpuid_view.h"
+#include "snp/ghcb.h"
+
+#define SIM_CBIT 51
+
+#define EFER_LMA  (1ULL << 10)
+#define CR0_PE	  (1ULL << 0)
+#define RF_TF	  (1ULL << 8)
+#define RF_IF	  (1ULL << 9)
+#define RF_NT	  (1ULL << 14)
+#define RF_RF	  (1ULL << 16)
+#define RF_VM	  (1ULL << 17)
+#define VC_VECTOR 29
+
+static const struct memmap *snp_mm;
+static bool npt_snp_guest; /* the guest is an SNP guest: the host touches shared pages only */
+/* csvsm.sim_trace=1: print every #VC and VMGEXIT (diagnostics). */
+bool sim_snp_trace;
+
+/* ---- counts ---- */
+enum { VC_CPUID, VC_IOIO, VC_MSR, VC_MMIO, VC_VMMCALL, VC_OTHER, VC_N };
+static uint64_t vc_count[VC_N];
+static uint64_t emu_pvalidate, emu_rmpadjust, emu_msr_direct;
+static uint64_t nae_count[16];
+static uint64_t nae_unregistered; /* VMGEXITs without a registered GHCB in guest RAM */
+static uint64_t implicit_shared;  /* GHCB pages converted to shared on first use */
+
+void sim_snp_init(const struct memmap *mm, bool snp)
+{
+	snp_mm = mm;
+	npt_snp_guest = snp;
+}
+
+void sim_snp_print_counts(void)
+{
+	con_printf("csvsm: snp-view: vc cpuid=%llu ioio=%llu msr=%llu mmio=%llu vmmcall=%llu "
+		   "other=%llu; emulated without #VC: pvalidate=%llu rmpadjust=%llu msr=%llu; "
+		   "ghcb unregistered=%llu implicit-shared=%llu\n",
+		   (unsigned long long)vc_count[VC_CPUID], (unsigned long long)vc_count[VC_IOIO],
+		   (unsigned long long)vc_count[VC_MSR], (unsigned long long)vc_count[VC_MMIO],
+		   (unsigned long long)vc_count[VC_VMMCALL], (unsigned long long)vc_count[VC_OTHER],
+		   (unsigned long long)emu_pvalidate, (unsigned long long)emu_rmpadjust,
+		   (unsigned long long)emu_msr_direct, (unsigned long long)nae_unregistered,
+		   (unsigned long long)implicit_shared);
+}
+
+/* ---- #VC delivery ---- */
+
+static __noreturn void vc_fail(struct svm_vcpu *v, uint64_t code, const char *why)
+{
+	con_printf("csvsm: snp-view: #VC (0x%llx) cannot be delivered to vCPU %u at rip 0x%llx: "
+		   "%s; the guest would triple-fault\n",
+		   (unsigned long long)code, v->gv.id, (unsigned long long)v->vmcb->save.rip, why);
+	platform->terminate(false, 0, 0x25);
+}
+
+/* A code-segment descriptor from the GDT (8 bytes; an LDT is not supported here). */
+static bool read_code_desc(struct svm_vcpu *v, uint16_t sel, uint64_t *desc)
+{
+	const struct vmcb_seg *gdtr = &v->vmcb->save.gdtr;
+	if ((sel & 4) || (sel & ~7u) == 0 || (sel | 7u) > gdtr->limit)
+		return false;
+	return linear_copy_sys(v, gdtr->base + (sel & ~7u), desc, 8, false);
+}
+
+/* VMCB segment attributes from a descriptor: bits 47:40 and 55:52 (APM vol. 2 §15.5.1). */
+static uint16_t desc_attrib(uint64_t d)
+{
+	return (uint16_t)(((d >> 40) & 0xFF) | (((d >> 52) & 0xF) << 8));
+}
+
+/*
+ * Deliver vector 29 with error code `code` as an interrupt/trap gate of the
+ * guest's IDT does (APM vol. 2 §8.9): long mode with IST and the 16-byte
+ * alignment, or 32-bit protected mode; a stack switch from the TSS on a
+ * privilege change. Everything read or written is the guest's own memory,
+ * with its permissions as implicit supervisor accesses.
+ */
+void sim_snp_vc(struct svm_vcpu *v, uint64_t code)
+{
+	struct vmcb_save *s = &v->vmcb->save;
+	bool lm = (s->efer & EFER_LMA) != 0;
+	unsigned gsz = lm ? 16 : 8, cpl = (s->ss.attrib >> 5) & 3;
+	uint8_t gate[16];
+	uint64_t desc;
+
+	if (sim_snp_trace)
+		con_printf("csvsm: trace: vCPU %u #VC 0x%llx rip 0x%llx rax 0x%llx rcx 0x%llx\n",
+			   v->gv.id, (unsigned long long)code, (unsigned long long)s->rip,
+			   (unsigned long long)s->rax, (unsigned long long)v->gprs.rcx);
+	switch (code) {
+	case SVM_EXIT_CPUID_CODE:
+		vc_count[VC_CPUID]++;
+		break;
+	case SVM_EXIT_IOIO_CODE:
+		vc_count[VC_IOIO]++;
+		break;
+	case SVM_EXIT_MSR_CODE:
+		vc_count[VC_MSR]++;
+		break;
+	case SVM_EXIT_NPF:
+		vc_count[VC_MMIO]++;
+		break;
+	case SVM_EXIT_VMMCALL:
+		vc_count[VC_VMMCALL]++;
+		break;
+	default:
+		vc_count[VC_OTHER]++;
+	}
+	if (!(s->cr0 & CR0_PE))
+		vc_fail(v, code, "real mode");
+	if (VC_VECTOR * gsz + gsz - 1 > s->idtr.limit ||
+	    !linear_copy_sys(v, s->idtr.base + VC_VECTOR * gsz, gate, gsz, false))
+		vc_fail(v, code, "no IDT entry");
+	uint16_t sel = (uint16_t)(gate[2] | gate[3] << 8);
+	unsigned type = gate[5] & 0x1F, ist = lm ? gate[4] & 7 : 0;
+	uint64_t off =
+	    gate[0] | (uint64_t)gate[1] << 8 | (uint64_t)gate[6] << 16 | (uint64_t)gate[7] << 24;
+	if (lm)
+		off |=
+		    (uint64_t)(gate[8] | gate[9] << 8 | gate[10] << 16 | (uint32_t)gate[11] << 24)
+		    << 32;
+	if (!(gate[5] & 0x80) || (type != 0xE && type != 0xF))
+		vc_fail(v, code, "not a present interrupt or trap gate");
+	if (!read_code_desc(v, sel, &desc) || !(desc & (1ULL << 47)) || !(desc & (1ULL << 43)))
+		vc_fail(v, code, "gate selector is not a present code segment");
+	unsigned dpl = (unsigned)(desc >> 45) & 3;
+	bool conforming = (desc >> 42) & 1;
+	unsigned ncpl = conforming ? cpl : dpl;
+	if (ncpl > cpl)
+		vc_fail(v, code, "gate to a less privileged level");
+
+	uint64_t rsp = s->rsp, frame[6];
+	unsigned n = 0, w = lm ? 8 : 4;
+	uint16_t ss_sel = s->ss.sel;
+	bool stack_switch = ncpl < cpl;
+	if (lm) {
+		uint64_t tss = s->tr.base, nrsp = 0;
+		if (stack_switch && !linear_copy_sys(v, tss + 4 + 8 * ncpl, &nrsp, 8, false))
+			vc_fail(v, code, "no TSS stack");
+		if (ist && !linear_copy_sys(v, tss + 0x24 + 8 * (ist - 1), &nrsp, 8, false))
+			vc_fail(v, code, "no IST stack");
+		if (stack_switch || ist)
+			rsp = nrsp;
+		rsp &= ~0xFULL; /* APM vol. 2 §8.9.3: aligned before the push */
+		frame[n++] = code;
+		frame[n++] = s->rip;
+		frame[n++] = s->cs.sel;
+		frame[n++] = s->rflags;
+		frame[n++] = s->rsp;
+		frame[n++] = s->ss.sel;
+	} else {
+		uint32_t esp0 = 0;
+		uint16_t ss0 = 0;
+		if (stack_switch &&
+		    (!linear_copy_sys(v, s->tr.base + 4 + 8 * ncpl, &esp0, 4, false) ||
+		     !linear_copy_sys(v, s->tr.base + 8 + 8 * ncpl, &ss0, 2, false)))
+			vc_fail(v, code, "no TSS stack");
+		frame[n++] = (uint32_t)code;
+		frame[n++] = (uint32_t)s->rip;
+		frame[n++] = s->cs.sel;
+		frame[n++] = (uint32_t)s->rflags;
+		if (stack_switch) {
+			frame[n++] = (uint32_t)s->rsp;
+			frame[n++] = s->ss.sel;
+			rsp = esp0;
+			ss_sel = ss0;
+		}
+		rsp = (uint32_t)rsp;
+	}
+	/* Write the frame (lowest address first: error code, RIP, CS, ...). */
+	uint8_t bytes[48];
+	for (unsigned i = 0; i < n; i++)
+		memcpy(bytes + i * w, &frame[i], w);
+	rsp -= (uint64_t)n * w;
+	if (!lm)
+		rsp = (uint32_t)(s->ss.base + rsp) - s->ss.base;
+	if (!linear_copy_sys(v, (lm ? 0 : s->ss.base) + rsp, bytes, n * w, true))
+		vc_fail(v, code, "the stack is not writable");
+
+	/* The new context. */
+	if (stack_switch) {
+		if (lm) {
+			/* 64-bit: SS is the NULL selector with RPL = new CPL. */
+			s->ss.sel = (uint16_t)ncpl;
+			s->ss.attrib = (uint16_t)(0x93 | (ncpl << 5));
+			s->ss.base = 0;
+			s->ss.limit = 0xFFFFFFFF;
+		} else {
+			uint64_t sd;
+			if (!read_code_desc(v, ss_sel, &sd)) /* any GDT descriptor */
+				vc_fail(v, code, "no stack segment");
+			s->ss.sel = ss_sel;
+			s->ss.attrib = desc_attrib(sd);
+			s->ss.base = ((sd >> 16) & 0xFFFFFF) | ((sd >> 32) & 0xFF000000);
+			s->ss.limit = (uint32_t)((sd & 0xFFFF) | ((sd >> 32) & 0xF0000));
+			if (sd & (1ULL << 55))
+				s->ss.limit = (s->ss.limit << 12) | 0xFFF;
+		}
+	}
+	s->rsp = rsp;
+	s->cs.sel = (uint16_t)((sel & ~3u) | ncpl);
+	s->cs.attrib = desc_attrib(desc);
+	s->cs.base = lm ? 0 : ((desc >> 16) & 0xFFFFFF) | ((desc >> 32) & 0xFF000000);
+	s->cs.limit = 0xFFFFFFFF;
+	s->cpl = (uint8_t)ncpl;
+	s->rip = off;
+	s->rflags &= ~(RF_TF | RF_NT | RF_RF | RF_VM);
+	if (type == 0xE)
+		s->rflags &= ~RF_IF; /* interrupt gate */
+	v->vmcb->ctl.event_inj = 0;
+}
+
+/* ---- PVALIDATE / RMPADJUST at the guest's VMPL ---- */
+
+/*
+ * TCG raises #UD for both (sim notes pitfall 9). PVALIDATE can only be
+ * executed at VMPL0 (Linux "x86/sev: Perform PVALIDATE using the SVSM when
+ * not at VMPL0"; its documented results are 0, FAIL_INPUT and
+ * FAIL_SIZEMISMATCH only, Microsoft's __pvalidate): at the guest VMPL it
+ * is #GP(0). RMPADJUST runs on the RMP model with the rules of the caller's
+ * VMPL (rmp_adjust_from): OVMF (SevSnpIsVmpl0) and Linux (svsm_setup_ca)
+ * target VMPL1 to learn they are not at VMPL0, and get FAIL_PERMISSION.
+ */
+bool sim_snp_ud(struct svm_vcpu *v)
+{
+	struct vmcb_save *s = &v->vmcb->save;
+	uint8_t insn[4];
+	if (fetch_insn(v, insn, 4) != 4 || insn[1] != 0x0F || insn[2] != 0x01)
+		return false;
+	bool pval = insn[0] == 0xF2 && insn[3] == 0xFF, radj = insn[0] == 0xF3 && insn[3] == 0xFE;
+	if (!pval && !radj)
+		return false;
+	if (((s->ss.attrib >> 5) & 3) != 0) {
+		inject_exception(v, 13, true, 0); /* CPL0 instructions */
+		return true;
+	}
+	if (pval) {
+		emu_pvalidate++;
+		inject_exception(v, 13, true, 0);
+		return true;
+	}
+	emu_rmpadjust++;
+	gpa_t gpa;
+	bool big = (reg_value(v, 1) & 1) != 0;
+	if (!sim_translate(v, s->rax, GW_READ, &gpa))
+		return true;
+	int rc = rmp_adjust_from(v->gv.vmpl, gpa & ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1),
+				 big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K, reg_value(v, 2));
+	s->rax = (uint64_t)rc;
+	s->rflags &= ~0x8D5ULL; /* arithmetic flags cleared, as the instruction does */
+	s->rip += 4;
+	return true;
+}
+
+/* ---- the host side of the GHCB ---- */
+
+/*
+ * May the host side touch guest-physical [gpa, gpa + len)? Only guest RAM
+ * the guest has made shared: on hardware a private page reads as
+ * ciphertext and a host write to it faults (APM vol. 2 §15.36.10), so a
+ * guest that forgot to share a page fails here as it would there.
+ */
+static bool hv_may_touch(gpa_t gpa, uint64_t len)
+{
+	if (!len || !memmap_is_guest_ram(snp_mm, gpa, len))
+		return false;
+	if (!npt_snp_guest)
+		return true; /* a plain (non-SNP) guest: no private memory */
+	for (gpa_t p = ALIGN_DOWN(gpa, PAGE_SIZE); p < gpa + len; p += PAGE_SIZE) {
+		struct rmp_entry_info e;
+		if (rmp_query(p, &e) || e.assigned)
+			return false;
+	}
+	return true;
+}
+
+static int psc_one(gpa_t gpa, bool big, uint64_t op);
+
+/*
+ * The guest's registered GHCB page, or NULL. The guest writes its GHCB
+ * with the C-bit clear. KVM with guest_memfd takes such an access to a
+ * page it holds private as an implicit conversion to shared (the memory
+ * fault exit QEMU answers with a conversion); OVMF's SEC uses a GHCB page
+ * at 0x809000 that it never converts itself and that csvsm pre-accepted.
+ * TCG's nested walk does not see the C-bit of an access (bits 51:48 are
+ * ignored), so the sim makes that conversion when the host first needs
+ * the page, and counts it.
+ */
+static struct ghcb *ghcb_of(struct svm_vcpu *v)
+{
+	gpa_t g = v->ghcb_gpa;
+	if (!g || (v->ghcb_msr & GHCB_MSR_INFO_MASK) || v->ghcb_msr != g ||
+	    !memmap_is_guest_ram(snp_mm, g, PAGE_SIZE)) {
+		nae_unregistered++;
+		return NULL;
+	}
+	if (v->snp && !hv_may_touch(g, PAGE_SIZE)) { /* a plain guest has no C-bit */
+		if (psc_one(g, false, PSC_OP_SHARED) || !hv_may_touch(g, PAGE_SIZE)) {
+			nae_unregistered++;
+			return NULL;
+		}
+		implicit_shared++;
+	}
+	return (struct ghcb *)(uintptr_t)g;
+}
+
+static uint64_t rd(const uint64_t *p)
+{
+	return __atomic_load_n(p, __ATOMIC_RELAXED);
+}
+
+static void wr(struct ghcb *g, uint64_t *p, uint64_t v)
+{
+	__atomic_store_n(p, v, __ATOMIC_RELAXED);
+	size_t off = (size_t)((uint8_t *)p - (uint8_t *)g);
+	((volatile uint8_t *)g->valid_bitmap)[off / 64] |= (uint8_t)(1u << ((off / 8) % 8));
+}
+
+static void result(struct ghcb *g, uint64_t info1, uint64_t info2)
+{
+	__atomic_store_n(&g->sw_exit_info_1, info1, __ATOMIC_RELAXED);
+	__atomic_store_n(&g->sw_exit_info_2, info2, __ATOMIC_RELAXED);
+}
+
+#define VALID(g, field) ghcb_is_valid((g), offsetof(struct ghcb, field))
+
+/* A buffer the guest names in the GHCB (sw_scratch): inside its shared buffer. */
+static uint8_t *scratch(struct svm_vcpu *v, struct ghcb *g, uint64_t len)
+{
+	gpa_t sa = rd(&g->sw_scratch), base = v->ghcb_gpa + offsetof(struct ghcb, shared_buffer);
+	if (len == 0 || sa < base || len > sizeof(g->shared_buffer) ||
+	    sa - base > sizeof(g->shared_buffer) - len)
+		return NULL;
+	return g->shared_buffer + (sa - base);
+}
+
+static void nae_cpuid(struct svm_vcpu *v, struct ghcb *g)
+{
+	if (!VALID(g, rax) || !VALID(g, rcx)) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_MISSING_INPUT);
+		return;
+	}
+	struct cpuid_regs r;
+	uint32_t leaf = (uint32_t)rd(&g->rax), sub = (uint32_t)rd(&g->rcx);
+	cpuid_count(leaf, sub, &r); /* this vCPU's own answer (its APIC ID) */
+	snp_cpuid_adjust(leaf, sub, SIM_CBIT, &r);
+	wr(g, &g->rax, r.eax);
+	wr(g, &g->rbx, r.ebx);
+	wr(g, &g->rcx, r.ecx);
+	wr(g, &g->rdx, r.edx);
+	result(g, GHCB_RESULT_OK, 0);
+}
+
+/* IOIO (56421 §4.1.2; exit_info_1 as the SVM IOIO intercept's EXITINFO1). */
+static void nae_ioio(struct svm_vcpu *v, struct ghcb *g)
+{
+	uint64_t info = rd(&g->sw_exit_info_1);
+	uint16_t port = (uint16_t)(info >> 16);
+	unsigned size = (info & (1u << 6)) ? 4 : (info & (1u << 5)) ? 2 : 1;
+	bool in = info & 1;
+	if (!(info & (1u << 2))) { /* not a string */
+		if (!VALID(g, rax)) {
+			result(g, GHCB_RESULT_ERROR, GHCB_ERR_MISSING_INPUT);
+			return;
+		}
+		uint32_t val = (uint32_t)rd(&g->rax);
+		if (!sim_io_port(port, size, in, &val))
+			return; /* power event: the VM ends */
+		if (in)
+			wr(g, &g->rax, val);
+		result(g, GHCB_RESULT_OK, 0);
+		return;
+	}
+	uint64_t count = rd(&g->sw_exit_info_2), bytes;
+	uint8_t *buf;
+	if (!VALID(g, sw_scratch) || MUL_OVERFLOW(count, (uint64_t)size, &bytes) ||
+	    !(buf = scratch(v, g, bytes))) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_SCRATCH_AREA);
+		return;
+	}
+	for (uint64_t i = 0; i < count; i++) {
+		uint32_t val = 0;
+		if (!in)
+			memcpy(&val, buf + i * size, size);
+		if (!sim_io_port(port, size, in, &val))
+			return;
+		if (in)
+			memcpy(buf + i * size, &val, size);
+	}
+	result(g, GHCB_RESULT_OK, 0);
+}
+
+static void nae_msr(struct svm_vcpu *v, struct ghcb *g)
+{
+	bool wrt = rd(&g->sw_exit_info_1) & 1;
+	if (!VALID(g, rcx) || (wrt && (!VALID(g, rax) || !VALID(g, rdx)))) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_MISSING_INPUT);
+		return;
+	}
+	uint32_t msr = (uint32_t)rd(&g->rcx);
+	uint64_t val = wrt ? ((rd(&g->rax) & 0xFFFFFFFFULL) | (rd(&g->rdx) << 32)) : 0;
+	if (msr == MSR_GHCB || !sim_msr_access(v, msr, wrt, &val)) {
+		/* KVM: an MSR it does not have is #GP for the guest (info1 = 1). */
+		result(g, GHCB_RESULT_EXCEPTION,
+		       SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXEPT | SVM_EVTINJ_VALID_ERR | 13);
+		return;
+	}
+	if (!wrt) {
+		wr(g, &g->rax, val & 0xFFFFFFFFULL);
+		wr(g, &g->rdx, val >> 32);
+	}
+	result(g, GHCB_RESULT_OK, 0);
+}
+
+static void nae_mmio(struct svm_vcpu *v, struct ghcb *g, bool write)
+{
+	gpa_t gpa = rd(&g->sw_exit_info_1) & ~(1ULL << SIM_CBIT);
+	uint64_t len = rd(&g->sw_exit_info_2), val = 0;
+	uint8_t *buf;
+	if (!VALID(g, sw_scratch) || (len != 1 && len != 2 && len != 4 && len != 8) ||
+	    !(buf = scratch(v, g, len))) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_SCRATCH_AREA);
+		return;
+	}
+	/* Guest memory is not MMIO: the guest's own accesses reach it directly. */
+	if (memmap_is_guest_ram(snp_mm, gpa, len)) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
+		return;
+	}
+	if (write)
+		memcpy(&val, buf, len);
+	sim_mmio(gpa, (unsigned)len, write, &val);
+	if (!write)
+		memcpy(buf, &val, len);
+	result(g, GHCB_RESULT_OK, 0);
+}
+
+/*
+ * Page-state change, one entry (56421 §4.1.6) as KVM completes it: a page
+ * already in the requested state is left alone (an already-private page
+ * keeps its validated state; KVM converts only what changes), private
+ * assigns it unvalidated, shared gives it back to the host. 0 or -1.
+ */
+static int psc_one(gpa_t gpa, bool big, uint64_t op)
+{
+	uint64_t bytes = big ? PAGE_SIZE_2M : PAGE_SIZE;
+	int rc = 0;
+	if (!IS_ALIGNED(gpa, bytes) || !memmap_is_guest_ram(snp_mm, gpa, bytes))
+		return -1;
+	if (op == PSC_OP_PSMASH)
+		return big ? rmp_hv_psmash(gpa) : -1;
+	if (op != PSC_OP_PRIVATE && op != PSC_OP_SHARED)
+		return -1; /* UNSMASH is not offered */
+	bool priv = op == PSC_OP_PRIVATE, all_same = true, none_same = true;
+	for (gpa_t g = gpa; g < gpa + bytes; g += PAGE_SIZE) {
+		struct rmp_entry_info e;
+		if (rmp_query(g, &e))
+			return -1;
+		all_same &= e.assigned == priv;
+		none_same &= e.assigned != priv;
+	}
+	if (all_same)
+		return 0;
+	if (none_same || !big) {
+		rc = rmp_hv_assign(gpa, big, priv);
+	} else {
+		for (gpa_t g = gpa; g < gpa + bytes && !rc; g += PAGE_SIZE) {
+			struct rmp_entry_info e;
+			if (rmp_query(g, &e) == 0 && e.assigned != priv)
+				rc = rmp_hv_assign(g, false, priv);
+		}
+	}
+	sim_npt_sync(gpa, bytes);
+	if (!priv)
+		sim_flush_guest_tlb(); /* private mappings of it are gone everywhere */
+	return rc;
+}
+
+static void nae_psc(struct svm_vcpu *v, struct ghcb *g)
+{
+	struct psc_desc *d;
+	if (!VALID(g, sw_scratch) ||
+	    !(d = (struct psc_desc *)scratch(v, g, sizeof(struct psc_desc)))) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_SCRATCH_AREA);
+		return;
+	}
+	uint16_t cur = __atomic_load_n(&d->cur_entry, __ATOMIC_RELAXED),
+		 end = __atomic_load_n(&d->end_entry, __ATOMIC_RELAXED);
+	/* The header's reserved field is not checked: KVM does not, and OVMF
+	 * does not clear it (it reuses the shared buffer of earlier exits). */
+	if (end >= PSC_MAX_ENTRIES) {
+		con_printf("csvsm: snp-view: page-state change with end entry %u refused\n", end);
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
+		return;
+	}
+	for (; cur <= end; cur++) {
+		uint64_t e = __atomic_load_n(&d->entries[cur], __ATOMIC_RELAXED);
+		if ((e & PSC_ENTRY_RSVD_MASK) ||
+		    psc_one(e & PSC_ENTRY_GFN_MASK, (e & PSC_ENTRY_SIZE_2M) != 0,
+			    (e & PSC_ENTRY_OP_MASK) >> PSC_ENTRY_OP_SHIFT)) {
+			con_printf("csvsm: snp-view: page-state change entry %u (0x%llx) refused\n",
+				   cur, (unsigned long long)e);
+			__atomic_store_n(&d->cur_entry, cur, __ATOMIC_RELAXED);
+			result(g, GHCB_RESULT_OK, 1ULL << 32); /* non-zero: the entry failed */
+			return;
+		}
+	}
+	__atomic_store_n(&d->cur_entry, cur, __ATOMIC_RELAXED);
+	result(g, GHCB_RESULT_OK, 0);
+}
+
+/*
+ * SNP guest request under the guest's own VMPCK (the header names it; the
+ * PSP model refuses a key it does not hold and a report VMPL above the
+ * key's). The pages are guest RAM the guest shared; the host copies the
+ * request in once and the response out once, as KVM does with its bounce
+ * pages (sev.c snp_handle_guest_req).
+ */
+static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
+{
+	static struct snp_guest_msg req, resp;
+	gpa_t rq = rd(&g->sw_exit_info_1), rs = rd(&g->sw_exit_info_2), data = 0;
+	uint64_t npages = 0;
+	if (ext) {
+		if (!VALID(g, rax) || !VALID(g, rbx)) {
+			result(g, GHCB_RESULT_ERROR, GHCB_ERR_MISSING_INPUT);
+			return;
+		}
+		data = rd(&g->rax);
+		npages = rd(&g->rbx);
+	}
+	uint64_t dbytes;
+	if (!IS_ALIGNED(rq, PAGE_SIZE) || !IS_ALIGNED(rs, PAGE_SIZE) ||
+	    !hv_may_touch(rq, PAGE_SIZE) || !hv_may_touch(rs, PAGE_SIZE) ||
+	    MUL_OVERFLOW(npages, PAGE_SIZE, &dbytes) ||
+	    (npages && (!IS_ALIGNED(data, PAGE_SIZE) || !hv_may_touch(data, dbytes)))) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
+		return;
+	}
+	if (ext) {
+		const uint8_t *certs;
+		size_t clen;
+		sim_psp_certs(&certs, &clen);
+		uint64_t need = (clen + PAGE_SIZE - 1) / PAGE_SIZE;
+		if (npages < need) {
+			wr(g, &g->rbx, need); /* KVM: INVALID_LEN, RBX = pages needed */
+			result(g, GHCB_RESULT_OK,
+			       (uint64_t)SNP_GUEST_VMM_ERR_INVALID_LEN << SNP_GUEST_VMM_ERR_SHIFT);
+			return;
+		}
+		if (npages) {
+			memset((void *)(uintptr_t)data, 0, dbytes);
+			memcpy((void *)(uintptr_t)data, certs, clen);
+		}
+	}
+	memcpy(&req, (const void *)(uintptr_t)rq, sizeof(req));
+	uint32_t fw = sim_psp_handle(&req, &resp);
+	if (fw == 0)
+		memcpy((void *)(uintptr_t)rs, &resp, sizeof(resp));
+	memzero_explicit(&resp, sizeof(resp));
+	result(g, GHCB_RESULT_OK, fw);
+	(void)v;
+}
+
+static const uint64_t hv_features =
+    GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL;
+
+static __noreturn void guest_terminates(struct svm_vcpu *v, unsigned set, unsigned code)
+{
+	con_printf("csvsm: guest requested termination (reason set %u code %u) on vCPU %u\n", set,
+		   code, v->gv.id);
+	sim_snp_print_counts();
+	svsm_stats_print();
+	platform->terminate(false, 0, 0);
+}
+
+static void vmgexit_page(struct svm_vcpu *v)
+{
+	struct ghcb *g = ghcb_of(v);
+	if (!g)
+		return; /* no registered GHCB to answer into: nothing happens */
+	if (!VALID(g, sw_exit_code) || !VALID(g, sw_exit_info_1) || !VALID(g, sw_exit_info_2)) {
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_MISSING_INPUT);
+		return;
+	}
+	uint64_t code = rd(&g->sw_exit_code), info1 = rd(&g->sw_exit_info_1);
+	nae_count[code & 0xF]++;
+	if (sim_snp_trace)
+		con_printf(
+		    "csvsm: trace: vCPU %u GHCB 0x%llx exit 0x%llx info1 0x%llx info2 0x%llx\n",
+		    v->gv.id, (unsigned long long)v->ghcb_gpa, (unsigned long long)code,
+		    (unsigned long long)info1, (unsigned long long)rd(&g->sw_exit_info_2));
+	switch (code) {
+	case SVM_EXIT_CPUID_CODE:
+		nae_cpuid(v, g);
+		break;
+	case SVM_EXIT_IOIO_CODE:
+		nae_ioio(v, g);
+		break;
+	case SVM_EXIT_MSR_CODE:
+		nae_msr(v, g);
+		break;
+	case SVM_VMGEXIT_MMIO_READ:
+	case SVM_VMGEXIT_MMIO_WRITE:
+		nae_mmio(v, g, code == SVM_VMGEXIT_MMIO_WRITE);
+		break;
+	case SVM_VMGEXIT_PSC:
+		nae_psc(v, g);
+		break;
+	case SVM_VMGEXIT_GUEST_REQUEST:
+	case SVM_VMGEXIT_EXT_GUEST_REQUEST:
+		nae_guest_request(v, g, code == SVM_VMGEXIT_EXT_GUEST_REQUEST);
+		break;
+	case SVM_VMGEXIT_AP_CREATION: {
+		uint64_t rax = VALID(g, rax) ? rd(&g->rax) : ~0ULL;
+		bool ok = ap_create(v, info1, rd(&g->sw_exit_info_2), rax) == 0;
+		result(g, ok ? GHCB_RESULT_OK : GHCB_RESULT_ERROR, ok ? 0 : GHCB_ERR_INVALID_INPUT);
+		break;
+	}
+	case SVM_VMGEXIT_SNP_RUN_VMPL:
+		if ((uint32_t)info1 != 0) {
+			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
+			break;
+		}
+		result(g, GHCB_RESULT_OK, 0);
+		sim_svsm_call(v);
+		break;
+	case SVM_VMGEXIT_HV_FEATURES:
+		result(g, GHCB_RESULT_OK, hv_features);
+		break;
+	case SVM_VMGEXIT_TERMINATE:
+		guest_terminates(v, (unsigned)(info1 & 0xF), (unsigned)((info1 >> 4) & 0xFF));
+	default:
+		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_EVENT);
+	}
+}
+
+/* The GHCB MSR protocol (56421 §2.3.1; reference §4.1). */
+static void vmgexit_msr(struct svm_vcpu *v)
+{
+	uint64_t req = v->ghcb_msr, data = req & ~GHCB_MSR_INFO_MASK;
+	if (sim_snp_trace)
+		con_printf("csvsm: trace: vCPU %u GHCB MSR 0x%llx\n", v->gv.id,
+			   (unsigned long long)req);
+	switch (req & GHCB_MSR_INFO_MASK) {
+	case GHCB_MSR_SEV_INFO_REQ:
+		v->ghcb_msr = GHCB_MSR_SEV_INFO_RESP | ((uint64_t)GHCB_PROTOCOL_MAX << 48) |
+			      ((uint64_t)GHCB_PROTOCOL_MIN << 32) | ((uint64_t)SIM_CBIT << 24);
+		break;
+	case GHCB_MSR_CPUID_REQ: {
+		struct cpuid_regs r;
+		uint32_t fn = (uint32_t)(req >> 32), val;
+		cpuid_count(fn, 0, &r);
+		snp_cpuid_adjust(fn, 0, SIM_CBIT, &r);
+		switch ((req >> GHCB_MSR_CPUID_REG_SHIFT) & 3) {
+		case 0:
+			val = r.eax;
+			break;
+		case 1:
+			val = r.ebx;
+			break;
+		case 2:
+			val = r.ecx;
+			break;
+		default:
+			val = r.edx;
+		}
+		v->ghcb_msr = GHCB_MSR_CPUID_RESP | ((uint64_t)val << 32);
+		break;
+	}
+	case GHCB_MSR_REG_GPA_REQ:
+		if (memmap_is_guest_ram(snp_mm, data, PAGE_SIZE)) {
+			v->ghcb_gpa = data;
+			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | data;
+		} else {
+			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | ~GHCB_MSR_INFO_MASK; /* mismatch */
+		}
+		break;
+	case GHCB_MSR_PSC_REQ: {
+		uint64_t op = (req >> GHCB_MSR_PSC_OP_SHIFT) & 0xF;
+		gpa_t gpa = ((req >> 12) & GHCB_MSR_PSC_GFN_MASK) << 12;
+		int rc = (req >> 56) ? -1 : psc_one(gpa, false, op);
+		v->ghcb_msr = GHCB_MSR_PSC_RESP | (rc ? (1ULL << 32) : 0);
+		break;
+	}
+	case GHCB_MSR_VMPL_REQ:
+		if (((req >> 32) & 0xFF) == 0) {
+			v->ghcb_msr = GHCB_MSR_VMPL_RESP;
+			sim_svsm_call(v);
+		} else {
+			v->ghcb_msr = GHCB_MSR_VMPL_RESP | (1ULL << 32);
+		}
+		break;
+	case GHCB_MSR_HV_FT_REQ:
+		v->ghcb_msr = GHCB_MSR_HV_FT_RESP | (hv_features << 12);
+		break;
+	case GHCB_MSR_TERM_REQ:
+		guest_terminates(v, (unsigned)((req >> 12) & 0xF), (unsigned)((req >> 16) & 0xFF));
+	default:
+		v->ghcb_msr = 0; /* an info value the guest cannot take for an answer */
+	}
+}
+
+void sim_snp_vmgexit(struct svm_vcpu *v)
+{
+	if ((v->ghcb_msr & GHCB_MSR_INFO_MASK) == 0)
+		vmgexit_page(v);
+	else
+		vmgexit_msr(v);
+}
