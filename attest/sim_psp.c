@@ -147,7 +147,10 @@ int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 
 int sim_psp_set_vmpck(unsigned id, const uint8_t key[SNP_VMPCK_LEN])
 {
-	if (!psp.ready || id == 0 || id > 3 || !key)
+	static const uint8_t zero[SNP_VMPCK_LEN];
+	/* Once per launch, as on hardware: a second install would restart the
+	 * key's message counter and reuse AES-GCM nonces. */
+	if (!psp.ready || id == 0 || id > 3 || !key || memcmp(psp.vmpck[id], zero, SNP_VMPCK_LEN))
 		return -1;
 	memcpy(psp.vmpck[id], key, SNP_VMPCK_LEN);
 	psp.next_seqno[id] = 1;

@@ -58,7 +58,8 @@ typedef int (*sim_psp_rng_fn)(void *ctx, unsigned char *buf, size_t len);
  */
 int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 		 const uint8_t measurement[48], uint64_t policy, sim_psp_rng_fn rng, void *rng_ctx);
-/* Install VMPCK1..3 (id 1..3) after sim_psp_init: requests under that key are then served. */
+/* Install VMPCK1..3 (id 1..3) after sim_psp_init, once each: requests under that key are
+ * then served. -1 for another id, a second install or before sim_psp_init. */
 int sim_psp_set_vmpck(unsigned id, const uint8_t key[32]);
 /* The certificate table the extended request returns (NULL, 0 when none). */
 void sim_psp_certs(const uint8_t **table, size_t *len);

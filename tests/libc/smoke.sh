@@ -19,7 +19,7 @@ fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 start=$(date +%s.%N)
-timeout "$TIMEOUT" qemu-system-x86_64 -machine q35 -accel tcg -cpu EPYC -m 512M -nodefaults \
+timeout "$TIMEOUT" qemu-system-x86_64 -machine q35 -accel tcg -cpu EPYC -m 2G -nodefaults \
 	-net none -display none -serial "file:$log" -no-reboot \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$ELF" 2>/dev/null
 rc=$?
@@ -54,7 +54,7 @@ grep -q "^smoke: FAIL" "$log" && fail=1
 #   rand: rand() outside _plat__GetEntropy(0)'s srand+2 pattern (weak-entropy fallback)
 #   double-free: heap misuse
 for mode in rand double-free; do
-	timeout "$TIMEOUT" qemu-system-x86_64 -machine q35 -accel tcg -cpu EPYC -m 512M -nodefaults \
+	timeout "$TIMEOUT" qemu-system-x86_64 -machine q35 -accel tcg -cpu EPYC -m 2G -nodefaults \
 		-net none -display none -serial "file:$log" -no-reboot \
 		-device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$ELF" -append "$mode" 2>/dev/null
 	mrc=$?

@@ -4,7 +4,10 @@
  * tests/tools/gen-test-chain.sh when build/test-chain/psp-keys.bin exists,
  * else with a key generated here), report-request checks, key derivation
  * (same launch -> same key, other measurement -> other key), sequence
- * enforcement, and the hypervisor side (registered pages, INVALID_LEN).
+ * enforcement, and the hypervisor side (registered pages, INVALID_LEN);
+ * then per VMPCK: MSG_VMPCK picks the key, each key counts its own sequence,
+ * a key answers only for its own VMPL or a less privileged one, and wrong,
+ * absent or out-of-range keys are refused.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +20,7 @@
 #include <cmocka.h>
 
 #include <mbedtls/ecdsa.h>
+#include <mbedtls/gcm.h>
 #include <mbedtls/sha512.h>
 #include <mbedtls/x509_crt.h>
 
@@ -338,6 +342,340 @@ static void hypervisor_side(void **state)
 	assert_int_equal(g.sw_exit_info_2, GHCB_ERR_MISSING_INPUT);
 }
 
+/*
+ * Per-VMPCK behaviour (56860 §7, SNP_GUEST_REQUEST): the header's MSG_VMPCK
+ * names the key of the message, each key has its own sequence numbers, and
+ * a request under VMPCKn may ask for VMPL n or a less privileged one only
+ * (MSG_REPORT_REQ and MSG_KEY_REQ: "VMPL must be >= the current VMPL").
+ */
+
+/* VMPCK0..3 ([0] is the one sim_psp_init got) and each key's last sequence number. */
+static uint8_t vmpcks[4][32];
+static uint64_t seqs[4];
+
+static int setup_vmpcks(void **state)
+{
+	if (setup(state))
+		return -1;
+	memcpy(vmpcks[0], vmpck, 32);
+	memset(seqs, 0, sizeof(seqs));
+	for (unsigned id = 1; id < 4; id++) {
+		assert_int_equal(rng(NULL, vmpcks[id], 32), 0);
+		assert_int_equal(sim_psp_set_vmpck(id, vmpcks[id]), 0);
+	}
+	return 0;
+}
+
+/* call() under VMPCK<id>: the answer must come back under that key, request seqno + 1. */
+static uint32_t call_on(uint8_t id, uint8_t type, const void *p, size_t n, void *out, size_t cap,
+			size_t *len)
+{
+	uint32_t fw;
+
+	assert_int_equal(guest_req_msg_seal(&req, vmpcks[id], seqs[id] + 1, type, id, p, n), 0);
+	fw = sim_psp_handle(&req, &resp);
+	if (fw)
+		return fw;
+	assert_int_equal(resp.hdr.msg_vmpck, id);
+	assert_int_equal(resp.hdr.msg_seqno, seqs[id] + 2);
+	assert_int_equal(guest_req_msg_open(&resp, vmpcks[id], seqs[id] + 2, (uint8_t)(type + 1),
+					    id, out, cap, len),
+			 0);
+	seqs[id] += 2;
+	return 0;
+}
+
+/* A refused request leaves the response page as it was. */
+static void resp_poison(void)
+{
+	memset(&resp, 0xE5, sizeof(resp));
+}
+static bool resp_untouched(void)
+{
+	const uint8_t *p = (const uint8_t *)&resp;
+	for (size_t i = 0; i < sizeof(resp); i++)
+		if (p[i] != 0xE5)
+			return false;
+	return true;
+}
+
+/* Send a sealed request that the PSP must refuse, and check it refused it. */
+static void refused(const struct snp_guest_msg *m)
+{
+	uint64_t served = sim_psp_served(), before = sim_psp_refused();
+
+	resp_poison();
+	assert_int_equal(sim_psp_handle(m, &resp), SNP_FW_STATUS_INVALID_PARAM);
+	assert_int_equal(sim_psp_refused(), before + 1);
+	assert_int_equal(sim_psp_served(), served);
+	assert_true(resp_untouched());
+}
+
+static void vmpck_selects_key(void **state)
+{
+	static struct snp_report_rsp rs;
+	struct snp_report rep;
+	size_t len;
+
+	for (uint8_t id = 0; id < 4; id++) {
+		struct snp_report_req rq = {.vmpl = id};
+		memset(rq.user_data, 0x40 + id, sizeof(rq.user_data));
+		assert_int_equal(
+		    call_on(id, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+		assert_int_equal(len, sizeof(rs));
+		assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+		assert_int_equal(rs.report_size, SNP_REPORT_BYTES);
+		assert_int_equal(snp_report_parse(rs.report, SNP_REPORT_BYTES, &rep),
+				 SNP_REPORT_OK);
+		assert_int_equal(rep.raw.vmpl, id);
+		assert_memory_equal(rep.raw.report_data, rq.user_data, 64);
+		/* Sealed under VMPCK<id>, not VMPCK0. */
+		if (id) {
+			uint8_t tmp[sizeof(rs)];
+			assert_int_not_equal(guest_req_msg_open(&resp, vmpcks[0], seqs[id],
+								SNP_MSG_REPORT_RSP, id, tmp,
+								sizeof(tmp), &len),
+					     GUEST_REQ_OK);
+		}
+	}
+	assert_int_equal(sim_psp_served(), 4);
+	assert_int_equal(sim_psp_refused(), 0);
+}
+
+static void vmpck_sequence_per_key(void **state)
+{
+	static struct snp_guest_msg first;
+	static struct snp_report_rsp rs;
+	struct snp_report_req rq = {.vmpl = 3};
+	size_t len;
+
+	/* VMPCK1 twice: its next request is 5, the others' still 1. */
+	assert_int_equal(call_on(1, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	memcpy(&first, &req, sizeof(first));
+	assert_int_equal(call_on(1, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(seqs[1], 4);
+	/* VMPCK2 does not follow VMPCK1's count. */
+	assert_int_equal(
+	    guest_req_msg_seal(&req, vmpcks[2], 5, SNP_MSG_REPORT_REQ, 2, &rq, sizeof(rq)), 0);
+	refused(&req);
+	assert_int_equal(
+	    guest_req_msg_seal(&req, vmpcks[2], 3, SNP_MSG_REPORT_REQ, 2, &rq, sizeof(rq)), 0);
+	refused(&req);
+	/* VMPCK1's first message again: a replay. */
+	refused(&first);
+	/* Each of the others starts at 1; VMPCK1 goes on at 5. */
+	for (uint8_t id = 0; id < 4; id++) {
+		assert_int_equal(
+		    call_on(id, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+		assert_int_equal(req.hdr.msg_seqno, id == 1 ? 5 : 1);
+		assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+	}
+	assert_int_equal(sim_psp_served(), 6);
+	assert_int_equal(sim_psp_refused(), 3);
+}
+
+static void vmpck_report_vmpl_floor(void **state)
+{
+	static const uint8_t zero[SNP_REPORT_BYTES];
+	static struct snp_report_rsp rs;
+	struct snp_report rep;
+	size_t len;
+
+	for (uint8_t id = 0; id < 4; id++) {
+		for (uint32_t v = 0; v < 4; v++) {
+			struct snp_report_req rq = {.vmpl = v};
+			assert_int_equal(
+			    call_on(id, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len),
+			    0);
+			assert_int_equal(len, sizeof(rs));
+			if (v < id) {
+				/* Answered (the sequence moves on), with a status and no report. */
+				assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+				assert_int_equal(rs.report_size, 0);
+				assert_memory_equal(rs.report, zero, sizeof(zero));
+			} else {
+				assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+				assert_int_equal(rs.report_size, SNP_REPORT_BYTES);
+				assert_int_equal(
+				    snp_report_parse(rs.report, SNP_REPORT_BYTES, &rep),
+				    SNP_REPORT_OK);
+				assert_int_equal(rep.raw.vmpl, v);
+			}
+		}
+	}
+	/* VMPL 4 does not exist, whatever the key. */
+	struct snp_report_req rq = {.vmpl = 4};
+	assert_int_equal(call_on(3, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+	assert_int_equal(sim_psp_served(), 17);
+	assert_int_equal(sim_psp_refused(), 0);
+}
+
+static void vmpck_key_vmpl_floor(void **state)
+{
+	struct snp_key_rsp rs;
+	uint8_t got[4][4][32], zero[32] = {0};
+	size_t len;
+
+	for (uint8_t id = 0; id < 4; id++) {
+		for (uint32_t v = 0; v < 4; v++) {
+			struct snp_key_req kr = {
+			    .guest_field_select = SNP_GFS_MEASUREMENT | SNP_GFS_POLICY, .vmpl = v};
+			assert_int_equal(
+			    call_on(id, SNP_MSG_KEY_REQ, &kr, sizeof(kr), &rs, sizeof(rs), &len),
+			    0);
+			assert_int_equal(len, sizeof(rs));
+			if (v < id) {
+				assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+				assert_memory_equal(rs.key, zero, 32);
+			} else {
+				assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+				assert_memory_not_equal(rs.key, zero, 32);
+				memcpy(got[id][v], rs.key, 32);
+			}
+		}
+	}
+	/* The requested VMPL is mixed in; the key that carried the request is not. */
+	for (uint32_t v = 0; v < 4; v++) {
+		for (uint8_t id = 1; id <= v; id++)
+			assert_memory_equal(got[id][v], got[0][v], 32);
+		if (v)
+			assert_memory_not_equal(got[0][v], got[0][v - 1], 32);
+	}
+}
+
+static void vmpck_wrong_key_refused(void **state)
+{
+	static const struct {
+		uint8_t sealed_with, claimed;
+	} cases[] = {{0, 1}, {1, 2}, {2, 3}, {3, 0}, {1, 0}};
+	static struct snp_report_rsp rs;
+	struct snp_report_req rq = {.vmpl = 3};
+	size_t len;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(guest_req_msg_seal(&req, vmpcks[cases[i].sealed_with], 1,
+						    SNP_MSG_REPORT_REQ, cases[i].claimed, &rq,
+						    sizeof(rq)),
+				 0);
+		refused(&req);
+	}
+	/* Nothing was consumed: every key still takes sequence number 1. */
+	for (uint8_t id = 0; id < 4; id++) {
+		assert_int_equal(
+		    call_on(id, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+		assert_int_equal(req.hdr.msg_seqno, 1);
+		assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+	}
+}
+
+static void vmpck_not_installed_refused(void **state)
+{
+	static struct snp_report_rsp rs;
+	struct snp_report_req rq = {.vmpl = 3};
+	uint8_t zero[32] = {0}, k2[32], k[32];
+	size_t len;
+
+	/* Only VMPCK0 (from sim_psp_init) and VMPCK2. */
+	memcpy(vmpcks[0], vmpck, 32);
+	memset(seqs, 0, sizeof(seqs));
+	assert_int_equal(rng(NULL, k2, 32), 0);
+	assert_int_equal(sim_psp_set_vmpck(2, k2), 0);
+	memcpy(vmpcks[2], k2, 32);
+	/* An absent key is not the all-zero key, nor VMPCK0. */
+	for (uint8_t id = 1; id < 4; id += 2) {
+		assert_int_equal(
+		    guest_req_msg_seal(&req, zero, 1, SNP_MSG_REPORT_REQ, id, &rq, sizeof(rq)), 0);
+		refused(&req);
+		assert_int_equal(
+		    guest_req_msg_seal(&req, vmpck, 1, SNP_MSG_REPORT_REQ, id, &rq, sizeof(rq)), 0);
+		refused(&req);
+	}
+	assert_int_equal(call_on(2, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+	/* Only ids 1..3 can be installed; VMPCK0 stays the one from sim_psp_init. */
+	assert_int_equal(rng(NULL, k, 32), 0);
+	assert_int_equal(sim_psp_set_vmpck(0, k), -1);
+	assert_int_equal(sim_psp_set_vmpck(4, k), -1);
+	assert_int_equal(sim_psp_set_vmpck(1, NULL), -1);
+	/* An installed key is never replaced (its counter would restart: nonce reuse). */
+	assert_int_equal(sim_psp_set_vmpck(2, k), -1);
+	assert_int_equal(sim_psp_set_vmpck(2, k2), -1);
+	assert_int_equal(guest_req_msg_seal(&req, k, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)), 0);
+	refused(&req);
+	assert_int_equal(call_on(0, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+	/* A new launch forgets VMPCK1..3. */
+	assert_int_equal(setup_meas(meas_a), 0);
+	assert_int_equal(guest_req_msg_seal(&req, k2, 1, SNP_MSG_REPORT_REQ, 2, &rq, sizeof(rq)),
+			 0);
+	refused(&req);
+	/* No keys can be installed before sim_psp_init. */
+	sim_psp_reset();
+	assert_int_equal(sim_psp_set_vmpck(1, k), -1);
+}
+
+/*
+ * A message guest_req_msg_seal will not build (it refuses vmpck > 3): the
+ * header says MSG_VMPCK = id and the tag is right under key, so only the
+ * id itself can be the reason for a refusal.
+ */
+static void seal_claiming(struct snp_guest_msg *m, const uint8_t key[32], uint64_t seqno,
+			  uint8_t type, uint8_t id, const void *p, size_t n)
+{
+	mbedtls_gcm_context gcm;
+	uint8_t iv[SNP_MSG_IV_LEN] = {0};
+
+	assert_int_equal(guest_req_msg_seal(m, key, seqno, type, 0, p, n), 0);
+	m->hdr.msg_vmpck = id;
+	for (unsigned i = 0; i < 8; i++)
+		iv[i] = (uint8_t)(seqno >> (8 * i));
+	mbedtls_gcm_init(&gcm);
+	assert_int_equal(mbedtls_gcm_setkey(&gcm, MBEDTLS_CIPHER_ID_AES, key, SNP_VMPCK_LEN * 8),
+			 0);
+	assert_int_equal(mbedtls_gcm_crypt_and_tag(&gcm, MBEDTLS_GCM_ENCRYPT, n, iv, sizeof(iv),
+						   (const uint8_t *)&m->hdr + SNP_MSG_AAD_OFF,
+						   SNP_MSG_AAD_LEN, p, m->payload, SNP_MSG_TAG_LEN,
+						   m->hdr.authtag),
+			 0);
+	mbedtls_gcm_free(&gcm);
+}
+
+static void vmpck_id_out_of_range(void **state)
+{
+	static const uint8_t bad[] = {4, 5, 7, 0x80, 0xFF};
+	static struct snp_report_rsp rs;
+	struct snp_report_req rq = {.vmpl = 3};
+	size_t len;
+
+	assert_int_equal(
+	    guest_req_msg_seal(&req, vmpcks[0], 1, SNP_MSG_REPORT_REQ, 4, &rq, sizeof(rq)),
+	    GUEST_REQ_ERR_INVAL);
+	for (size_t i = 0; i < sizeof(bad); i++) {
+		/* Under VMPCK0 and under the key the id would alias modulo 4. */
+		seal_claiming(&req, vmpcks[0], 1, SNP_MSG_REPORT_REQ, bad[i], &rq, sizeof(rq));
+		refused(&req);
+		seal_claiming(&req, vmpcks[bad[i] & 3], 1, SNP_MSG_REPORT_REQ, bad[i], &rq,
+			      sizeof(rq));
+		refused(&req);
+	}
+	/* The same construction with a valid id is served, and nothing was consumed. */
+	seal_claiming(&req, vmpcks[0], 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq));
+	resp_poison();
+	assert_int_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_equal(
+	    guest_req_msg_open(&resp, vmpcks[0], 2, SNP_MSG_REPORT_RSP, 0, &rs, sizeof(rs), &len),
+	    0);
+	assert_int_equal(rs.status, SNP_FW_STATUS_OK);
+	for (uint8_t id = 1; id < 4; id++) {
+		assert_int_equal(
+		    call_on(id, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
+		assert_int_equal(req.hdr.msg_seqno, 1);
+	}
+	assert_int_equal(sim_psp_refused(), 2 * sizeof(bad));
+	assert_int_equal(sim_psp_served(), 4);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +685,13 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(key_derivation, setup, teardown),
 	    cmocka_unit_test_setup_teardown(keys_blob_parse, setup, teardown),
 	    cmocka_unit_test_setup_teardown(hypervisor_side, setup, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_selects_key, setup_vmpcks, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_sequence_per_key, setup_vmpcks, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_report_vmpl_floor, setup_vmpcks, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_key_vmpl_floor, setup_vmpcks, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_wrong_key_refused, setup_vmpcks, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_not_installed_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(vmpck_id_out_of_range, setup_vmpcks, teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }
