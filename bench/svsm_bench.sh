@@ -77,6 +77,26 @@ for form in msr ghcb; do
 	cps=$(bc <<<"scale=0; $calls * $mhz * 1000000 / $cyc")
 	printf '%-6s %8s %14s %12s %10s %12s %7s\n' "$form" "$calls" "$cyc" "$per" "$us" "$cps" "$err"
 done
+# Where an MSR-form call goes: it is 5 exits. Four are GHCB MSR accesses
+# (save, request, response, restore), which exit only because QEMU has no
+# GHCB MSR (hardware runs them without an exit); one is the VMGEXIT. The
+# bench times the pieces: a GHCB MSR read alone (one exit, csvsm does
+# nothing but answer) and WRMSR + bare VMGEXIT + RDMSR.
+msr_l=$(grep -m1 "bench: form=ghcb_msr_read " "$tmp/a.log")
+vmg_l=$(grep -m1 "bench: form=vmgexit_3exits " "$tmp/a.log")
+call_l=$(grep -m1 "bench: form=msr " "$tmp/a.log")
+if [ -n "$msr_l" ] && [ -n "$vmg_l" ]; then
+	m=$(field per_call_cycles "$msr_l") v3=$(field per_call_cycles "$vmg_l") c=$(field per_call_cycles "$call_l")
+	v=$((v3 - 2 * m)) svsm=$((c - 4 * m - v))
+	echo "-- (a') one MSR-form call, by exit (cycles; baseline: the bare world switch)"
+	printf '%-44s %10s %8s\n' piece cycles us
+	printf '%-44s %10s %8s\n' "world switch (a GHCB MSR read, csvsm idle)" "$m" "$(bc <<<"scale=2; $m / $mhz")"
+	printf '%-44s %10s %8s\n' "4 GHCB MSR exits (none on hardware)" "$((4 * m))" "$(bc <<<"scale=2; 4 * $m / $mhz")"
+	printf '%-44s %10s %8s\n' "VMGEXIT: switch + csvsm decoding it" "$v" "$(bc <<<"scale=2; $v / $mhz")"
+	printf '%-44s %10s %8s\n' "csvsm's SVSM call handling (rest)" "$svsm" "$(bc <<<"scale=2; $svsm / $mhz")"
+	printf '%-44s %10s %8s\n' "whole call" "$c" "$(bc <<<"scale=2; $c / $mhz")"
+	echo "   csvsm's own share: $(( (v - m + svsm) * 100 / c ))% of the call (VMGEXIT decoding + call handling)"
+fi
 
 # ---- (b) time to the probe's first line ---------------------------------------
 med() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }

@@ -8,6 +8,7 @@
 #include "snp/svsm.h"
 
 #include "csvsm/console.h"
+#include "csvsm/platform.h"
 
 struct svsm_stats svsm_stats;
 
@@ -48,6 +49,9 @@ bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r)
 		STAT_INC(svsm_stats.calls[proto][call_id]);
 	else
 		STAT_INC(svsm_stats.other);
+	/* The attestation and vTPM protocols run the crypto and TPM libraries. */
+	if (p && proto != SVSM_PROTOCOL_CORE && platform && platform->fpu_enter)
+		platform->fpu_enter();
 	r->rax = p ? p->call(gv, call_id, r) : SVSM_ERR_UNSUPPORTED_PROTOCOL;
 	gv->calls++;
 	return true;

@@ -34,6 +34,10 @@ struct platform_ops {
 	 * and flushes before it runs again).
 	 */
 	void (*flush_guest_tlb)(void);
+	/* Library code that uses x87/SSE/AVX (crypto, libtpms) is about to run
+	 * while a guest vCPU's exit is handled: keep the guest's FPU state safe
+	 * first. NULL when the hardware keeps it (snp: in the guest's VMSA). */
+	void (*fpu_enter)(void);
 	/* One GHCB MSR protocol round trip: write request, VMGEXIT, return the response. */
 	uint64_t (*ghcb_msr_call)(uint64_t request);
 	/* One VMGEXIT with this vCPU's GHCB page (already filled by the caller). */

@@ -202,6 +202,7 @@ const struct platform_ops platform_sim = {
     .pvalidate = sim_pvalidate,
     .rmpadjust = sim_rmpadjust,
     .flush_guest_tlb = sim_flush_guest_tlb,
+    .fpu_enter = sim_fpu_enter,
     .ghcb_msr_call = sim_ghcb_msr_call,
     .ghcb_call = sim_ghcb_call,
     .start_ap = sim_start_ap,

@@ -595,6 +595,7 @@ static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
 		}
 	}
 	memcpy(&req, (const void *)(uintptr_t)rq, sizeof(req));
+	sim_fpu_enter(); /* the PSP model's crypto */
 	uint32_t fw = sim_psp_handle(&req, &resp);
 	if (fw == 0)
 		memcpy((void *)(uintptr_t)rs, &resp, sizeof(resp));

@@ -101,8 +101,31 @@ static void check_exit_state(const struct svm_vcpu *v)
 		      v->gv.id);
 }
 
+/* The guest vCPU each csvsm vCPU runs (its exits are handled there). */
+static struct svm_vcpu *cur_vcpu[MAX_CPUS];
+
+/*
+ * csvsm's own code uses general registers only, so a guest's x87/SSE/AVX
+ * state stays in the registers across its exits (svm_entry.S). Before code
+ * that uses them runs (the crypto and TPM libraries), the guest's state is
+ * saved once per exit and the registers get the defaults the libraries
+ * expect (a guest's MXCSR could unmask exceptions); the next entry restores
+ * the guest's state, which also overwrites whatever the libraries left.
+ */
+void sim_fpu_enter(void)
+{
+	struct percpu *cpu = this_cpu();
+	struct svm_vcpu *v = cpu ? cur_vcpu[cpu->id] : NULL;
+	if (!v || v->fpu_saved)
+		return;
+	xsave_all(v->xsave);
+	v->fpu_saved = 1;
+	fpu_reset();
+}
+
 static void vcpu_vmrun(struct svm_vcpu *v)
 {
+	cur_vcpu[this_cpu()->id] = v;
 	__atomic_store_n(&v->in_guest, 1, __ATOMIC_SEQ_CST);
 	uint64_t g = __atomic_load_n(&flush_gen, __ATOMIC_SEQ_CST);
 	if (g != v->seen_gen) {
@@ -110,7 +133,12 @@ static void vcpu_vmrun(struct svm_vcpu *v)
 		v->seen_gen = g;
 	}
 	__atomic_store_n(&v->entry_gen, g, __ATOMIC_SEQ_CST);
+	uint64_t t0 = rdtsc();
+	if (v->exit_tsc)
+		v->host_cycles += t0 - v->exit_tsc; /* csvsm's handling of the last exit */
 	svm_vmrun(v);
+	v->exit_tsc = rdtsc();
+	v->guest_cycles += v->exit_tsc - t0; /* world switches and the guest's own work */
 	__atomic_store_n(&v->in_guest, 0, __ATOMIC_SEQ_CST);
 	v->vmcb->ctl.tlb_control = 0;
 	check_exit_state(v);
@@ -541,6 +569,20 @@ bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val)
 	return true;
 }
 
+static void ghcb_msr_access(struct svm_vcpu *v)
+{
+	struct vmcb *vm = v->vmcb;
+	v->msr_exits++;
+	vm->ctl.event_inj = 0;
+	if (vm->ctl.exit_info_1 & 1) {
+		v->ghcb_msr = (vm->save.rax & 0xFFFFFFFFULL) | (v->gprs.rdx << 32);
+	} else {
+		vm->save.rax = v->ghcb_msr & 0xFFFFFFFFULL;
+		v->gprs.rdx = v->ghcb_msr >> 32;
+	}
+	vm->save.rip += 2; /* rdmsr/wrmsr: 0F 32 / 0F 30 */
+}
+
 static void handle_msr(struct svm_vcpu *v)
 {
 	struct vmcb *vm = v->vmcb;
@@ -583,11 +625,12 @@ static void handle_vmmcall(struct svm_vcpu *v)
 {
 	struct vmcb *vm = v->vmcb;
 	uint8_t insn[4];
-	if (fetch_insn(v, insn, 4) < 3) {
+	size_t n = fetch_insn(v, insn, 4);
+	if (n < 3) {
 		inject_exception(v, 13, true, 0); /* the bytes it just executed are gone */
 		return;
 	}
-	if (fetch_insn(v, insn, 4) == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 &&
+	if (n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 &&
 	    insn[3] == 0xD9) {
 		v->vmgexits++;
 		vm->save.rip += 4; /* VMGEXIT is 4 bytes (sim notes pitfall 1) */
@@ -816,6 +859,14 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 				cpu_relax();
 			return;
 		}
+		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_MSR_CODE &&
+		    (uint32_t)v->gprs.rcx == MSR_GHCB) {
+			/* The GHCB MSR (QEMU has none, sim notes pitfall 11; hardware
+			 * does not exit for it): four per SVSM call, this vCPU's own
+			 * state only, so no lock. */
+			ghcb_msr_access(v);
+			continue;
+		}
 		exits_lock();
 		v->vmcb->ctl.event_inj = 0;
 		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
@@ -872,6 +923,11 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			    (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
 			    (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
 			    (unsigned long long)sim_park_init_count());
+			con_printf("csvsm: exit-cost: vcpu=%u exits=%llu host_cycles_per_exit=%llu "
+				   "vmrun_to_exit_cycles_per_exit=%llu\n",
+				   v->gv.id, (unsigned long long)v->exits,
+				   (unsigned long long)(v->host_cycles / (v->exits ? v->exits : 1)),
+				   (unsigned long long)(v->guest_cycles / (v->exits ? v->exits : 1)));
 			if (v->snp)
 				sim_snp_print_counts();
 			svsm_stats_print();
@@ -919,6 +975,7 @@ __noreturn void sim_guest_start(const struct sim_guest_config *gc)
 	bsp.xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	*(uint16_t *)bsp.xsave = 0x37F;		/* FCW at reset */
 	*(uint32_t *)(bsp.xsave + 24) = 0x1F80; /* MXCSR at reset */
+	bsp.fpu_saved = 1; /* the first entry loads it: nothing of csvsm's boot stays */
 	bsp.gv = (struct guest_vcpu){.id = 0, .vmpl = gc->vmpl, .caa = gc->caa};
 	bsp.snp = gc->snp;
 	vmcb_init(bsp.vmcb, gc->snp);
@@ -1046,6 +1103,7 @@ static void ap_run_job(struct percpu *cpu)
 	memset(v->xsave, 0, PAGE_SIZE);
 	*(uint16_t *)v->xsave = 0x37F;
 	*(uint32_t *)(v->xsave + 24) = 0x1F80;
+	v->fpu_saved = 1;
 	v->snp = bsp.snp;
 	vmcb_init(vm, v->snp);
 	vm->ctl.asid = ASID_GUEST; /* same guest, same nested page tables */
@@ -1128,6 +1186,7 @@ static __noreturn void park_self(struct percpu *cpu)
 	struct svm_vcpu *v = pool_alloc(sizeof(*v), PAGE_SIZE);
 	v->xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE); /* x87/SSE init state: XSTATE_BV = 0 */
 	*(uint32_t *)(v->xsave + 24) = 0x1F80;
+	v->fpu_saved = 1;
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
 	wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE));
 	v->vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);

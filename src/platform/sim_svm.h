@@ -15,7 +15,8 @@ struct svm_vcpu {
 	struct guest_gprs gprs; /* 0: swapped by svm_entry.S */
 	uint64_t vmcb_pa;	/* 112 */
 	uint64_t host_save_pa;	/* 120 */
-	uint8_t *xsave;		/* 128: guest x87/SSE/AVX state, switched by svm_entry.S */
+	uint8_t *xsave;		/* 128: guest x87/SSE/AVX state (XSAVE area) */
+	uint32_t fpu_saved;	/* 136: xsave holds the guest's state; the next entry restores it */
 	struct vmcb *vmcb;
 	uint64_t ghcb_msr; /* the guest's view of MSR 0xC0010130 */
 	gpa_t ghcb_gpa;	   /* registered through the MSR protocol, 0 = none */
@@ -23,6 +24,7 @@ struct svm_vcpu {
 	bool snp; /* the guest runs as an SEV-SNP guest (sim_snp.c) */
 	uint64_t exits, io_exits, msr_exits, npf_exits, vmgexits, svsm_calls;
 	uint64_t npf_retries; /* faults that raced with a table update (npf_spurious) */
+	uint64_t exit_tsc, host_cycles, guest_cycles; /* where an exit's round trip goes */
 	gpa_t npf_last;	      /* the last retried fault's gpa and how often in a row */
 	unsigned npf_streak;
 	/* TLB shootdown (sim_flush_guest_tlb): set while in guest mode, and the
@@ -35,8 +37,11 @@ _Static_assert(offsetof(struct svm_vcpu, gprs) == 0, "svm_entry.S V_GPRS");
 _Static_assert(offsetof(struct svm_vcpu, vmcb_pa) == 112, "svm_entry.S V_VMCB_PA");
 _Static_assert(offsetof(struct svm_vcpu, host_save_pa) == 120, "svm_entry.S V_HOST_PA");
 _Static_assert(offsetof(struct svm_vcpu, xsave) == 128, "svm_entry.S V_XSAVE");
+_Static_assert(offsetof(struct svm_vcpu, fpu_saved) == 136, "svm_entry.S V_FPU_SAVED");
 
 void svm_vmrun(struct svm_vcpu *v);
+/* Save the current guest vCPU's FPU state before library code uses the FPU. */
+void sim_fpu_enter(void);
 
 /* Helpers of the exit handlers (sim_svm.c), for sim_snp.c. */
 void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err);

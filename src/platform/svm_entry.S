@@ -5,15 +5,19 @@
  * switches only ES/CS/SS/DS/CRs: FS/GS/TR/LDTR/KernelGSBase/STAR/... need
  * VMLOAD/VMSAVE, sim notes pitfall 5), then stores the guest GPRs back and
  * restores csvsm's FS/GS bases from its own VMSAVE area. VMRUN does not switch
- * x87/SSE/AVX state: the guest's is restored (XRSTOR) right before VMRUN and
- * saved (XSAVE) right after the exit, before any csvsm C code runs. The
- * mask is XCR0, exactly the components csvsm enabled (boot.S).
+ * x87/SSE/AVX state, and csvsm's own code uses general registers only: the
+ * guest's state stays in the registers across an exit. Only the libraries
+ * (crypto, libtpms) use it; before they run, sim_fpu_enter saves the
+ * guest's state (XSAVE) and sets V_FPU_SAVED, and the next entry restores
+ * it (XRSTOR) here. The mask is XCR0, exactly the components csvsm enabled
+ * (boot.S).
  * struct svm_vcpu layout: see SVM_VCPU_* offsets in src/platform/sim_svm.h.
  */
 #define V_GPRS      0   /* struct guest_gprs: rbx rcx rdx rsi rdi rbp r8..r15 */
 #define V_VMCB_PA   112
 #define V_HOST_PA   120
 #define V_XSAVE     128 /* guest x87/SSE/AVX area, 64-byte aligned */
+#define V_FPU_SAVED 136 /* u32: the area holds the guest's state, restore it */
 
 	.text
 	.code64
@@ -28,11 +32,14 @@ svm_vmrun:
 	push %rdi
 	mov V_HOST_PA(%rdi), %rax
 	vmsave %rax                      /* csvsm's FS/GS/TR/... */
+	cmpl $0, V_FPU_SAVED(%rdi)
+	je 1f
 	xor %ecx, %ecx
 	xgetbv                           /* EDX:EAX = XCR0 */
 	mov V_XSAVE(%rdi), %rsi
 	xrstor64 (%rsi)
-	mov V_GPRS+0(%rdi), %rbx
+	movl $0, V_FPU_SAVED(%rdi)
+1:	mov V_GPRS+0(%rdi), %rbx
 	mov V_GPRS+8(%rdi), %rcx
 	mov V_GPRS+16(%rdi), %rdx
 	mov V_GPRS+24(%rdi), %rsi
@@ -67,10 +74,6 @@ svm_vmrun:
 	mov %r13, V_GPRS+88(%rdi)
 	mov %r14, V_GPRS+96(%rdi)
 	mov %r15, V_GPRS+104(%rdi)
-	xor %ecx, %ecx
-	xgetbv
-	mov V_XSAVE(%rdi), %rsi
-	xsave64 (%rsi)
 	mov V_HOST_PA(%rdi), %rax
 	vmload %rax                      /* csvsm's FS base (canary TCB) and GS base (percpu) */
 	pop %rdi

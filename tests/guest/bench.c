@@ -9,6 +9,11 @@
  * MSR form (0x016/0x017) and as many through the GHCB page form
  * (SNP_RUN_VMPL 0x80000018), timed with RDTSC, and prints one line per form:
  *   bench: form=<msr|ghcb> calls=N cycles=N per_call_cycles=N errors=N
+ * Then the two pieces a call is made of, one exit each on sim: a read of the
+ * GHCB MSR (a call makes four; QEMU has no such MSR, so each exits to csvsm,
+ * where hardware would not exit at all) and a bare VMGEXIT (the MSR protocol
+ * hypervisor-features request, which csvsm answers at once):
+ *   bench: form=<ghcb_msr_read|vmgexit_bare> calls=N cycles=N per_call_cycles=N errors=N
  * The TSC rate is not measured here (gBS->Stall is not usable under csvsm
  * yet); bench/svsm_bench.sh converts with the "TSC NNNN MHz" csvsm prints in
  * its boot log. Then it powers off with RT->ResetSystem(EfiResetShutdown).
@@ -44,6 +49,29 @@ static u64 run(enum call_form form, u32 n, u64 *cycles)
 	}
 	t1 = rdtsc();
 	*cycles = t1 - t0;
+	return errors;
+}
+
+/* `n` exits of one kind, interrupts off: RDMSR of the GHCB MSR, or a bare
+ * VMGEXIT with the hypervisor-features request (0x080 -> 0x081). */
+static u64 run_piece(int vmgexit, u32 n, u64 *cycles)
+{
+	u64 errors = 0, t0 = 0, flags = probe_irq_save(), saved = probe_rdmsr(MSR_GHCB);
+
+	for (u32 i = 0; i < n + BENCH_WARMUP; i++) {
+		if (i == BENCH_WARMUP)
+			t0 = rdtsc();
+		if (vmgexit) {
+			probe_wrmsr(MSR_GHCB, 0x080);
+			probe_vmgexit();
+			errors += (probe_rdmsr(MSR_GHCB) & 0xFFF) != 0x081;
+		} else {
+			errors += probe_rdmsr(MSR_GHCB) != saved;
+		}
+	}
+	*cycles = rdtsc() - t0;
+	probe_wrmsr(MSR_GHCB, saved);
+	probe_irq_restore(flags);
 	return errors;
 }
 
@@ -90,6 +118,11 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	}
 	errors = run(FORM_GHCB, BENCH_CALLS, &cycles);
 	report(L"ghcb", BENCH_CALLS, cycles, errors);
+	errors = run_piece(0, BENCH_CALLS, &cycles);
+	report(L"ghcb_msr_read", BENCH_CALLS, cycles, errors);
+	errors = run_piece(1, BENCH_CALLS, &cycles);
+	/* each iteration is WRMSR + VMGEXIT + RDMSR: report the VMGEXIT alone */
+	report(L"vmgexit_3exits", BENCH_CALLS, cycles, errors);
 	Print(L"bench: done\n");
 	shutdown();
 	return EFI_SUCCESS;

@@ -176,6 +176,20 @@ static inline uint64_t read_cr2(void)
 	__asm__ volatile("mov %%cr2, %0" : "=r"(v));
 	return v;
 }
+/* XSAVE of every component XCR0 enables (the area 64-byte aligned). */
+static inline void xsave_all(void *area)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	__asm__ volatile("xsave64 (%0)" ::"r"(area), "a"(lo), "d"(hi) : "memory");
+}
+/* x87 and SSE control state at their reset values (FNINIT, MXCSR 0x1F80). */
+static inline void fpu_reset(void)
+{
+	const uint32_t mxcsr = 0x1F80;
+	__asm__ volatile("fninit\n\tldmxcsr %0" ::"m"(mxcsr));
+}
+
 static inline uint16_t read_cs(void)
 {
 	uint16_t cs;
