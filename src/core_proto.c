@@ -14,6 +14,7 @@
 #include "snp/svsm.h"
 
 struct pvalidate_stats pval_stats;
+uint64_t svsm_pvalidate_work_max = SVSM_PVALIDATE_WORK_MAX;
 
 static uint64_t core_remap_ca(struct guest_vcpu *gv, struct svsm_regs *r)
 {
@@ -165,13 +166,22 @@ static uint64_t core_pvalidate(struct guest_vcpu *gv, struct svsm_regs *r)
 		if (!(e & SVSM_PVAL_ACTION) && list >= gpa && list < gpa + bytes)
 			return SVSM_ERR_INVALID_PARAMETER;
 	}
-	uint64_t rc = SVSM_SUCCESS;
+	/* Each entry's memory is zeroed: bound the work of one call and let the
+	 * guest re-issue the rest (INCOMPLETE with `next` written back; Linux
+	 * and OVMF's AmdSvsmLib retry), so no call holds a vCPU for long. */
+	uint64_t rc = SVSM_SUCCESS, work = 0;
 	for (; next < n; next++) {
+		if (work >= svsm_pvalidate_work_max) {
+			STAT_INC(pval_stats.incomplete);
+			rc = SVSM_ERR_INCOMPLETE;
+			break;
+		}
 		rc = pvalidate_one(gv, entries[next]);
 		if (rc != SVSM_SUCCESS) {
 			STAT_INC(pval_stats.failed);
 			break;
 		}
+		work += (entries[next] & SVSM_PVAL_PAGE_SIZE_MASK) ? PAGE_SIZE_2M : PAGE_SIZE;
 	}
 	uint16_t out = (uint16_t)next;
 	if (guest_write(list + 2, &out, sizeof(out)))

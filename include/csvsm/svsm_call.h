@@ -34,7 +34,10 @@ struct svsm_protocol {
  */
 bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r);
 
-/* The core protocol (0). */
+/* The core protocol (0). One PVALIDATE call validates and zeroes at most this
+ * much memory, then returns SVSM_ERR_INCOMPLETE for the guest to call again. */
+#define SVSM_PVALIDATE_WORK_MAX (64ULL << 20)
+extern uint64_t svsm_pvalidate_work_max; /* that bound (tests lower it) */
 uint64_t core_protocol_call(struct guest_vcpu *gv, uint32_t call_id, struct svsm_regs *r);
 /* The protocols csvsm implements, for QUERY_PROTOCOL. */
 const struct svsm_protocol *svsm_find_protocol(uint32_t id);
@@ -57,8 +60,9 @@ struct pvalidate_stats {
 	uint64_t preaccepted[2]; /* [2M] first validations served from the record */
 	uint64_t validated[2];	 /* real validations */
 	uint64_t rescinded[2];
-	uint64_t stale;	 /* record said validated, the RMP did not */
-	uint64_t failed; /* entries that ended a request with an error */
+	uint64_t stale;	     /* record said validated, the RMP did not */
+	uint64_t failed;     /* entries that ended a request with an error */
+	uint64_t incomplete; /* calls answered INCOMPLETE (work bound reached) */
 };
 extern struct svsm_stats svsm_stats;
 extern struct pvalidate_stats pval_stats;

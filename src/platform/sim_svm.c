@@ -630,8 +630,7 @@ static void handle_vmmcall(struct svm_vcpu *v)
 		inject_exception(v, 13, true, 0); /* the bytes it just executed are gone */
 		return;
 	}
-	if (n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 &&
-	    insn[3] == 0xD9) {
+	if (n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xD9) {
 		v->vmgexits++;
 		vm->save.rip += 4; /* VMGEXIT is 4 bytes (sim notes pitfall 1) */
 		sim_snp_vmgexit(v);
@@ -923,11 +922,12 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			    (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
 			    (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
 			    (unsigned long long)sim_park_init_count());
-			con_printf("csvsm: exit-cost: vcpu=%u exits=%llu host_cycles_per_exit=%llu "
-				   "vmrun_to_exit_cycles_per_exit=%llu\n",
-				   v->gv.id, (unsigned long long)v->exits,
-				   (unsigned long long)(v->host_cycles / (v->exits ? v->exits : 1)),
-				   (unsigned long long)(v->guest_cycles / (v->exits ? v->exits : 1)));
+			con_printf(
+			    "csvsm: exit-cost: vcpu=%u exits=%llu host_cycles_per_exit=%llu "
+			    "vmrun_to_exit_cycles_per_exit=%llu\n",
+			    v->gv.id, (unsigned long long)v->exits,
+			    (unsigned long long)(v->host_cycles / (v->exits ? v->exits : 1)),
+			    (unsigned long long)(v->guest_cycles / (v->exits ? v->exits : 1)));
 			if (v->snp)
 				sim_snp_print_counts();
 			svsm_stats_print();

@@ -25,7 +25,7 @@ struct svm_vcpu {
 	uint64_t exits, io_exits, msr_exits, npf_exits, vmgexits, svsm_calls;
 	uint64_t npf_retries; /* faults that raced with a table update (npf_spurious) */
 	uint64_t exit_tsc, host_cycles, guest_cycles; /* where an exit's round trip goes */
-	gpa_t npf_last;	      /* the last retried fault's gpa and how often in a row */
+	gpa_t npf_last; /* the last retried fault's gpa and how often in a row */
 	unsigned npf_streak;
 	/* TLB shootdown (sim_flush_guest_tlb): set while in guest mode, and the
 	 * flush generation it entered with (it flushed everything older). */

@@ -707,6 +707,47 @@ static void test_pvalidate_full_ca_list(void **state)
 				 RMP_PERM_ALL);
 }
 
+/*
+ * A call validates and zeroes a bounded amount of memory, then answers
+ * INCOMPLETE with `next` at the first entry not done (Linux and OVMF call
+ * again with the same list, reference §1.1 retries); the re-issued call
+ * finishes the list. Nothing past `next` was touched.
+ */
+static void test_pvalidate_incomplete(void **state)
+{
+	uint64_t e[5];
+	uint16_t next;
+
+	for (unsigned i = 0; i < 5; i++)
+		e[i] = ent4k(BLOCK(2) + i * PAGE_SIZE, false);
+	assert_int_equal(pval(LIST, 5, 0, e, 5, &next), SVSM_SUCCESS); /* rescind */
+	for (unsigned i = 0; i < 5; i++) {
+		e[i] |= SVSM_PVAL_ACTION;
+		memset(P(BLOCK(2) + i * PAGE_SIZE), 0x5A, PAGE_SIZE);
+	}
+	svsm_pvalidate_work_max = 2 * PAGE_SIZE;
+	assert_int_equal(pval(LIST, 5, 0, e, 5, &next), SVSM_ERR_INCOMPLETE);
+	assert_int_equal(next, 2);
+	assert_true(validated(BLOCK(2)) && validated(BLOCK(2) + PAGE_SIZE));
+	assert_false(validated(BLOCK(2) + 2 * PAGE_SIZE));
+	assert_true(all_zero(BLOCK(2), 2 * PAGE_SIZE));
+	assert_int_equal(*(uint8_t *)P(BLOCK(2) + 2 * PAGE_SIZE), 0x5A);
+	/* the guest calls again with the same list: it goes on from `next` */
+	struct svsm_pvalidate_hdr h;
+	memcpy(&h, P(LIST), sizeof(h));
+	assert_int_equal(h.next, 2);
+	assert_int_equal(core(SVSM_CORE_PVALIDATE, LIST, 0, 0, NULL), SVSM_ERR_INCOMPLETE);
+	memcpy(&h, P(LIST), sizeof(h));
+	assert_int_equal(h.next, 4);
+	assert_int_equal(core(SVSM_CORE_PVALIDATE, LIST, 0, 0, NULL), SVSM_SUCCESS);
+	memcpy(&h, P(LIST), sizeof(h));
+	assert_int_equal(h.next, 5);
+	for (unsigned i = 0; i < 5; i++)
+		assert_true(validated(BLOCK(2) + i * PAGE_SIZE));
+	assert_true(all_zero(BLOCK(2), 5 * PAGE_SIZE));
+	svsm_pvalidate_work_max = SVSM_PVALIDATE_WORK_MAX;
+}
+
 /* A VMSA page is csvsm's: the guest cannot PVALIDATE it (reference §1.5). */
 static void test_pvalidate_vmsa_page(void **state)
 {
@@ -1018,6 +1059,7 @@ int main(void)
 	    T(test_pvalidate_rescind_validate_2m),
 	    T(test_pvalidate_sizemismatch),
 	    T(test_pvalidate_next_written_back),
+	    T(test_pvalidate_incomplete),
 	    T(test_pvalidate_full_ca_list),
 	    T(test_pvalidate_vmsa_page),
 	    T(test_create_vcpu_bad),
