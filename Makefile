@@ -34,12 +34,16 @@ COMMON   := -std=gnu11 -O2 -g $(WARN) $(INCS) -fno-strict-aliasing
 
 # Freestanding x86_64 image: no red zone (interrupts), general registers only
 # in csvsm's own code (the libraries' SSE/AVX state is saved around them).
-IMAGE_CFLAGS := $(COMMON) -ffreestanding -fno-pic -fno-pie -mno-red-zone \
-                -mgeneral-regs-only -mcmodel=kernel -fno-stack-protector \
+# Position-independent code (RIP-relative) linked static at a fixed address:
+# the snp image sits at 0xFC000000, above the 2 GiB the small and kernel
+# code models can address absolutely (docs/igvm.md); --no-relax keeps GOT
+# loads the linker could only relax into 32-bit absolute operands.
+IMAGE_CFLAGS := $(COMMON) -ffreestanding -fpie -mno-red-zone \
+                -mgeneral-regs-only -fno-stack-protector \
                 -fno-asynchronous-unwind-tables -nostdinc \
                 -isystem $(shell $(CC) -print-file-name=include) -DCSVSM_IMAGE
 IMAGE_ASFLAGS := $(IMAGE_CFLAGS) -D__ASSEMBLY__
-IMAGE_LDFLAGS := -nostdlib -static -no-pie -z max-page-size=4096 -T linker.ld
+IMAGE_LDFLAGS := -nostdlib -static -no-pie -Wl,--no-relax -z max-page-size=4096 -T linker.ld
 
 HOST_CFLAGS  := $(COMMON) -DCSVSM_HOST -fPIC
 HOST_LIBS    := -lcmocka
@@ -61,7 +65,7 @@ HOST_OBJS  := $(patsubst %,$(HOSTOBJ)/%.o,$(basename $(CORE_SRCS) $(HOST_SRCS)))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 TOOL_BINS  := $(addprefix $(BUILD)/,$(TOOLS))
 
-all: $(BUILD)/csvsm.elf $(HOST_LIB) $(UNIT_BINS) $(TOOL_BINS) $(EXTRA_ALL)
+all: $(BUILD)/csvsm.elf $(BUILD)/csvsm-snp.elf $(HOST_LIB) $(UNIT_BINS) $(TOOL_BINS) $(EXTRA_ALL)
 
 $(IMGOBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -75,6 +79,11 @@ $(HOSTOBJ)/%.o: %.c
 
 $(BUILD)/csvsm.elf: $(IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
 	$(CC) $(IMAGE_LDFLAGS) -o $@ $(IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
+
+# The same objects linked where the SNP launch image puts csvsm (IGVM region,
+# include/csvsm/igvm_boot.h): build/csvsm.igvm is made from this one.
+$(BUILD)/csvsm-snp.elf: $(IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
+	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=0xFC000000 -o $@ $(IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
 
 $(HOST_LIB): $(HOST_OBJS)
 	@rm -f $@

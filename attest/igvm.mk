@@ -19,7 +19,7 @@ TEST_SCRIPTS += tests/tools/igvm.sh
 # else build/csvsm.elf, plus trixie's OVMF.fd that `make deps` fetches.
 # Until the ELF has the 32-bit SNP entry (snp_entry32), the image enters at
 # pvh_entry32 and says so (docs/igvm.md "Entry point").
-IGVM_ELF     := $(if $(wildcard $(BUILD)/csvsm-snp.elf),$(BUILD)/csvsm-snp.elf,$(BUILD)/csvsm.elf)
+IGVM_ELF     := $(BUILD)/csvsm-snp.elf
 IGVM_OVMF    ?= $(BUILD)/guests/OVMF.fd
 IGVM_APPEND  ?=
 IGVM_OPTIONS ?=

@@ -110,7 +110,7 @@ long_entry64:
 	xor %eax, %eax
 	mov %eax, %fs
 	mov %eax, %gs
-	mov $(boot_stack + BOOT_STACK_SIZE), %rsp
+	lea (boot_stack + BOOT_STACK_SIZE)(%rip), %rsp
 	call cpu_enable_fpu
 	xor %ebp, %ebp
 	mov pvh_start_info(%rip), %edi
