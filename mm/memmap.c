@@ -300,3 +300,31 @@ int memmap_parse_4k_only(const char *cmdline, size_t len, gpa_t *start, gpa_t *e
 	*end = e;
 	return 1;
 }
+
+int mem_ranges_subtract(const struct mem_range *in, unsigned n, const struct mem_range *holes,
+			unsigned nh, struct mem_range *out, unsigned max)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i < n; i++) {
+		gpa_t cur = in[i].start, end = in[i].end;
+		while (cur < end) {
+			/* the first hole that covers or follows cur inside [cur, end) */
+			gpa_t hs = end, he = end;
+			for (unsigned j = 0; j < nh; j++) {
+				if (holes[j].end <= cur || holes[j].start >= end ||
+				    holes[j].start >= holes[j].end)
+					continue;
+				gpa_t s = MAX(holes[j].start, cur);
+				if (s < hs || (s == hs && holes[j].end > he))
+					hs = s, he = MIN(holes[j].end, end);
+			}
+			if (hs > cur) {
+				if (k == max)
+					return -1;
+				out[k++] = (struct mem_range){cur, hs};
+			}
+			cur = he > hs ? he : end;
+		}
+	}
+	return (int)k;
+}

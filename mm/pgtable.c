@@ -17,6 +17,9 @@
 
 extern uint64_t boot_pml4[512];
 
+/* The C-bit of every private mapping (snp; 0 on sim), set by the snp boot path. */
+uint64_t pgtable_cbit;
+
 void pgtable_identity_map_to(uint64_t top)
 {
 	uint64_t *pml4 = boot_pml4;
@@ -26,13 +29,52 @@ void pgtable_identity_map_to(uint64_t top)
 		unsigned i4 = (va >> 39) & 511, i3 = (va >> 30) & 511, i2 = (va >> 21) & 511;
 		if (!(pml4[i4] & PTE_P))
 			pml4[i4] = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE) | PTE_P |
-				   PTE_RW | PTE_US;
-		uint64_t *pdpt = (uint64_t *)(uintptr_t)(pml4[i4] & PTE_ADDR_MASK);
+				   PTE_RW | PTE_US | pgtable_cbit;
+		uint64_t *pdpt = (uint64_t *)(uintptr_t)(pml4[i4] & PTE_ADDR_MASK & ~pgtable_cbit);
 		if (!(pdpt[i3] & PTE_P))
 			pdpt[i3] = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE) | PTE_P |
-				   PTE_RW | PTE_US;
-		uint64_t *pd = (uint64_t *)(uintptr_t)(pdpt[i3] & PTE_ADDR_MASK);
-		pd[i2] = va | PTE_P | PTE_RW | PTE_US | PTE_PS;
+				   PTE_RW | PTE_US | pgtable_cbit;
+		uint64_t *pd = (uint64_t *)(uintptr_t)(pdpt[i3] & PTE_ADDR_MASK & ~pgtable_cbit);
+		pd[i2] = va | PTE_P | PTE_RW | PTE_US | PTE_PS | pgtable_cbit;
 	}
 	write_cr3(read_cr3()); /* flush */
+}
+
+/*
+ * Map the 4K page at `va` (identity-mapped, below the mapped top) shared
+ * (C-bit clear) or private again. A 2 MiB mapping around it is split first,
+ * keeping every other page as it was. The caller changes the RMP state in
+ * the right order around it (shared: rescind, page-state change, then map;
+ * reference §4.4). 0, or -1 for an address csvsm does not map.
+ */
+int pgtable_set_shared(vaddr_t va, bool shared)
+{
+	uint64_t mask = ~pgtable_cbit & PTE_ADDR_MASK;
+	uint64_t *pml4 = boot_pml4, e;
+	if (!pgtable_cbit)
+		return 0; /* sim: there is no C-bit */
+	e = pml4[(va >> 39) & 511];
+	if (!(e & PTE_P))
+		return -1;
+	uint64_t *pdpt = (uint64_t *)(uintptr_t)(e & mask);
+	e = pdpt[(va >> 30) & 511];
+	if (!(e & PTE_P) || (e & PTE_PS))
+		return -1;
+	uint64_t *pd = (uint64_t *)(uintptr_t)(e & mask);
+	uint64_t *pde = &pd[(va >> 21) & 511];
+	if (!(*pde & PTE_P))
+		return -1;
+	if (*pde & PTE_PS) {
+		uint64_t base = *pde & mask & ~(PAGE_SIZE_2M - 1), flags = *pde & ~mask & ~PTE_PS;
+		uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		for (unsigned i = 0; i < 512; i++)
+			pt[i] = (base + i * PAGE_SIZE) | flags;
+		*pde = (uint64_t)(uintptr_t)pt | PTE_P | PTE_RW | PTE_US | pgtable_cbit;
+		write_cr3(read_cr3());
+	}
+	uint64_t *pt = (uint64_t *)(uintptr_t)(*pde & mask);
+	uint64_t *pte = &pt[(va >> 12) & 511];
+	*pte = shared ? (*pte & ~pgtable_cbit) : (*pte | pgtable_cbit);
+	invlpg(va);
+	return 0;
 }

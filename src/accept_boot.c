@@ -25,10 +25,15 @@ static void accept_worker(struct percpu *cpu)
 
 void accept_all(const struct memmap *mm)
 {
-	gpa_t top = MAX(mm->max_gpa, 4ULL << 30);
+	accept_ranges(mm->ram, mm->nr_ram, mm->max_gpa);
+}
+
+void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa)
+{
+	gpa_t top = MAX(max_gpa, 4ULL << 30);
 	size_t bytes = accept_bitmap_bytes(top);
 	if (accept_init(pool_alloc(bytes, PAGE_SIZE), bytes, top, boot.guest_vmpl) != 0 ||
-	    accept_plan(&plan, mm->ram, mm->nr_ram, cpu_count) != 0)
+	    accept_plan(&plan, ram, nr, cpu_count) != 0)
 		panic("acceptance planning failed for a validated memory map");
 	boot_phase("accept", "%llu MiB over %u vCPUs, guest VMPL %u",
 		   (unsigned long long)(plan.total_bytes >> 20), plan.nshares, boot.guest_vmpl);

@@ -8,11 +8,24 @@
 #include "csvsm/console.h"
 #include "csvsm/platform.h"
 #include "csvsm/percpu.h"
+#include "csvsm/string.h"
 
 #define COM1 0x3F8
 
 static volatile uint32_t con_lock;
 static bool con_ready;
+/*
+ * On snp the first lines come before the boot vCPU's GHCB exists, and port
+ * I/O needs it (#VC -> GHCB IOIO): they are kept here until con_release.
+ */
+static bool con_held;
+static char con_early[8192];
+static size_t con_early_len;
+
+void con_hold(void)
+{
+	con_held = true;
+}
 
 static void lock(void)
 {
@@ -45,6 +58,12 @@ static void putc_raw(char c)
 
 void con_write(const char *s, size_t n)
 {
+	if (con_held) {
+		size_t room = sizeof(con_early) - con_early_len;
+		memcpy(con_early + con_early_len, s, MIN(n, room));
+		con_early_len += MIN(n, room);
+		return;
+	}
 	if (!con_ready)
 		con_init();
 	for (size_t i = 0; i < n; i++) {
@@ -52,6 +71,15 @@ void con_write(const char *s, size_t n)
 			putc_raw('\r');
 		putc_raw(s[i]);
 	}
+}
+
+void con_release(void)
+{
+	lock();
+	con_held = false;
+	con_write(con_early, con_early_len);
+	con_early_len = 0;
+	unlock();
 }
 
 int con_vprintf(const char *fmt, va_list ap)

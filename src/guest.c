@@ -9,6 +9,7 @@
 #include "attest/ovmf_meta.h"
 #include "csvsm/boot.h"
 #include "csvsm/console.h"
+#include "csvsm/igvm_boot.h"
 #include "csvsm/cpu.h"
 #include "csvsm/platform.h"
 #include "csvsm/secret.h"
@@ -35,6 +36,7 @@ uint64_t boot_heap_bytes(void)
 	       PSP_SETUP_BYTES;
 }
 
+const struct csvsm_igvm_boot_block *snp_boot_block_copy(void);
 static struct ovmf_info fw_info;
 static struct guest_launch gl;
 /*
@@ -146,10 +148,21 @@ __noreturn void boot_guest(void)
 		boot_phase("guest", "this platform cannot launch a guest yet; ending the VM");
 		platform->terminate(true, 0, 0);
 	}
-	uint8_t *fw = pool_alloc(FW_MAX, PAGE_SIZE_2M);
-	if (!fw_cfg_present() || !fw_cfg_load_file("opt/csvsm/ovmf", fw, FW_MAX, &size)) {
-		boot_phase("guest", "no firmware given (fw_cfg opt/csvsm/ovmf); ending the VM");
-		platform->terminate(true, 0, 0);
+	uint8_t *fw;
+	if (!platform->rmp_model) {
+		/* snp: the launch image loaded the firmware to end at 4 GiB (docs/igvm.md). */
+		const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
+		if (!bb->fw_size || bb->fw_size > FW_MAX || bb->fw_gpa + bb->fw_size != 4ULL << 30)
+			panic("the launch image has no firmware");
+		fw = (uint8_t *)(uintptr_t)bb->fw_gpa;
+		size = (uint32_t)bb->fw_size;
+	} else {
+		fw = pool_alloc(FW_MAX, PAGE_SIZE_2M);
+		if (!fw_cfg_present() || !fw_cfg_load_file("opt/csvsm/ovmf", fw, FW_MAX, &size)) {
+			boot_phase("guest",
+				   "no firmware given (fw_cfg opt/csvsm/ovmf); ending the VM");
+			platform->terminate(true, 0, 0);
+		}
 	}
 	int rc = ovmf_info_parse(fw, size, &fw_info);
 	if (rc != OVMF_META_OK || !IS_ALIGNED(size, PAGE_SIZE) || !fw_info.has_sev_meta) {
@@ -173,21 +186,26 @@ __noreturn void boot_guest(void)
 	 * PSP would fill; an older one runs as a plain guest (the probe calls). */
 	gl.snp = meta_gpa(OVMF_SECTION_SVSM_CAA) != 0;
 	gl.cpuid_gpa = gl.snp ? meta_gpa(OVMF_SECTION_CPUID) : 0;
-	if (gl.snp) {
+	if (gl.snp && platform->rmp_model) {
+		/* sim: csvsm is also the PSP that fills the CPUID page (on snp the
+		 * launch put the PSP-checked one there). */
 		static struct snp_cpuid_page page __aligned(4096);
 		int n = snp_cpuid_page_fill(&page, cpuid_count, 51);
 		if (n < 1 || !gl.cpuid_gpa || guest_write(gl.cpuid_gpa, &page, sizeof(page)))
 			panic("no CPUID page for the SNP guest (%d entries at 0x%llx)", n,
 			      (unsigned long long)gl.cpuid_gpa);
-		vcpu_guest_sev_features = SNP_GUEST_SEV_STATUS >> 2; /* its VMSAs carry these */
 	}
+	if (gl.snp)
+		vcpu_guest_sev_features = SNP_GUEST_SEV_STATUS >> 2; /* its VMSAs carry these */
 	static const uint8_t zero_ca[8];
 	guest_write(gl.caa, zero_ca, sizeof(zero_ca));
 	secrets_take();
 	place_secrets();
-	uint8_t *probe = pool_alloc(PROBE_MAX, PAGE_SIZE);
-	if (fw_cfg_load_file("opt/csvsm/probe", probe, PROBE_MAX, &gl.probe_size))
-		gl.probe = probe;
+	if (platform->rmp_model) { /* sim: csvsm is the hypervisor that gives it its kernel */
+		uint8_t *probe = pool_alloc(PROBE_MAX, PAGE_SIZE);
+		if (fw_cfg_load_file("opt/csvsm/probe", probe, PROBE_MAX, &gl.probe_size))
+			gl.probe = probe;
+	}
 	boot_phase(
 	    "guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx; kernel %s (%u KiB)",
 	    size >> 10, (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,

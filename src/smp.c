@@ -14,6 +14,7 @@
 
 static void (*volatile smp_work)(struct percpu *);
 static volatile uint32_t smp_done;
+uint32_t (*smp_apic_id_of)(unsigned i);
 
 __noreturn void ap_main(struct percpu *cpu);
 
@@ -38,7 +39,8 @@ unsigned smp_start_aps(unsigned wanted)
 	for (unsigned i = 1; i < wanted; i++) {
 		struct percpu *cpu = &percpus[i];
 		cpu->id = i;
-		cpu->apic_id = i; /* QEMU numbers a single socket's APIC IDs 0..n-1 */
+		/* QEMU numbers a single socket's APIC IDs 0..n-1; snp reads the MADT. */
+		cpu->apic_id = smp_apic_id_of ? smp_apic_id_of(i) : i;
 		cpu->stack_top =
 		    (vaddr_t)(uintptr_t)pool_alloc(AP_STACK_SIZE, PAGE_SIZE) + AP_STACK_SIZE;
 		cpu->ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);

@@ -28,6 +28,14 @@ struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 	return NULL;
 }
 
+struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id)
+{
+	for (unsigned i = 0; i < MAX_GUEST_VCPUS; i++)
+		if (slots[i].used && slots[i].apic_id == apic_id)
+			return &slots[i];
+	return NULL;
+}
+
 static int grant(gpa_t page, unsigned vmpl)
 {
 	return platform->rmpadjust(page, RMP_PG_SIZE_4K, (uint64_t)vmpl | RMPADJUST_RWX);

@@ -26,6 +26,9 @@ void boot_phase(const char *phase, const char *fmt, ...) __attribute__((format(p
 uint64_t boot_heap_bytes(void);
 /* Pre-accept all guest memory on all vCPUs and print the results (src/accept_boot.c). */
 void accept_all(const struct memmap *mm);
+/* The same for explicit ranges (snp: guest RAM less what the launch validated). */
+struct mem_range;
+void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa);
 /* What csvsm prepared for the guest (src/guest.c) and hands to platform->launch_guest. */
 struct guest_launch {
 	const struct memmap *mm;

@@ -11,6 +11,9 @@
 
 void con_write(const char *s, size_t n);
 void con_guest_putc(char c);
+/* snp boot: keep output in memory until the console can run (con_release prints it). */
+void con_hold(void);
+void con_release(void);
 int con_printf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int con_vprintf(const char *fmt, va_list ap);
 /* Fixed-buffer formatting shared by the image and host (src/fmt.c). */

@@ -36,6 +36,8 @@ bool fw_cfg_load_file(const char *name, void *buf, uint32_t max, uint32_t *size)
 
 /* SMP bring-up (src/smp.c). */
 unsigned smp_start_aps(unsigned wanted);
+/* The APIC ID of vCPU i (snp: from the host's MADT); NULL: i (QEMU numbers 0..n-1). */
+extern uint32_t (*smp_apic_id_of)(unsigned i);
 void smp_run_on_all(void (*fn)(struct percpu *));
 /* Hand fn to every AP without waiting (fn may never return). */
 void smp_dispatch_aps(void (*fn)(struct percpu *));

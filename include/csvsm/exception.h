@@ -15,4 +15,7 @@ void idt_init(void);
 void idt_load(void);
 void exception_dispatch(struct exc_frame *f);
 
+/* The snp #VC handler (src/vc.c vc_exception), NULL elsewhere; true when handled. */
+extern bool (*exception_vc_handler)(struct exc_frame *f);
+
 #endif

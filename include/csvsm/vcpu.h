@@ -21,6 +21,8 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r);
 uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r);
 /* The registered VMSA at `vmsa`, or NULL. */
 struct guest_vmsa_slot *vcpu_find(gpa_t vmsa);
+/* The registered VMSA for the vCPU with this APIC ID (the first one), or NULL. */
+struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id);
 /* SEV features the guest's VMSAs must carry (sim: none; snp: SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;
 

@@ -51,6 +51,14 @@ struct memmap {
 };
 
 /*
+ * `in` (n sorted, disjoint ranges) less every range of `holes` (nh, any
+ * order, may overlap each other or nothing): the rest, sorted, into out
+ * (at most max). Returns the count, or -1 when out is too small.
+ */
+int mem_ranges_subtract(const struct mem_range *in, unsigned n, const struct mem_range *holes,
+			unsigned nh, struct mem_range *out, unsigned max);
+
+/*
  * Build `mm` from `n` hypervisor-provided entries at `e` (each read exactly
  * once) and csvsm's region [csvsm_start, csvsm_end) (4K aligned). RAM entry
  * ends are trimmed down to whole pages (QEMU reports RAM 0-0x9fc00).

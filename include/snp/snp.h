@@ -37,6 +37,9 @@ struct snp_ap_context {
 void snp_build_ap_vmsa(struct vmsa *v, const struct snp_ap_context *ctx);
 /* Record the AP start template; called once by the boot vCPU before start_ap. */
 void snp_set_ap_context(const struct snp_ap_context *tmpl);
+/* The template from the boot vCPU's own state (csvsm's APs run at VMPL0 as it
+ * does; src/snp_boot.c). */
+void snp_prepare_aps(uint64_t sev_features);
 /* VMGEXIT with `cpu`'s GHCB page (MSR_GHCB = cpu->ghcb_gpa). */
 void snp_ghcb_call(struct percpu *cpu, struct ghcb *ghcb);
 /*
@@ -62,5 +65,12 @@ struct vmsa *snp_ap_vmsa_page(unsigned id);
 bool snp_platform_detect(void);			  /* SEV_STATUS bit 2 (SNP) */
 bool platform_detect_sim(void);			  /* SVM + NPT, no SEV */
 const struct platform_ops *platform_detect(void); /* &platform_snp, &platform_sim, or NULL */
+
+/* Rescind, page-state change to shared, map without the C-bit: 0 or -1. */
+int snp_share_pages(void *va, unsigned npages);
+/* Start the guest firmware at its VMPL and serve it (src/guest_snp.c). */
+struct guest_launch;
+/* Weak: the host library has no guest launch (platform_snp.launch_guest is NULL there). */
+__noreturn void snp_launch_guest(const struct guest_launch *gl) __attribute__((weak));
 
 #endif

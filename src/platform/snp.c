@@ -17,11 +17,14 @@
 #include "snp/snp.h"
 #include "snp/ghcb.h"
 #include "arch/x86/insn.h"
+#include "csvsm/boot.h"
 #include "csvsm/console.h"
+#include "csvsm/cpu.h"
 #include "csvsm/percpu.h"
 #include "csvsm/platform.h"
 #include "csvsm/secret.h"
 #include "csvsm/string.h"
+#include "mm/pgtable.h"
 
 /* Reset values every VMSA starts from (APM vol. 2 table 14-1; coconut init_svsm_vmsa). */
 #define VMSA_RFLAGS_RESET 0x2ULL
@@ -99,6 +102,9 @@ static int snp_ghcb_make_shared(struct percpu *cpu)
 	if (rc != PVALIDATE_OK)
 		return -1; /* "unchanged" (already rescinded) is fine */
 	if (ghcb_msr_psc_check(snp_ghcb_msr_call(ghcb_msr_psc_req(cpu->ghcb_gpa, PSC_OP_SHARED))))
+		return -1;
+	/* Mapped without the C-bit only now: nothing was written to it as private. */
+	if (pgtable_set_shared((vaddr_t)(uintptr_t)cpu->ghcb, true))
 		return -1;
 	snp_ghcb_state[cpu->id] = GHCB_SHARED;
 	return 0;
@@ -312,6 +318,36 @@ static void snp_ghcb_call_op(struct percpu *cpu, struct ghcb *ghcb)
 	snp_ghcb_call(cpu, ghcb);
 }
 
+/*
+ * Pages csvsm shares with the hypervisor (guest-request request, response
+ * and certificate pages): rescind, page-state change to shared, map
+ * without the C-bit (reference §4.4). 0 or -1.
+ */
+int snp_share_pages(void *va, unsigned npages)
+{
+	for (unsigned i = 0; i < npages; i++) {
+		vaddr_t p = (vaddr_t)(uintptr_t)va + (vaddr_t)i * PAGE_SIZE;
+		bool unchanged;
+		if (pvalidate_insn(p, RMP_PG_SIZE_4K, false, &unchanged) != PVALIDATE_OK)
+			return -1;
+		if (ghcb_msr_psc_check(
+			snp_ghcb_msr_call(ghcb_msr_psc_req((gpa_t)p, PSC_OP_SHARED))))
+			return -1;
+		if (pgtable_set_shared(p, true))
+			return -1;
+	}
+	return 0;
+}
+
+static int snp_psp_setup(const struct guest_launch *gl)
+{
+	if (snp_share_pages((void *)(uintptr_t)gl->req_gpa, 1) ||
+	    snp_share_pages((void *)(uintptr_t)gl->resp_gpa, 1) ||
+	    snp_share_pages((void *)(uintptr_t)gl->data_gpa, gl->data_npages))
+		panic("snp: the guest-request pages could not be shared");
+	return 0;
+}
+
 const struct platform_ops platform_snp = {
     .name = "snp",
     .rmp_model = false,
@@ -322,5 +358,7 @@ const struct platform_ops platform_snp = {
     .ghcb_msr_call = snp_ghcb_msr_call,
     .ghcb_call = snp_ghcb_call_op,
     .start_ap = snp_start_ap,
+    .psp_setup = snp_psp_setup,
+    .launch_guest = snp_launch_guest,
     .terminate = snp_terminate,
 };

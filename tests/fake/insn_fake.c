@@ -175,3 +175,15 @@ void lidt(const void *desc)
 {
 	(void)desc;
 }
+
+/* mm/pgtable.c is image-only: the host records which pages snp code maps shared. */
+uint64_t pgtable_cbit;
+vaddr_t fake_shared_pages[64];
+unsigned fake_shared_count;
+
+int pgtable_set_shared(vaddr_t va, bool shared)
+{
+	if (shared && fake_shared_count < 64)
+		fake_shared_pages[fake_shared_count++] = va;
+	return 0;
+}

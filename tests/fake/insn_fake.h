@@ -25,4 +25,8 @@ extern unsigned fake_invlpgb_count, fake_tlbsync_count;
 extern uint64_t fake_tsc;
 extern bool fake_rdrand_fail;
 
+/* Pages snp code mapped shared (pgtable_set_shared), in order. */
+extern vaddr_t fake_shared_pages[64];
+extern unsigned fake_shared_count;
+
 #endif

@@ -119,6 +119,33 @@ static void test_partial_last_page(void **state)
 	assert_int_equal(mm.ram[0].end, 0x9f000);
 }
 
+/* RAM less the ranges an SNP launch validated (src/snp_boot.c pre-acceptance list). */
+static void test_subtract(void **state)
+{
+	const struct mem_range ram[] = {
+	    {0x0, 0xa0000}, {0x100000, 0x80000000}, {0x100000000, 0x180000000}};
+	/* unsorted, overlapping, touching, outside RAM, empty, covering a whole range */
+	const struct mem_range holes[] = {{0x809000, 0x80a000},	    {0x800000, 0x809000},
+					  {0x80d000, 0x810000},	    {0x80e000, 0x820000},
+					  {0xfc000000, 0xfe000000}, {0x5000, 0x5000},
+					  {0x0, 0xa0000},	    {0x7ffff000, 0x80001000}};
+	struct mem_range out[8];
+	int n = mem_ranges_subtract(ram, 3, holes, ARRAY_SIZE(holes), out, 8);
+	assert_int_equal(n, 4);
+	assert_int_equal(out[0].start, 0x100000);
+	assert_int_equal(out[0].end, 0x800000);
+	assert_int_equal(out[1].start, 0x80a000);
+	assert_int_equal(out[1].end, 0x80d000);
+	assert_int_equal(out[2].start, 0x820000);
+	assert_int_equal(out[2].end, 0x7ffff000);
+	assert_int_equal(out[3].start, 0x100000000);
+	assert_int_equal(out[3].end, 0x180000000);
+	/* no holes: the input; too small an output: -1 */
+	assert_int_equal(mem_ranges_subtract(ram, 3, holes, 0, out, 8), 3);
+	assert_int_equal(out[1].end, 0x80000000);
+	assert_int_equal(mem_ranges_subtract(ram, 3, holes, ARRAY_SIZE(holes), out, 3), -1);
+}
+
 static void test_guest_e820(void **state)
 {
 	struct hvm_memmap_table_entry out[16];
@@ -319,6 +346,7 @@ int main(void)
 	    cmocka_unit_test(test_q35_good),
 	    cmocka_unit_test(test_unsorted_and_carve_edges),
 	    cmocka_unit_test(test_partial_last_page),
+	    cmocka_unit_test(test_subtract),
 	    cmocka_unit_test(test_guest_e820),
 	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_cmdline_get),

@@ -197,6 +197,37 @@ static inline uint16_t read_cs(void)
 	return cs;
 }
 
+static inline uint64_t read_cr0(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr0, %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t read_cr4(void)
+{
+	uint64_t v;
+	__asm__ volatile("mov %%cr4, %0" : "=r"(v));
+	return v;
+}
+static inline uint64_t xgetbv0(void)
+{
+	uint32_t lo, hi;
+	__asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+	return ((uint64_t)hi << 32) | lo;
+}
+struct desc_ptr {
+	uint16_t limit;
+	uint64_t base;
+} __packed;
+static inline void sgdt(struct desc_ptr *d)
+{
+	__asm__ volatile("sgdt %0" : "=m"(*d));
+}
+static inline void sidt(struct desc_ptr *d)
+{
+	__asm__ volatile("sidt %0" : "=m"(*d));
+}
+
 static inline uint64_t read_cr3(void)
 {
 	uint64_t v;

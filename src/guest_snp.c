@@ -1,0 +1,178 @@
+/*
+ * The guest on SEV-SNP: csvsm at VMPL0 starts the firmware the launch
+ * loaded at the guest VMPL and serves it from then on (reference §1, §4.5;
+ * coconut-svsm kernel/src/svsm.rs launch_fw and its request loop).
+ *
+ * Launch (platform_snp.launch_guest):
+ *  - the firmware image and every page the launch validated for it (its
+ *    pre-validated scratch, secrets, CPUID and calling-area pages) are
+ *    granted to the guest VMPL (RMPADJUST); its RAM was granted when it was
+ *    pre-accepted;
+ *  - the boot vCPU's guest VMSA: the x86 reset state (real mode at
+ *    0xFFFFFFF0) with the guest's SEV features, on a page of csvsm's that
+ *    is not 2 MiB aligned (SNP erratum), marked a VMSA for the guest VMPL,
+ *    then given to the hypervisor with GHCB AP creation at that VMPL;
+ *  - every vCPU then runs the request loop: RUN_VMPL(guest VMPL); when the
+ *    hypervisor returns, the guest asked for VMPL0 (or its vCPU stopped):
+ *    the call's registers are in the guest's VMSA, csvsm serves it there
+ *    (src/requests.c) and runs the guest again.
+ * Which guest VMSA belongs to a vCPU: the boot vCPU's is csvsm's own; an
+ * AP's is the one the guest registered with CREATE_VCPU for that APIC ID.
+ */
+#include "arch/x86/insn.h"
+#include "csvsm/boot.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/igvm_boot.h"
+#include "csvsm/platform.h"
+#include "csvsm/string.h"
+#include "csvsm/svsm_call.h"
+#include "csvsm/vcpu.h"
+#include "mm/guest_mem.h"
+#include "mm/pgtable.h"
+#include "mm/pool.h"
+#include "snp/ghcb.h"
+#include "snp/snp.h"
+#include "snp/vmsa.h"
+
+#define VMSA_ATTR_REAL_CODE 0x9B /* present, code, readable, accessed */
+#define VMSA_ATTR_REAL_DATA 0x93
+#define VMSA_ATTR_LDT	    0x82
+#define VMSA_ATTR_TSS	    0x8B
+
+const struct csvsm_igvm_boot_block *snp_boot_block_copy(void);
+
+static struct vmsa *bsp_guest_vmsa;
+
+static void grant(gpa_t gpa, uint64_t size, unsigned vmpl)
+{
+	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < gpa + size; g += PAGE_SIZE)
+		if (rmpadjust_insn((vaddr_t)g, RMP_PG_SIZE_4K, vmpl | RMPADJUST_RWX))
+			panic("snp: RMPADJUST of firmware page 0x%llx for VMPL%u failed",
+			      (unsigned long long)g, vmpl);
+}
+
+/* The x86 reset state (APM vol. 2 §14.1.3) at the guest VMPL, for its boot vCPU. */
+static void build_reset_vmsa(struct vmsa *v, unsigned vmpl, uint64_t sev_features)
+{
+	const struct vmsa_seg data = {
+	    .selector = 0, .attrib = VMSA_ATTR_REAL_DATA, .limit = 0xFFFF, .base = 0};
+	memset(v, 0, sizeof(*v));
+	v->cs = (struct vmsa_seg){
+	    .selector = 0xF000, .attrib = VMSA_ATTR_REAL_CODE, .limit = 0xFFFF, .base = 0xFFFF0000};
+	v->es = v->ss = v->ds = v->fs = v->gs = data;
+	v->gdtr.limit = v->idtr.limit = 0xFFFF;
+	v->ldtr = (struct vmsa_seg){.attrib = VMSA_ATTR_LDT, .limit = 0xFFFF};
+	v->tr = (struct vmsa_seg){.attrib = VMSA_ATTR_TSS, .limit = 0xFFFF};
+	v->rip = 0xFFF0;
+	v->rflags = 0x2;
+	v->cr0 = 0x60000010; /* CD | NW | ET */
+	v->efer = VMSA_EFER_SVME;
+	v->dr6 = 0xFFFF0FF0;
+	v->dr7 = 0x400;
+	v->g_pat = 0x0007040600070406ULL;
+	v->xcr0 = 1;
+	v->mxcsr = 0x1F80;
+	v->x87_fcw = 0x37F;
+	v->vmpl = (uint8_t)vmpl;
+	v->sev_features = sev_features;
+}
+
+/* A VMSA page of csvsm's that is not 2 MiB aligned (SNP erratum, Linux snp_alloc_vmsa_page). */
+static struct vmsa *alloc_vmsa_page(void)
+{
+	struct vmsa *v = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	if (IS_ALIGNED((vaddr_t)(uintptr_t)v, PAGE_SIZE_2M))
+		v = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	return v;
+}
+
+/* The guest VMSA this vCPU runs, or NULL: the boot vCPU's, or the one the guest made for it. */
+static struct vmsa *guest_vmsa_of(struct percpu *cpu, struct guest_vcpu *gv)
+{
+	if (cpu->id == 0) {
+		return bsp_guest_vmsa;
+	}
+	static gpa_t current[MAX_CPUS];
+	struct guest_vmsa_slot *s = vcpu_find_apic(cpu->apic_id);
+	if (!s)
+		return NULL;
+	if (s->vmsa != current[cpu->id]) { /* a new vCPU: its calling area from CREATE_VCPU */
+		current[cpu->id] = s->vmsa;
+		gv->caa = s->caa;
+	}
+	return (struct vmsa *)guest_mem_ptr(s->vmsa);
+}
+
+/*
+ * The request loop of one vCPU. A return from RUN_VMPL means the guest's
+ * vCPU asked for VMPL0 (its VMSA says VMGEXIT) or has nothing to run yet;
+ * only a pending call in its calling area is served (src/requests.c).
+ */
+static __noreturn void request_loop(struct percpu *cpu, struct guest_vcpu *gv)
+{
+	for (;;) {
+		ghcb_run_vmpl_fill(cpu->ghcb, gv->vmpl);
+		snp_ghcb_call(cpu, cpu->ghcb);
+		if (ghcb_run_vmpl_check(cpu->ghcb))
+			continue; /* nothing to run on this vCPU yet */
+		struct vmsa *v = guest_vmsa_of(cpu, gv);
+		if (!v || v->guest_exit_code != VMSA_EXIT_VMGEXIT)
+			continue;
+		/* Copy once: the guest's other vCPUs cannot write its VMSA (RMP VMSA bit). */
+		struct svsm_regs r = {v->rax, v->rcx, v->rdx, v->r8, v->r9};
+		if (!svsm_request(gv, &r))
+			continue;
+		v->rax = r.rax;
+		v->rcx = r.rcx;
+		v->rdx = r.rdx;
+		v->r8 = r.r8;
+		v->r9 = r.r9;
+	}
+}
+
+static struct guest_vcpu ap_gv[MAX_CPUS];
+static unsigned guest_vmpl;
+
+static void ap_request_loop(struct percpu *cpu)
+{
+	ap_gv[cpu->id] = (struct guest_vcpu){.id = cpu->id, .vmpl = guest_vmpl};
+	request_loop(cpu, &ap_gv[cpu->id]);
+}
+
+__noreturn void snp_launch_guest(const struct guest_launch *gl)
+{
+	const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
+	struct percpu *cpu = this_cpu();
+	guest_vmpl = gl->vmpl;
+
+	/* The firmware and the pages the launch validated for it, to the guest VMPL. */
+	grant(gl->fw_gpa, gl->fw_size, gl->vmpl);
+	for (unsigned i = 0; i < bb->n_ranges; i++) {
+		uint32_t k = bb->ranges[i].kind;
+		if (k == CSVSM_IGVM_RANGE_FW_ZERO || k == CSVSM_IGVM_RANGE_SECRETS ||
+		    k == CSVSM_IGVM_RANGE_CPUID || k == CSVSM_IGVM_RANGE_CAA)
+			grant(bb->ranges[i].gpa, bb->ranges[i].size, gl->vmpl);
+	}
+
+	/* The boot vCPU's guest VMSA, registered with the hypervisor at the guest VMPL. */
+	struct vmsa *v = alloc_vmsa_page();
+	build_reset_vmsa(v, gl->vmpl, vcpu_guest_sev_features);
+	if (rmpadjust_insn((vaddr_t)(uintptr_t)v, RMP_PG_SIZE_4K, gl->vmpl | RMPADJUST_VMSA))
+		panic("snp: cannot make the guest's VMSA");
+	if (ghcb_ap_create_fill(cpu->ghcb, SVM_VMGEXIT_AP_CREATE, gl->vmpl, cpu->apic_id,
+				(gpa_t)(uintptr_t)v, vcpu_guest_sev_features))
+		panic("snp: AP creation arguments");
+	snp_ghcb_call(cpu, cpu->ghcb);
+	if (ghcb_ap_create_check(cpu->ghcb))
+		panic("snp: the hypervisor refused the guest's boot VMSA");
+	bsp_guest_vmsa = v;
+	boot_phase("guest", "firmware at VMPL%u from its reset vector; VMSA 0x%llx", gl->vmpl,
+		   (unsigned long long)(uintptr_t)v);
+
+	/* csvsm's other vCPUs serve the guest's APs once it creates them. */
+	smp_dispatch_aps(ap_request_loop);
+	static struct guest_vcpu bsp_gv;
+	bsp_gv = (struct guest_vcpu){.id = 0, .vmpl = gl->vmpl, .caa = gl->caa};
+	request_loop(cpu, &bsp_gv);
+}

@@ -1,0 +1,304 @@
+/*
+ * csvsm's boot on SEV-SNP, from its IGVM launch image (include/csvsm/igvm_boot.h,
+ * docs/igvm.md). src/boot.S snp_entry32 built page tables with the C-bit and
+ * calls snp_boot_main(boot block GPA) in long mode on the boot stack. From
+ * there, in the order the hardware forces (docs/snp-boot.md):
+ *  1. the boot block copied once and checked (it is measured, but csvsm does
+ *     not start on a layout it was not built for);
+ *  2. IDT and #VC: CPUID is served from the PSP-checked CPUID page, so the
+ *     FPU can be enabled (its feature checks execute CPUID);
+ *  3. the rest of csvsm's region (REQUIRED_MEMORY: backed, not validated)
+ *     validated before the page pool hands out any of it;
+ *  4. the boot vCPU's GHCB made shared and registered; only then port I/O,
+ *     hence the console (earlier lines are held in memory);
+ *  5. the host's parameter areas read once and checked (memory map, vCPU
+ *     count, MADT: untrusted);
+ *  6. the libraries, the APs (GHCB AP creation with APIC IDs from the MADT),
+ *     pre-acceptance of all guest RAM the launch did not validate, and the
+ *     guest (src/guest.c, src/guest_snp.c).
+ * Every failure before the console works ends the VM through the GHCB MSR
+ * protocol with reason set 1 and a code naming the step.
+ */
+#include "arch/x86/insn.h"
+#include "attest/igvm.h"
+#include "csvsm/boot.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/exception.h"
+#include "csvsm/igvm_boot.h"
+#include "csvsm/platform.h"
+#include "csvsm/secret.h"
+#include "csvsm/string.h"
+#include "mm/memmap.h"
+#include "mm/pgtable.h"
+#include "mm/pool.h"
+#include "snp/snp.h"
+#include "snp/vc.h"
+#include "tpm/libc/libc.h"
+
+extern uint32_t snp_cbit_hi;
+extern const uint8_t __image_start[], __image_end[];
+void cpu_enable_fpu(void);
+void con_init(void);
+void _init(void);
+extern void (*__init_array_start[])(void), (*__init_array_end[])(void);
+__noreturn void snp_boot_main(uint32_t bb_gpa);
+
+#define LIBC_HEAP_BYTES (8ULL << 20)
+
+/* Reason codes (set 1) of a boot that cannot go on. */
+enum {
+	SNP_BOOT_BLOCK = 0x40,
+	SNP_BOOT_CPUID = 0x41,
+	SNP_BOOT_REGION = 0x42,
+	SNP_BOOT_GHCB = 0x43,
+	SNP_BOOT_MEMMAP = 0x44,
+	SNP_BOOT_MADT = 0x45,
+};
+
+static struct csvsm_igvm_boot_block bb;
+static struct memmap snp_memmap;
+static struct hvm_memmap_table_entry raw[MEMMAP_MAX_ENTRIES];
+static struct mem_range to_accept[MEMMAP_MAX_RANGES + CSVSM_IGVM_MAX_RANGES];
+static unsigned n_to_accept;
+static char cmdline[CSVSM_IGVM_CMDLINE_SIZE];
+static uint32_t apic_ids[MAX_CPUS];
+static unsigned n_apic_ids;
+
+const struct csvsm_igvm_boot_block *snp_boot_block_copy(void)
+{
+	return &bb;
+}
+
+static __noreturn void stop(unsigned code)
+{
+	con_printf("csvsm: snp boot failed (reason 0x%x)\n", code);
+	platform_snp.terminate(false, 1, code);
+}
+
+/* 1. The boot block: one copy, checked against what this image was built with. */
+static void read_boot_block(uint32_t gpa)
+{
+	gpa_t img_start = (gpa_t)(uintptr_t)__image_start;
+	gpa_t img_end = ALIGN_UP((gpa_t)(uintptr_t)__image_end, PAGE_SIZE);
+
+	if (gpa != CSVSM_IGVM_BOOT_BLOCK_GPA)
+		stop(SNP_BOOT_BLOCK);
+	memcpy(&bb, (const void *)(uintptr_t)gpa, sizeof(bb));
+	if (bb.magic != CSVSM_IGVM_BOOT_MAGIC || bb.version != CSVSM_IGVM_BOOT_VERSION ||
+	    bb.size != sizeof(bb) || bb.region_start != img_start || bb.image_start != img_start ||
+	    bb.image_end != img_end || bb.region_end <= bb.image_end ||
+	    !IS_ALIGNED(bb.region_end, PAGE_SIZE) || bb.n_ranges > CSVSM_IGVM_MAX_RANGES ||
+	    !IS_ALIGNED(bb.cpuid_gpa, PAGE_SIZE) || !bb.cpuid_gpa ||
+	    !IS_ALIGNED(bb.secrets_gpa, PAGE_SIZE) || !bb.secrets_gpa)
+		stop(SNP_BOOT_BLOCK);
+	memcpy(cmdline, bb.cmdline, sizeof(cmdline) - 1);
+	cmdline[sizeof(cmdline) - 1] = 0;
+}
+
+/* 3. [image_end, region_end): backed and private, not validated by the launch. */
+static void validate_region_tail(void)
+{
+	for (gpa_t g = bb.image_end; g < bb.region_end;) {
+		bool unchanged = false;
+		int rc = -1;
+		if (IS_ALIGNED(g, PAGE_SIZE_2M) && bb.region_end - g >= PAGE_SIZE_2M) {
+			rc = pvalidate_insn((vaddr_t)g, RMP_PG_SIZE_2M, true, &unchanged);
+			if (rc == PVALIDATE_OK && !unchanged) {
+				g += PAGE_SIZE_2M;
+				continue;
+			}
+			if (rc != PVALIDATE_FAIL_SIZEMISMATCH)
+				stop(SNP_BOOT_REGION);
+		}
+		rc = pvalidate_insn((vaddr_t)g, RMP_PG_SIZE_4K, true, &unchanged);
+		if (rc != PVALIDATE_OK || unchanged) /* validated twice: someone else was here */
+			stop(SNP_BOOT_REGION);
+		g += PAGE_SIZE;
+	}
+}
+
+static bool param_ok(const struct csvsm_igvm_param *p, uint32_t min)
+{
+	return p->gpa && IS_ALIGNED(p->gpa, PAGE_SIZE) && p->size >= min &&
+	       p->gpa >= CSVSM_IGVM_BOOT_BLOCK_GPA && p->gpa + p->size <= CSVSM_IGVM_BOOT_END;
+}
+
+/*
+ * 5a. The host's memory map (IGVM MEMORY_MAP: QEMU's e820, untrusted): copied
+ * once into PVH-style entries, csvsm's region added as the RAM it lives in
+ * (it is memory, outside what the host calls RAM), then the ordinary checks
+ * (mm/memmap.c). Guest RAM to pre-accept is that RAM less every range the
+ * launch validated (the firmware's pre-validated pages, secrets, CPUID and
+ * calling area): those are validated already and stay as the launch left them.
+ */
+static void read_memory_map(void)
+{
+	static struct igvm_memory_map_entry e[CSVSM_IGVM_MEMMAP_SIZE / sizeof(struct igvm_memory_map_entry)];
+	unsigned n = 0;
+
+	if (!param_ok(&bb.memory_map, sizeof(e)))
+		stop(SNP_BOOT_MEMMAP);
+	memcpy(e, (const void *)(uintptr_t)bb.memory_map.gpa, sizeof(e));
+	for (unsigned i = 0; i < ARRAY_SIZE(e) && e[i].number_of_pages; i++) {
+		if (n + 1 >= MEMMAP_MAX_ENTRIES || e[i].starting_gpa_page_number >> 40 ||
+		    e[i].number_of_pages >> 40)
+			stop(SNP_BOOT_MEMMAP);
+		raw[n++] = (struct hvm_memmap_table_entry){
+		    .addr = e[i].starting_gpa_page_number << 12,
+		    .size = e[i].number_of_pages << 12,
+		    .type = e[i].entry_type == IGVM_MEMMAP_MEMORY ? MEMMAP_TYPE_RAM
+								 : MEMMAP_TYPE_RESERVED,
+		};
+	}
+	raw[n++] = (struct hvm_memmap_table_entry){
+	    .addr = bb.region_start, .size = bb.region_end - bb.region_start, .type = MEMMAP_TYPE_RAM};
+	int rc = memmap_build(&snp_memmap, raw, n, bb.region_start, bb.region_end);
+	if (rc != MEMMAP_OK) {
+		con_printf("csvsm: memmap: refused: %s (entry %d)\n", memmap_strerror(rc),
+			   snp_memmap.bad_index);
+		stop(SNP_BOOT_MEMMAP);
+	}
+	/* Pre-acceptance: the RAM ranges less the launch-validated ranges. */
+	struct mem_range holes[CSVSM_IGVM_MAX_RANGES];
+	for (unsigned k = 0; k < bb.n_ranges; k++)
+		holes[k] = (struct mem_range){bb.ranges[k].gpa,
+					      bb.ranges[k].gpa + bb.ranges[k].size};
+	int m = mem_ranges_subtract(snp_memmap.ram, snp_memmap.nr_ram, holes, bb.n_ranges,
+				    to_accept, ARRAY_SIZE(to_accept));
+	if (m < 0)
+		stop(SNP_BOOT_MEMMAP);
+	n_to_accept = (unsigned)m;
+	boot.memmap = &snp_memmap;
+	boot.csvsm_start = bb.region_start;
+	boot.csvsm_end = bb.region_end;
+	memmap_print(&snp_memmap);
+}
+
+/* 5b. vCPUs: the host's count, APIC IDs from its MADT (processor local APIC entries). */
+static unsigned read_vcpus(void)
+{
+	uint32_t count;
+	if (!param_ok(&bb.vp_count, 4))
+		stop(SNP_BOOT_MADT);
+	memcpy(&count, (const void *)(uintptr_t)bb.vp_count.gpa, 4);
+	if (count == 0 || count > MAX_CPUS)
+		stop(SNP_BOOT_MADT);
+	n_apic_ids = 0;
+	if (bb.flags & CSVSM_IGVM_F_MADT) {
+		static uint8_t madt[CSVSM_IGVM_MADT_SIZE];
+		uint32_t len;
+		if (!param_ok(&bb.madt, sizeof(madt)))
+			stop(SNP_BOOT_MADT);
+		memcpy(madt, (const void *)(uintptr_t)bb.madt.gpa, sizeof(madt));
+		memcpy(&len, madt + 4, 4);
+		if (memcmp(madt, "APIC", 4) || len < 44 || len > sizeof(madt))
+			stop(SNP_BOOT_MADT);
+		for (uint32_t off = 44; off + 2 <= len;) {
+			uint8_t type = madt[off], l = madt[off + 1];
+			if (l < 2 || off + l > len)
+				stop(SNP_BOOT_MADT);
+			if (type == 0 && l >= 8 && (madt[off + 4] & 1) && n_apic_ids < MAX_CPUS)
+				apic_ids[n_apic_ids++] = madt[off + 3];
+			off += l;
+		}
+	}
+	if (!n_apic_ids) /* no MADT: QEMU numbers one socket's APIC IDs 0..n-1 */
+		for (; n_apic_ids < count; n_apic_ids++)
+			apic_ids[n_apic_ids] = n_apic_ids;
+	return MIN(count, n_apic_ids);
+}
+
+void ap_entry64(void);
+
+/* csvsm's APs start where the boot vCPU runs now: its paging, GDT, IDT, features. */
+void snp_prepare_aps(uint64_t sev_features)
+{
+	struct desc_ptr gdt, idt;
+	sgdt(&gdt);
+	sidt(&idt);
+	snp_set_ap_context(&(struct snp_ap_context){
+	    .rip = (uint64_t)(uintptr_t)ap_entry64,
+	    .cr0 = read_cr0(),
+	    .cr3 = read_cr3(),
+	    .cr4 = read_cr4(),
+	    .efer = rdmsr(MSR_EFER),
+	    .gdtr_base = gdt.base,
+	    .gdtr_limit = gdt.limit,
+	    .idtr_base = idt.base,
+	    .idtr_limit = idt.limit,
+	    .cs_sel = 0x08,
+	    .ds_sel = 0x10,
+	    .sev_features = sev_features,
+	});
+}
+
+uint32_t snp_boot_apic_id(unsigned i)
+{
+	return i < n_apic_ids ? apic_ids[i] : i;
+}
+
+__noreturn void snp_boot_main(uint32_t bb_gpa)
+{
+	con_hold();
+	platform = &platform_snp;
+	pgtable_cbit = (uint64_t)snp_cbit_hi << 32;
+	read_boot_block(bb_gpa);
+
+	/* 2. Exceptions and #VC; the FPU after that (its checks execute CPUID). */
+	idt_init();
+	exception_vc_handler = vc_exception;
+	percpus[0].id = 0;
+	cpu_init_self(&percpus[0]);
+	if (vc_init((const struct snp_cpuid_page *)(uintptr_t)bb.cpuid_gpa, read_cr4(), 1, 0))
+		stop(SNP_BOOT_CPUID);
+	cpu_enable_fpu();
+	vc_set_xstate(read_cr4(), xgetbv0(), 0);
+
+	/* 3. csvsm's whole region, then its page pool. */
+	validate_region_tail();
+	pool_init(bb.image_end, bb.region_end);
+
+	/* 4. The boot vCPU's GHCB, then the console. */
+	percpus[0].ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	percpus[0].ghcb_gpa = (gpa_t)(uintptr_t)percpus[0].ghcb;
+	if (snp_ghcb_init(&percpus[0]))
+		stop(SNP_BOOT_GHCB);
+	con_init();
+	con_release();
+	timer_init();
+	con_printf("\ncsvsm: Secure VM Service Module\n");
+	if (!random_available())
+		stop(SNP_BOOT_CPUID);
+	boot_phase("platform", "snp, TSC %llu MHz, C-bit %u, launch image region 0x%llx-0x%llx",
+		   (unsigned long long)(timer_tsc_hz() / 1000000),
+		   (unsigned)__builtin_ctzll(pgtable_cbit), (unsigned long long)bb.region_start,
+		   (unsigned long long)bb.region_end);
+
+	/* 5. What the host says about the VM. */
+	boot.cmdline = cmdline;
+	boot.cmdline_len = strlen(cmdline);
+	boot.guest_vmpl = 2;
+	boot.launch_secrets = bb.secrets_gpa;
+	read_memory_map();
+	unsigned want = read_vcpus();
+	pgtable_identity_map_to(MAX(snp_memmap.max_gpa, 4ULL << 30));
+	boot_phase("memory", "%llu MiB RAM in %u ranges (%u to pre-accept); csvsm 0x%llx-0x%llx",
+		   (unsigned long long)(memmap_ram_bytes(&snp_memmap) >> 20), snp_memmap.nr_ram,
+		   n_to_accept, (unsigned long long)bb.region_start,
+		   (unsigned long long)bb.region_end);
+
+	/* 6. Libraries, APs, acceptance, the guest. */
+	void *heap = pool_alloc(LIBC_HEAP_BYTES, PAGE_SIZE);
+	libc_heap_init(heap, LIBC_HEAP_BYTES);
+	secret_register(heap, LIBC_HEAP_BYTES);
+	_init();
+	for (void (**f)(void) = __init_array_start; f < __init_array_end; f++)
+		(*f)();
+	snp_prepare_aps(bb.sev_features);
+	smp_apic_id_of = snp_boot_apic_id;
+	unsigned n = smp_start_aps(want);
+	boot_phase("vcpus", "%u of %u online", n, want);
+	accept_ranges(to_accept, n_to_accept, snp_memmap.max_gpa);
+	boot_guest();
+}
