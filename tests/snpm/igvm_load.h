@@ -79,23 +79,23 @@ struct snpm_igvm_ops {
 };
 
 /* Errors (negative). why names the rule, the header index and its file offset. */
-#define SNPM_IGVM_E_ARG	       (-1)  /* bad arguments to snpm_igvm_load */
-#define SNPM_IGVM_E_TRUNCATED  (-2)  /* shorter than its fixed header says */
-#define SNPM_IGVM_E_MAGIC      (-3)  /* not "IGVM" */
-#define SNPM_IGVM_E_VERSION    (-4)  /* format_version other than 1 */
-#define SNPM_IGVM_E_FIXED      (-5)  /* fixed header fields inconsistent */
-#define SNPM_IGVM_E_CHECKSUM   (-6)  /* CRC-32 mismatch */
-#define SNPM_IGVM_E_LAYOUT     (-7)  /* header bounds, length, padding, section order */
-#define SNPM_IGVM_E_UNSUPPORTED (-8) /* header type QEMU or this loader refuses */
-#define SNPM_IGVM_E_PLATFORM   (-9)  /* platform headers, compatibility masks */
-#define SNPM_IGVM_E_POLICY     (-10) /* GUEST_POLICY missing, duplicated or invalid */
-#define SNPM_IGVM_E_PARAM      (-11) /* parameter areas, parameters, inserts */
-#define SNPM_IGVM_E_PAGE       (-12) /* PAGE_DATA / REQUIRED_MEMORY fields, alignment, GPA range */
-#define SNPM_IGVM_E_FILE_DATA  (-13) /* file data outside the file, out of order, unreferenced */
-#define SNPM_IGVM_E_VMSA       (-14) /* VP context QEMU/KVM would refuse or change */
-#define SNPM_IGVM_E_VCPUS      (-15) /* a vCPU without a VP context (reset VMSA not implemented) */
-#define SNPM_IGVM_E_LIMIT      (-16) /* beyond this loader's limits (areas, scratch) */
-#define SNPM_IGVM_E_HASH       (-17) /* SHA-384 failed */
+#define SNPM_IGVM_E_ARG		(-1)  /* bad arguments to snpm_igvm_load */
+#define SNPM_IGVM_E_TRUNCATED	(-2)  /* shorter than its fixed header says */
+#define SNPM_IGVM_E_MAGIC	(-3)  /* not "IGVM" */
+#define SNPM_IGVM_E_VERSION	(-4)  /* format_version other than 1 */
+#define SNPM_IGVM_E_FIXED	(-5)  /* fixed header fields inconsistent */
+#define SNPM_IGVM_E_CHECKSUM	(-6)  /* CRC-32 mismatch */
+#define SNPM_IGVM_E_LAYOUT	(-7)  /* header bounds, length, padding, section order */
+#define SNPM_IGVM_E_UNSUPPORTED (-8)  /* header type QEMU or this loader refuses */
+#define SNPM_IGVM_E_PLATFORM	(-9)  /* platform headers, compatibility masks */
+#define SNPM_IGVM_E_POLICY	(-10) /* GUEST_POLICY missing, duplicated or invalid */
+#define SNPM_IGVM_E_PARAM	(-11) /* parameter areas, parameters, inserts */
+#define SNPM_IGVM_E_PAGE	(-12) /* PAGE_DATA / REQUIRED_MEMORY fields, alignment, GPA range */
+#define SNPM_IGVM_E_FILE_DATA	(-13) /* file data outside the file, out of order, unreferenced */
+#define SNPM_IGVM_E_VMSA	(-14) /* VP context QEMU/KVM would refuse or change */
+#define SNPM_IGVM_E_VCPUS	(-15) /* a vCPU without a VP context (reset VMSA not implemented) */
+#define SNPM_IGVM_E_LIMIT	(-16) /* beyond this loader's limits (areas, scratch) */
+#define SNPM_IGVM_E_HASH	(-17) /* SHA-384 failed */
 
 /*
  * Validate file[0..len) whole, then report it through ops in QEMU's order
@@ -104,9 +104,9 @@ struct snpm_igvm_ops {
  * only on success. why (may be NULL) gets a NUL-terminated reason on error.
  * Returns 0, an SNPM_IGVM_E_* code, or the first non-zero callback return.
  */
-int snpm_igvm_load(const uint8_t *file, size_t len, unsigned vcpus,
-		   const struct snpm_igvm_ops *ops, uint8_t digest[SNPM_IGVM_DIGEST_LEN],
-		   uint64_t *policy, char *why, size_t why_len);
+int snpm_igvm_load(const uint8_t *file, size_t len, unsigned vcpus, const struct snpm_igvm_ops *ops,
+		   uint8_t digest[SNPM_IGVM_DIGEST_LEN], uint64_t *policy, char *why,
+		   size_t why_len);
 
 /* CRC-32 (IEEE 802.3, reflected 0xEDB88320, as crc32fast) of buf. */
 uint32_t snpm_igvm_crc32(uint32_t crc, const uint8_t *buf, size_t len);
