@@ -47,6 +47,17 @@
 
 static const struct memmap *npt_mm;
 static uint64_t *npt_pml4;
+/* Machine mode: one nested table per VMPL (VMPL0: csvsm; the guest VMPL). */
+bool hv_machine;
+static uint64_t *npt_root[4];
+static unsigned npt_roots[2], npt_nroots;
+/* Machine mode: launch-image pages outside guest RAM, backed by machine memory. */
+static struct {
+	gpa_t gpa;
+	uint64_t size;
+	uint8_t *hpa;
+} hv_back[4];
+static unsigned n_hv_back;
 static gpa_t npt_top;
 static gpa_t flash_gpa, flash_hpa;
 static uint64_t flash_size;
@@ -176,15 +187,50 @@ static uint64_t *npt_table(uint64_t *entry)
 	return (uint64_t *)(uintptr_t)(*entry & NPT_ADDR);
 }
 
-/* The guest's mapping of one 4K page: what its VMPL was granted in the RMP. */
-static uint64_t npt_pte(gpa_t gpa)
+uint64_t hv_hpa(gpa_t gpa)
 {
+	if (!hv_machine)
+		return gpa;
+	for (unsigned i = 0; i < n_hv_back; i++)
+		if (gpa >= hv_back[i].gpa && gpa - hv_back[i].gpa < hv_back[i].size)
+			return (uint64_t)(uintptr_t)hv_back[i].hpa + (gpa - hv_back[i].gpa);
+	if (memmap_is_guest_ram(npt_mm, gpa, 1))
+		return gpa;
+	return 0;
+}
+
+/*
+ * Machine mode: what `vmpl` reaches at a 4K page. A shared page is host
+ * memory every VMPL reaches (with the C-bit clear, which TCG's nested walk
+ * does not see); a private page by its RMP permissions, VMPL0 all of a
+ * validated one (VMSA pages included: csvsm reads and writes the guest's).
+ */
+static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
+{
+	uint64_t hpa = hv_hpa(gpa);
+	struct rmp_entry_info e;
+	if (!hpa || rmp_query(gpa, &e))
+		return gpa == LAPIC_GPA ? (gpa | NPT_P | NPT_US | NPT_NX) : 0;
+	if (!e.assigned)
+		return hpa | NPT_P | NPT_RW | NPT_US;
+	unsigned p = rmp_vmpl_perms(gpa, vmpl);
+	if (!(p & RMP_PERM_R))
+		return 0;
+	return hpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
+	       ((p & (RMP_PERM_XU | RMP_PERM_XS)) ? 0 : NPT_NX);
+}
+
+/* The guest's mapping of one 4K page: what its VMPL was granted in the RMP. */
+static uint64_t npt_pte(gpa_t gpa, unsigned vmpl)
+{
+	if (hv_machine)
+		return npt_pte_machine(gpa, vmpl);
 	if (gpa >= npt_mm->csvsm_start && gpa < npt_mm->csvsm_end)
 		return 0;
 	if (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size)
 		return (flash_hpa + (gpa - flash_gpa)) | NPT_P | NPT_RW | NPT_US;
 	if (memmap_is_guest_ram(npt_mm, gpa, PAGE_SIZE)) {
-		unsigned p = rmp_vmpl_perms(gpa, npt_vmpl);
+		unsigned p = rmp_vmpl_perms(gpa, vmpl);
 		struct rmp_entry_info e;
 		/* A shared (hypervisor-owned) page: an SNP guest reaches it with the
 		 * C-bit clear, which the RMP does not check. */
@@ -206,15 +252,15 @@ static uint64_t npt_pte(gpa_t gpa)
 	return 0;
 }
 
-static void npt_map_2m(gpa_t base)
+static void npt_map_2m_in(uint64_t *root, unsigned vmpl, gpa_t base)
 {
-	uint64_t *pdpt = npt_table(&npt_pml4[(base >> 39) & 511]);
+	uint64_t *pdpt = npt_table(&root[(base >> 39) & 511]);
 	uint64_t *pd = npt_table(&pdpt[(base >> 30) & 511]);
 	uint64_t *pde = &pd[(base >> 21) & 511];
-	uint64_t first = npt_pte(base);
+	uint64_t first = npt_pte(base, vmpl);
 	bool uniform = true;
 	for (gpa_t g = base + PAGE_SIZE; g < base + PAGE_SIZE_2M && uniform; g += PAGE_SIZE) {
-		uint64_t e = npt_pte(g);
+		uint64_t e = npt_pte(g, vmpl);
 		uniform = (e & ~NPT_ADDR) == (first & ~NPT_ADDR) &&
 			  (!(e & NPT_P) || (e & NPT_ADDR) == (first & NPT_ADDR) + (g - base));
 	}
@@ -230,18 +276,29 @@ static void npt_map_2m(gpa_t base)
 	if ((*pde & NPT_P) && !(*pde & NPT_PS)) {
 		uint64_t *pt = (uint64_t *)(uintptr_t)(*pde & NPT_ADDR);
 		for (unsigned i = 0; i < 512; i++)
-			__atomic_store_n(&pt[i], npt_pte(base + i * PAGE_SIZE), __ATOMIC_RELEASE);
+			__atomic_store_n(&pt[i], npt_pte(base + i * PAGE_SIZE, vmpl),
+					 __ATOMIC_RELEASE);
 		return;
 	}
 	uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	for (unsigned i = 0; i < 512; i++)
-		pt[i] = npt_pte(base + i * PAGE_SIZE);
+		pt[i] = npt_pte(base + i * PAGE_SIZE, vmpl);
 	__atomic_store_n(pde, (uint64_t)(uintptr_t)pt | NPT_TABLE, __ATOMIC_RELEASE);
+}
+
+static void npt_map_2m(gpa_t base)
+{
+	if (!hv_machine) {
+		npt_map_2m_in(npt_pml4, npt_vmpl, base);
+		return;
+	}
+	for (unsigned i = 0; i < npt_nroots; i++)
+		npt_map_2m_in(npt_root[npt_roots[i]], npt_roots[i], base);
 }
 
 void sim_npt_sync(gpa_t gpa, uint64_t size)
 {
-	if (!npt_pml4)
+	if (!npt_pml4 && !npt_nroots)
 		return;
 	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top;
 	     b += PAGE_SIZE_2M)
@@ -253,22 +310,32 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
 
 static void npt_build(void)
 {
-	npt_pml4 = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	npt_top = MAX(npt_mm->max_gpa, 4ULL << 30);
+	if (hv_machine) {
+		for (unsigned i = 0; i < npt_nroots; i++)
+			npt_root[npt_roots[i]] = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	} else {
+		npt_pml4 = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	}
 	for (gpa_t b = 0; b < npt_top; b += PAGE_SIZE_2M)
 		npt_map_2m(b);
 }
 
+static uint64_t *npt_root_of(const struct svm_vcpu *v)
+{
+	return hv_machine ? npt_root[v->vmpl & 3] : npt_pml4;
+}
+
 /* ---- guest linear accesses csvsm performs for the guest (string I/O, instruction bytes) ---- */
 
-/* Guest-physical bytes the guest itself may read: its RAM or flash as nested paging maps them. */
-void *guest_phys(gpa_t gpa, size_t n, bool write)
+/* Guest-physical bytes `vmpl` itself may reach: its RAM or flash as nested paging maps them. */
+void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl)
 {
-	uint64_t pte = npt_pte(ALIGN_DOWN(gpa, PAGE_SIZE));
-	bool ram = memmap_is_guest_ram(npt_mm, gpa, n);
+	uint64_t pte = npt_pte(ALIGN_DOWN(gpa, PAGE_SIZE), vmpl);
+	bool ram = hv_machine ? hv_hpa(gpa) != 0 : memmap_is_guest_ram(npt_mm, gpa, n);
 	bool flash = flash_size && gpa >= flash_gpa && gpa - flash_gpa + n <= flash_size;
 	if (!(pte & NPT_P) || (write && !(pte & NPT_RW)) || (!ram && !flash) ||
-	    (gpa & (PAGE_SIZE - 1)) + n > PAGE_SIZE)
+	    (gpa & (PAGE_SIZE - 1)) + n > PAGE_SIZE || gpa == LAPIC_GPA)
 		return NULL;
 	return (void *)(uintptr_t)((pte & NPT_ADDR) | (gpa & 0xFFF));
 }
@@ -280,7 +347,8 @@ void *guest_phys(gpa_t gpa, size_t n, bool write)
  */
 static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 {
-	const void *p = IS_ALIGNED(gpa, size) ? guest_phys(gpa, size, true) : NULL;
+	const struct svm_vcpu *v = arg;
+	const void *p = IS_ALIGNED(gpa, size) ? guest_phys(gpa, size, true, v->vmpl) : NULL;
 	if (!p)
 		return -1;
 	*val = 0;
@@ -292,10 +360,10 @@ static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 #define SIM_CBIT_MASK (1ULL << 51)
 
 /* sys: an implicit supervisor access (descriptor tables, exception frames). */
-static enum gw_result walk_as(const struct vmcb *vm, uint64_t la, enum gw_access acc, gpa_t *pa,
+static enum gw_result walk_as(const struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa,
 			      uint32_t *err, bool sys)
 {
-	const struct vmcb_save *s = &vm->save;
+	const struct vmcb_save *s = &v->vmcb->save;
 	struct gw_cpu c = {.cr0 = s->cr0,
 			   .cr3 = s->cr3,
 			   .cr4 = s->cr4,
@@ -303,14 +371,15 @@ static enum gw_result walk_as(const struct vmcb *vm, uint64_t la, enum gw_access
 			   .rflags = sys ? (1ULL << 18) : s->rflags,
 			   .cpl = sys ? 0 : (s->ss.attrib >> 5) & 3, /* QEMU's CPL, pitfall 6 */
 			   .cbit_mask = SIM_CBIT_MASK,
-			   .read_pte = pt_read};
+			   .read_pte = pt_read,
+			   .arg = (void *)v};
 	return guest_walk(&c, la, acc, pa, err);
 }
 
-static enum gw_result walk(const struct vmcb *vm, uint64_t la, enum gw_access acc, gpa_t *pa,
+static enum gw_result walk(const struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa,
 			   uint32_t *err)
 {
-	return walk_as(vm, la, acc, pa, err, false);
+	return walk_as(v, la, acc, pa, err, false);
 }
 
 /*
@@ -327,14 +396,14 @@ static bool linear_copy_as(struct svm_vcpu *v, uint64_t la, void *buf, size_t n,
 	while (n) {
 		gpa_t pa;
 		uint32_t err;
-		enum gw_result r = walk_as(v->vmcb, la, acc, &pa, &err, sys);
+		enum gw_result r = walk_as(v, la, acc, &pa, &err, sys);
 		if (r == GW_PAGE_FAULT) {
 			v->vmcb->save.cr2 = la;
 			inject_exception(v, 14, true, err);
 			return false;
 		}
 		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
-		void *p = r == GW_OK ? guest_phys(pa, chunk, acc == GW_WRITE) : NULL;
+		void *p = r == GW_OK ? guest_phys(pa, chunk, acc == GW_WRITE, v->vmpl) : NULL;
 		if (!p) {
 			inject_exception(v, 13, true, 0);
 			return false;
@@ -353,7 +422,7 @@ static bool linear_copy_as(struct svm_vcpu *v, uint64_t la, void *buf, size_t n,
 bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa)
 {
 	uint32_t err;
-	enum gw_result r = walk(v->vmcb, la, acc, pa, &err);
+	enum gw_result r = walk(v, la, acc, pa, &err);
 	if (r == GW_PAGE_FAULT) {
 		v->vmcb->save.cr2 = la;
 		inject_exception(v, 14, true, err);
@@ -382,10 +451,10 @@ size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max)
 	while (got < max) {
 		gpa_t pa;
 		uint32_t err;
-		if (walk(vm, la + got, GW_FETCH, &pa, &err) != GW_OK)
+		if (walk(v, la + got, GW_FETCH, &pa, &err) != GW_OK)
 			break;
 		size_t chunk = MIN(max - got, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
-		const void *p = guest_phys(pa, chunk, false);
+		const void *p = guest_phys(pa, chunk, false, v->vmpl);
 		if (!p)
 			break;
 		memcpy(insn + got, p, chunk);
@@ -444,7 +513,7 @@ static void vmcb_reset_state(struct vmcb *v, uint32_t cpuid_sig)
 	bsp.gprs.rdx = cpuid_sig;
 }
 
-static void vmcb_init(struct vmcb *v, bool snp)
+static void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt)
 {
 	struct vmcb_control *c = &v->ctl;
 	/* An SEV-SNP guest: CPUID becomes #VC (56421 §4.1), PVALIDATE and
@@ -464,7 +533,7 @@ static void vmcb_init(struct vmcb *v, bool snp)
 	c->asid = ASID_GUEST;
 	c->tlb_control = 1;
 	c->nested_ctl = SVM_NESTED_CTL_NP_ENABLE;
-	c->nested_cr3 = (uint64_t)(uintptr_t)npt_pml4;
+	c->nested_cr3 = (uint64_t)(uintptr_t)npt;
 }
 
 /* ---- exits ---- */
@@ -707,9 +776,9 @@ void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val)
  * False when the instruction is not one csvsm emulates.
  */
 /* The NPT's leaf entry for `gpa` as a walk finds it now (0: not present). */
-static uint64_t npt_leaf(gpa_t gpa)
+static uint64_t npt_leaf(const uint64_t *root, gpa_t gpa)
 {
-	uint64_t e = __atomic_load_n(&npt_pml4[(gpa >> 39) & 511], __ATOMIC_ACQUIRE);
+	uint64_t e = __atomic_load_n(&root[(gpa >> 39) & 511], __ATOMIC_ACQUIRE);
 	for (int shift = 30; shift >= 12; shift -= 9) {
 		if (!(e & NPT_P))
 			return 0;
@@ -727,9 +796,9 @@ static uint64_t npt_leaf(gpa_t gpa)
  * instruction again. EXITINFO1: bit 1 write, bit 4 fetch (APM vol. 2
  * §15.25.6).
  */
-static bool npf_spurious(gpa_t gpa, uint64_t err)
+static bool npf_spurious(const struct svm_vcpu *v, gpa_t gpa, uint64_t err)
 {
-	uint64_t e = npt_leaf(gpa);
+	uint64_t e = npt_leaf(npt_root_of(v), gpa);
 	if (!(e & NPT_P))
 		return false;
 	if ((err & 2) && !(e & NPT_RW))
@@ -773,7 +842,7 @@ static void handle_npf(struct svm_vcpu *v)
 	gpa &= ~SIM_CBIT_MASK;
 	bool mem = memmap_is_guest_ram(npt_mm, gpa, 1) ||
 		   (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
-	if (mem && npf_spurious(gpa, err)) {
+	if (mem && npf_spurious(v, gpa, err)) {
 		v->npf_streak = gpa == v->npf_last ? v->npf_streak + 1 : 0;
 		v->npf_last = gpa;
 		if (v->npf_streak < 64) { /* a loop would be a sim bug: then #GP */
@@ -807,7 +876,7 @@ static void handle_npf(struct svm_vcpu *v)
 			con_printf(" (RMP: %s%s%s%s, VMPL%u perms 0x%x)",
 				   e.assigned ? "private" : "shared",
 				   e.validated ? " validated" : "", e.size2m ? " 2M" : "",
-				   e.vmsa ? " VMSA" : "", npt_vmpl, e.perms[npt_vmpl & 3]);
+				   e.vmsa ? " VMSA" : "", v->vmpl, e.perms[v->vmpl & 3]);
 		con_printf(" [info1 0x%llx cr3 0x%llx cs 0x%x exitint 0x%llx]\n",
 			   (unsigned long long)err, (unsigned long long)v->vmcb->save.cr3,
 			   v->vmcb->save.cs.sel, (unsigned long long)v->vmcb->ctl.exit_int_info);
@@ -978,7 +1047,8 @@ __noreturn void sim_guest_start(const struct sim_guest_config *gc)
 	bsp.fpu_saved = 1; /* the first entry loads it: nothing of csvsm's boot stays */
 	bsp.gv = (struct guest_vcpu){.id = 0, .vmpl = gc->vmpl, .caa = gc->caa};
 	bsp.snp = gc->snp;
-	vmcb_init(bsp.vmcb, gc->snp);
+	bsp.vmpl = gc->vmpl;
+	vmcb_init(bsp.vmcb, gc->snp, npt_pml4);
 	cpuid(1, &r);
 	vmcb_reset_state(bsp.vmcb, r.eax);
 	boot_phase("guest", "OVMF at its reset vector, VMPL%u, CA 0x%llx; %llu KiB NPT", gc->vmpl,
@@ -1105,7 +1175,8 @@ static void ap_run_job(struct percpu *cpu)
 	*(uint32_t *)(v->xsave + 24) = 0x1F80;
 	v->fpu_saved = 1;
 	v->snp = bsp.snp;
-	vmcb_init(vm, v->snp);
+	v->vmpl = bsp.vmpl;
+	vmcb_init(vm, v->snp, npt_pml4);
 	vm->ctl.asid = ASID_GUEST; /* same guest, same nested page tables */
 	/* The VMSA page is read-only to the guest since CREATE_VCPU (RMP VMSA bit). */
 	vmcb_from_vmsa(v, (const struct vmsa *)guest_mem_ptr(slot->vmsa));

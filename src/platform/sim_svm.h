@@ -32,7 +32,31 @@ struct svm_vcpu {
 	volatile uint32_t in_guest;
 	volatile uint64_t entry_gen;
 	uint64_t seen_gen;
+	/* The SNP machine (tests/snpm): each VMPL of a vCPU is a context of its
+	 * own; an exit handler that switches VMPL names the next context here. */
+	unsigned vmpl;
+	struct hv_vcpu *hv;
+	struct svm_vcpu *switch_to;
 };
+
+/*
+ * A vCPU of the SNP machine: one context per VMPL (VMPL0 runs csvsm, the
+ * guest VMPL the firmware and OS), the VMSA page each was registered with
+ * (AP creation), and which one runs.
+ */
+struct hv_vcpu {
+	unsigned id;
+	uint32_t apic_id;
+	struct svm_vcpu *ctx[4];
+	volatile gpa_t vmsa[4];	       /* registered VMSA GPA per VMPL, 0 = none */
+	volatile uint64_t features[4]; /* its SEV features */
+	volatile uint32_t reload[4];   /* registered anew: load the context from it */
+	unsigned cur;		       /* the VMPL running */
+};
+/* The SNP machine mode of this code (tests/snpm), false in csvsm's sim. */
+extern bool hv_machine;
+/* Host address of guest-physical gpa (machine: RAM, or the launch image's backing), or 0. */
+uint64_t hv_hpa(gpa_t gpa);
 _Static_assert(offsetof(struct svm_vcpu, gprs) == 0, "svm_entry.S V_GPRS");
 _Static_assert(offsetof(struct svm_vcpu, vmcb_pa) == 112, "svm_entry.S V_VMCB_PA");
 _Static_assert(offsetof(struct svm_vcpu, host_save_pa) == 120, "svm_entry.S V_HOST_PA");
@@ -57,8 +81,8 @@ bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *p
 unsigned cs_bits(const struct vmcb *vm);
 uint64_t reg_value(struct svm_vcpu *v, unsigned reg);
 void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val);
-/* Host pointer to guest-physical bytes the guest can reach (RAM or flash), or NULL. */
-void *guest_phys(gpa_t gpa, size_t n, bool write);
+/* Host pointer to guest-physical bytes `vmpl` can reach (RAM or flash), or NULL. */
+void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl);
 bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val);
 void sim_svsm_call(struct svm_vcpu *v);
 uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
