@@ -612,7 +612,7 @@ static __noreturn void guest_terminates(struct svm_vcpu *v, unsigned set, unsign
 	con_printf("csvsm: guest requested termination (reason set %u code %u) on vCPU %u\n", set,
 		   code, v->gv.id);
 	sim_snp_print_counts();
-	svsm_stats_print();
+	hv_guest_terminated(v);
 	platform->terminate(false, 0, 0);
 }
 
@@ -660,12 +660,10 @@ static void vmgexit_page(struct svm_vcpu *v)
 		break;
 	}
 	case SVM_VMGEXIT_SNP_RUN_VMPL:
-		if ((uint32_t)info1 != 0) {
-			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
-			break;
-		}
+		/* Result first: the switch may run another context at once. */
 		result(g, GHCB_RESULT_OK, 0);
-		sim_svsm_call(v);
+		if ((info1 >> 32) != 0 || !hv_run_vmpl(v, (unsigned)info1))
+			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
 		break;
 	case SVM_VMGEXIT_HV_FEATURES:
 		result(g, GHCB_RESULT_OK, hv_features);
@@ -726,12 +724,9 @@ static void vmgexit_msr(struct svm_vcpu *v)
 		break;
 	}
 	case GHCB_MSR_VMPL_REQ:
-		if (((req >> 32) & 0xFF) == 0) {
-			v->ghcb_msr = GHCB_MSR_VMPL_RESP;
-			sim_svsm_call(v);
-		} else {
+		v->ghcb_msr = GHCB_MSR_VMPL_RESP;
+		if ((req >> 40) != 0 || !hv_run_vmpl(v, (unsigned)((req >> 32) & 0xFF)))
 			v->ghcb_msr = GHCB_MSR_VMPL_RESP | (1ULL << 32);
-		}
 		break;
 	case GHCB_MSR_HV_FT_REQ:
 		v->ghcb_msr = GHCB_MSR_HV_FT_RESP | (hv_features << 12);

@@ -50,7 +50,7 @@ static uint64_t *npt_pml4;
 /* Machine mode: one nested table per VMPL (VMPL0: csvsm; the guest VMPL). */
 bool hv_machine;
 static uint64_t *npt_root[4];
-static unsigned npt_roots[2], npt_nroots;
+static unsigned npt_roots[4], npt_nroots;
 /* Machine mode: launch-image pages outside guest RAM, backed by machine memory. */
 static struct {
 	gpa_t gpa;
@@ -64,7 +64,6 @@ static uint64_t flash_size;
 static unsigned npt_vmpl;
 static bool npt_snp; /* SNP guest: pages it made shared are its too (unencrypted) */
 static uint8_t *iopm, *msrpm;
-static struct svm_vcpu bsp;
 
 /*
  * Guest vCPUs run on several csvsm vCPUs (the boot vCPU runs the firmware,
@@ -73,18 +72,15 @@ static struct svm_vcpu bsp;
  * tables), so one exit is handled at a time.
  */
 static volatile uint32_t exit_lock;
-static void exits_lock(void)
+void hv_exits_lock(void)
 {
 	while (__atomic_exchange_n(&exit_lock, 1, __ATOMIC_ACQUIRE))
 		cpu_relax();
 }
-static void exits_unlock(void)
+void hv_exits_unlock(void)
 {
 	__atomic_store_n(&exit_lock, 0, __ATOMIC_RELEASE);
 }
-
-static struct svm_vcpu *vcpu_of_cpu(unsigned id);
-static void send_nmi(uint32_t apic_id);
 
 /*
  * TLB shootdown. Nested page tables are shared by every guest vCPU (one
@@ -160,7 +156,7 @@ void sim_flush_guest_tlb(void)
 	uint64_t g = __atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);
 	struct percpu *self = this_cpu();
 	for (unsigned i = 0; i < cpu_count; i++) {
-		struct svm_vcpu *v = vcpu_of_cpu(i);
+		struct svm_vcpu *v = cur_vcpu[i];
 		if (!v || (self && i == self->id))
 			continue;
 		uint64_t t0 = timer_us();
@@ -168,7 +164,7 @@ void sim_flush_guest_tlb(void)
 		while (__atomic_load_n(&v->in_guest, __ATOMIC_SEQ_CST) &&
 		       __atomic_load_n(&v->entry_gen, __ATOMIC_SEQ_CST) < g) {
 			if (!kicked) {
-				send_nmi(percpus[i].apic_id);
+				hv_send_nmi(percpus[i].apic_id);
 				kicked = true;
 			}
 			if (timer_us() - t0 > 1000000)
@@ -308,20 +304,27 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
 	__atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);
 }
 
-static void npt_build(void)
+/*
+ * The nested table of a VMPL. The sim has one (the guest VMPL's); the
+ * machine one per VMPL in use, built from the RMP model the first time a
+ * context of that VMPL is made (under the exit lock, or before any vCPU runs).
+ */
+const uint64_t *svm_npt_root(unsigned vmpl)
 {
-	npt_top = MAX(npt_mm->max_gpa, 4ULL << 30);
-	if (hv_machine) {
-		for (unsigned i = 0; i < npt_nroots; i++)
-			npt_root[npt_roots[i]] = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	} else {
-		npt_pml4 = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	if (!hv_machine)
+		return npt_pml4;
+	vmpl &= 3;
+	if (!npt_root[vmpl]) {
+		uint64_t *root = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		for (gpa_t b = 0; b < npt_top; b += PAGE_SIZE_2M)
+			npt_map_2m_in(root, vmpl, b);
+		npt_root[vmpl] = root;
+		npt_roots[npt_nroots++] = vmpl; /* from now on kept in sync */
 	}
-	for (gpa_t b = 0; b < npt_top; b += PAGE_SIZE_2M)
-		npt_map_2m(b);
+	return npt_root[vmpl];
 }
 
-static uint64_t *npt_root_of(const struct svm_vcpu *v)
+static const uint64_t *npt_root_of(const struct svm_vcpu *v)
 {
 	return hv_machine ? npt_root[v->vmpl & 3] : npt_pml4;
 }
@@ -465,7 +468,7 @@ size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max)
 
 /* ---- VMCB set-up ---- */
 
-static void seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr)
+void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr)
 {
 	*sg = (struct vmcb_seg){.sel = sel, .attrib = attr, .limit = limit, .base = base};
 }
@@ -489,19 +492,19 @@ static void msrpm_intercept(uint32_t msr, bool rd, bool wr)
 }
 
 /* x86 reset state (Intel SDM vol. 3 §9.1.4; the prototype of sim notes §3). */
-static void vmcb_reset_state(struct vmcb *v, uint32_t cpuid_sig)
+void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig)
 {
-	struct vmcb_save *s = &v->save;
-	seg(&s->cs, 0xF000, 0xFFFF0000ULL, 0xFFFF, 0x9B);
-	seg(&s->ds, 0, 0, 0xFFFF, 0x93);
-	seg(&s->es, 0, 0, 0xFFFF, 0x93);
-	seg(&s->fs, 0, 0, 0xFFFF, 0x93);
-	seg(&s->gs, 0, 0, 0xFFFF, 0x93);
-	seg(&s->ss, 0, 0, 0xFFFF, 0x93);
-	seg(&s->gdtr, 0, 0, 0xFFFF, 0);
-	seg(&s->idtr, 0, 0, 0xFFFF, 0);
-	seg(&s->ldtr, 0, 0, 0xFFFF, 0x82);
-	seg(&s->tr, 0, 0, 0xFFFF, 0x8B);
+	struct vmcb_save *s = &v->vmcb->save;
+	vmcb_seg(&s->cs, 0xF000, 0xFFFF0000ULL, 0xFFFF, 0x9B);
+	vmcb_seg(&s->ds, 0, 0, 0xFFFF, 0x93);
+	vmcb_seg(&s->es, 0, 0, 0xFFFF, 0x93);
+	vmcb_seg(&s->fs, 0, 0, 0xFFFF, 0x93);
+	vmcb_seg(&s->gs, 0, 0, 0xFFFF, 0x93);
+	vmcb_seg(&s->ss, 0, 0, 0xFFFF, 0x93);
+	vmcb_seg(&s->gdtr, 0, 0, 0xFFFF, 0);
+	vmcb_seg(&s->idtr, 0, 0, 0xFFFF, 0);
+	vmcb_seg(&s->ldtr, 0, 0, 0xFFFF, 0x82);
+	vmcb_seg(&s->tr, 0, 0, 0xFFFF, 0x8B);
 	s->cpl = 0;
 	s->efer = EFER_SVME; /* VMRUN requires it; csvsm keeps it set (sim notes pitfall 2) */
 	s->cr0 = 0x60000010ULL;
@@ -510,10 +513,10 @@ static void vmcb_reset_state(struct vmcb *v, uint32_t cpuid_sig)
 	s->dr6 = 0xFFFF0FF0ULL;
 	s->dr7 = 0x400;
 	s->g_pat = 0x0007040600070406ULL;
-	bsp.gprs.rdx = cpuid_sig;
+	v->gprs.rdx = cpuid_sig;
 }
 
-static void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt)
+void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt)
 {
 	struct vmcb_control *c = &v->ctl;
 	/* An SEV-SNP guest: CPUID becomes #VC (56421 §4.1), PVALIDATE and
@@ -675,19 +678,6 @@ static void handle_msr(struct svm_vcpu *v)
 		v->gprs.rdx = val >> 32;
 	}
 	vm->save.rip += 2; /* rdmsr/wrmsr: 0F 32 / 0F 30 */
-}
-
-void sim_svsm_call(struct svm_vcpu *v)
-{
-	struct svsm_regs r = {v->vmcb->save.rax, v->gprs.rcx, v->gprs.rdx, v->gprs.r8, v->gprs.r9};
-	if (svsm_request(&v->gv, &r)) {
-		v->svsm_calls++;
-		v->vmcb->save.rax = r.rax;
-		v->gprs.rcx = r.rcx;
-		v->gprs.rdx = r.rdx;
-		v->gprs.r8 = r.r8;
-		v->gprs.r9 = r.r9;
-	}
 }
 
 static void handle_vmmcall(struct svm_vcpu *v)
@@ -895,11 +885,10 @@ static void dump_exit(struct svm_vcpu *v, const char *why)
 		   (unsigned long long)vm->save.cr0, (unsigned long long)vm->save.efer);
 }
 
-unsigned sim_park_check(void);
-
-/* Run `v` until the guest ends the VM, or (guest vCPUs on parked csvsm
- * vCPUs) until *stop is set; returns only then. */
-static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
+/* Run `v` until the guest ends the VM, until *stop is set (guest vCPUs on
+ * parked csvsm vCPUs), or until an exit handler or another vCPU sets
+ * v->leave (the machine's VMPL switches); returns only then. */
+void svm_guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 {
 	for (;;) {
 		vcpu_vmrun(v);
@@ -912,6 +901,8 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			clgi();
 			if (stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
 				v->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
+			if (__atomic_load_n(&v->leave, __ATOMIC_ACQUIRE))
+				return;
 			continue;
 		}
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_HLT) {
@@ -935,7 +926,7 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			ghcb_msr_access(v);
 			continue;
 		}
-		exits_lock();
+		hv_exits_lock();
 		v->vmcb->ctl.event_inj = 0;
 		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
 		switch (code) {
@@ -982,143 +973,15 @@ static void guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
 			dump_exit(v, "unexpected exit");
 			platform->terminate(false, 0, 0x22);
 		}
-		if (sim_guest_power_event) {
-			con_printf(
-			    "csvsm: guest %s after %llu exits (%llu I/O, %llu MSR, %llu VMGEXIT, "
-			    "%llu SVSM calls, %llu #NPF); %llu INITs to csvsm's vCPUs absorbed\n",
-			    sim_guest_power_event == 1 ? "powered off" : "requested a reset",
-			    (unsigned long long)v->exits, (unsigned long long)v->io_exits,
-			    (unsigned long long)v->msr_exits, (unsigned long long)v->vmgexits,
-			    (unsigned long long)v->svsm_calls, (unsigned long long)v->npf_exits,
-			    (unsigned long long)sim_park_init_count());
-			con_printf(
-			    "csvsm: exit-cost: vcpu=%u exits=%llu host_cycles_per_exit=%llu "
-			    "vmrun_to_exit_cycles_per_exit=%llu\n",
-			    v->gv.id, (unsigned long long)v->exits,
-			    (unsigned long long)(v->host_cycles / (v->exits ? v->exits : 1)),
-			    (unsigned long long)(v->guest_cycles / (v->exits ? v->exits : 1)));
-			if (v->snp)
-				sim_snp_print_counts();
-			svsm_stats_print();
-			unsigned ok = sim_park_check();
-			con_printf("csvsm: vcpu-check: aps=%u responsive=%u\n", cpu_count - 1, ok);
-			platform->terminate(sim_guest_power_event == 1 && ok == cpu_count - 1, 0,
-					    0x23);
-		}
-		exits_unlock();
+		if (sim_guest_power_event)
+			hv_power_event(v);
+		hv_exits_unlock();
+		if (__atomic_load_n(&v->leave, __ATOMIC_ACQUIRE))
+			return;
 	}
 }
 
-static __noreturn void guest_loop(struct svm_vcpu *v)
-{
-	guest_run(v, NULL);
-	panic("the boot vCPU's guest loop returned");
-}
-
-__noreturn void sim_guest_start(const struct sim_guest_config *gc)
-{
-	struct cpuid_regs r;
-	npt_mm = gc->mm;
-	npt_vmpl = gc->vmpl;
-	npt_snp = gc->snp;
-	sim_snp_init(gc->mm, gc->snp);
-	flash_gpa = gc->flash_gpa;
-	flash_hpa = gc->flash_hpa;
-	flash_size = gc->flash_size;
-
-	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
-	wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE));
-	iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
-	memset(iopm, 0xFF, 3 * PAGE_SIZE); /* every port exits (sim notes §5 c) */
-	msrpm = pool_alloc(2 * PAGE_SIZE, PAGE_SIZE);
-	msrpm_intercept(MSR_EFER_NR, true, true);
-	msrpm_intercept(MSR_APIC_BASE, false, true); /* xAPIC only, at its usual address */
-	for (uint32_t m = 0xC0010000u; m < 0xC0012000u; m++)
-		msrpm_intercept(m, true, true);
-	npt_build();
-	sim_park_aps();
-
-	bsp.vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	bsp.vmcb_pa = (uint64_t)(uintptr_t)bsp.vmcb;
-	bsp.host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	bsp.xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	*(uint16_t *)bsp.xsave = 0x37F;		/* FCW at reset */
-	*(uint32_t *)(bsp.xsave + 24) = 0x1F80; /* MXCSR at reset */
-	bsp.fpu_saved = 1; /* the first entry loads it: nothing of csvsm's boot stays */
-	bsp.gv = (struct guest_vcpu){.id = 0, .vmpl = gc->vmpl, .caa = gc->caa};
-	bsp.snp = gc->snp;
-	bsp.vmpl = gc->vmpl;
-	vmcb_init(bsp.vmcb, gc->snp, npt_pml4);
-	cpuid(1, &r);
-	vmcb_reset_state(bsp.vmcb, r.eax);
-	boot_phase("guest", "OVMF at its reset vector, VMPL%u, CA 0x%llx; %llu KiB NPT", gc->vmpl,
-		   (unsigned long long)gc->caa, (unsigned long long)(pool_used() >> 10));
-	guest_loop(&bsp);
-}
-
-/*
- * csvsm's own secondary vCPUs, once acceptance is done, wait inside a
- * minimal guest (`hlt; jmp .-1` at GPA 0 of a private nested map) with INIT,
- * NMI and SMI intercepted. Under TCG an INIT reaches a CPU even in host mode
- * and would restart it at the reset vector outside csvsm's control; OVMF
- * sends INIT-SIPI-SIPI to all other CPUs while it boots. Inside the parking
- * guest the INIT is a #VMEXIT instead, which csvsm counts and ignores.
- */
-#define PARK_RIP 0x400
-static uint64_t *park_npt;
-static uint8_t *park_iopm, *park_msrpm;
-static volatile uint64_t park_inits;
-
-static void park_build(void)
-{
-	uint64_t *pdpt = pool_alloc(PAGE_SIZE, PAGE_SIZE), *pd = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	uint8_t *code = pool_alloc(PAGE_SIZE, PAGE_SIZE), *stack = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	/* Real-mode IVT at 0: every vector -> 0000:0500. QEMU 7.2 leaves an
-	 * intercepted NMI pending (like INIT), so NMIs are delivered to this
-	 * guest instead, whose handler reports them with VMMCALL. */
-	for (unsigned i = 0; i < 256; i++)
-		code[4 * i] = 0x00, code[4 * i + 1] = 0x05, code[4 * i + 2] = 0,
-			 code[4 * i + 3] = 0;
-	code[PARK_RIP] = 0xF4, code[PARK_RIP + 1] = 0xEB,
-	code[PARK_RIP + 2] = 0xFD;				    /* hlt; jmp .-1 */
-	code[0x500] = 0x0F, code[0x501] = 0x01, code[0x502] = 0xD9; /* vmmcall */
-	code[0x503] = 0xCF;					    /* iret */
-	park_npt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	park_npt[0] = (uint64_t)(uintptr_t)pdpt | NPT_TABLE;
-	pdpt[0] = (uint64_t)(uintptr_t)pd | NPT_TABLE;
-	pd[0] = (uint64_t)(uintptr_t)pt | NPT_TABLE;
-	pt[0] = (uint64_t)(uintptr_t)code | NPT_P | NPT_US; /* read/execute only */
-	pt[1] = (uint64_t)(uintptr_t)stack | NPT_P | NPT_RW | NPT_US | NPT_NX;
-	park_iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
-	memset(park_iopm, 0xFF, 3 * PAGE_SIZE);
-	park_msrpm = pool_alloc(2 * PAGE_SIZE, PAGE_SIZE);
-	memset(park_msrpm, 0xFF, 2 * PAGE_SIZE);
-}
-
-/*
- * Guest vCPUs made with CREATE_VCPU and started with the GHCB AP creation
- * event (reference §4.5) run on a parked csvsm vCPU: csvsm turns the VMSA
- * into a VMCB and hands it over with an NMI; DESTROY stops it the same way.
- */
-struct ap_job {
-	struct guest_vmsa_slot *slot;	 /* set by the requester, cleared when taken */
-	struct guest_vmsa_slot *running; /* the one it runs (DESTROY finds it by this) */
-	volatile uint32_t stop;
-	volatile uint32_t busy;
-	struct svm_vcpu *v;
-};
-static struct ap_job ap_jobs[MAX_CPUS];
-
-/* The guest vCPU csvsm's vCPU `id` runs (or ran last), if any. */
-static struct svm_vcpu *vcpu_of_cpu(unsigned id)
-{
-	if (id == 0)
-		return bsp.vmcb ? &bsp : NULL;
-	return id < MAX_CPUS ? ap_jobs[id].v : NULL;
-}
-
-static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
+void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 {
 	struct vmcb_save *s = &v->vmcb->save;
 	struct vmcb_seg *segs[] = {&s->es, &s->cs,   &s->ss,   &s->ds,	 &s->fs,
@@ -1126,7 +989,8 @@ static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 	const struct vmsa_seg *msegs[] = {&m->es, &m->cs,   &m->ss,   &m->ds,	&m->fs,
 					  &m->gs, &m->gdtr, &m->ldtr, &m->idtr, &m->tr};
 	for (unsigned i = 0; i < ARRAY_SIZE(segs); i++)
-		seg(segs[i], msegs[i]->selector, msegs[i]->base, msegs[i]->limit, msegs[i]->attrib);
+		vmcb_seg(segs[i], msegs[i]->selector, msegs[i]->base, msegs[i]->limit,
+			 msegs[i]->attrib);
 	s->cpl = m->cpl;
 	s->efer = m->efer | EFER_SVME;
 	s->cr4 = m->cr4, s->cr3 = m->cr3, s->cr0 = m->cr0;
@@ -1151,197 +1015,69 @@ static void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 				      .r15 = m->r15};
 }
 
-static void ap_run_job(struct percpu *cpu)
-{
-	struct ap_job *j = &ap_jobs[cpu->id];
-	struct guest_vmsa_slot *slot = __atomic_exchange_n(&j->slot, NULL, __ATOMIC_ACQ_REL);
-	if (!slot)
-		return;
-	if (!j->v) {
-		j->v = pool_alloc(sizeof(*j->v), PAGE_SIZE);
-		j->v->vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-		j->v->vmcb_pa = (uint64_t)(uintptr_t)j->v->vmcb;
-		j->v->host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
-		j->v->xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	}
-	struct svm_vcpu *v = j->v;
-	struct vmcb *vm = v->vmcb;
-	/* The wake-up NMI's handler has not returned yet (it exited to csvsm):
-	 * unblock NMIs, or a TLB shootdown kick could never reach this vCPU. */
-	nmi_unblock();
-	memset(vm, 0, sizeof(*vm));
-	memset(v->xsave, 0, PAGE_SIZE);
-	*(uint16_t *)v->xsave = 0x37F;
-	*(uint32_t *)(v->xsave + 24) = 0x1F80;
-	v->fpu_saved = 1;
-	v->snp = bsp.snp;
-	v->vmpl = bsp.vmpl;
-	vmcb_init(vm, v->snp, npt_pml4);
-	vm->ctl.asid = ASID_GUEST; /* same guest, same nested page tables */
-	/* The VMSA page is read-only to the guest since CREATE_VCPU (RMP VMSA bit). */
-	vmcb_from_vmsa(v, (const struct vmsa *)guest_mem_ptr(slot->vmsa));
-	v->ghcb_msr = v->ghcb_gpa = 0;
-	v->gv = (struct guest_vcpu){.id = cpu->id, .vmpl = bsp.gv.vmpl, .caa = slot->caa};
-	guest_run(v, &j->stop);
-	exits_lock();
-	slot->running = false;
-	j->running = NULL;
-	__atomic_store_n(&j->stop, 0, __ATOMIC_RELEASE);
-	__atomic_store_n(&j->busy, 0, __ATOMIC_RELEASE);
-	exits_unlock();
-}
-
-static void send_nmi(uint32_t apic_id)
+void hv_send_nmi(uint32_t apic_id)
 {
 	volatile uint32_t *lapic = (volatile uint32_t *)(uintptr_t)LAPIC_GPA;
 	lapic[LAPIC_ICR_HI / 4] = apic_id << 24;
 	lapic[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14); /* NMI, assert */
 }
 
-/* GHCB AP creation from the guest (runs under the exit lock). 0 or -1. */
-uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features)
-{
-	unsigned event = (uint32_t)info1 & ~(0xFu << SVM_VMGEXIT_AP_VMPL_SHIFT);
-	unsigned vmpl = ((uint32_t)info1 >> SVM_VMGEXIT_AP_VMPL_SHIFT) & 0xF;
-	struct guest_vmsa_slot *slot = vcpu_find(vmsa);
-	if (!slot || vmpl != v->gv.vmpl)
-		return (uint64_t)-1;
-	if (event == SVM_VMGEXIT_AP_DESTROY) {
-		for (unsigned i = 1; i < cpu_count; i++)
-			/* By the slot, not the calling area: REMAP_CA moves that. */
-			if (ap_jobs[i].busy && ap_jobs[i].running == slot && slot->running) {
-				__atomic_store_n(&ap_jobs[i].stop, 1, __ATOMIC_RELEASE);
-				send_nmi(percpus[i].apic_id); /* out of an idle HLT: intercept it */
-				/* The vCPU leaves its loop once halted; it needs the exit lock. */
-				exits_unlock();
-				uint64_t t0 = timer_us();
-				while (__atomic_load_n(&ap_jobs[i].busy, __ATOMIC_ACQUIRE) &&
-				       timer_us() - t0 < 1000000)
-					cpu_relax();
-				exits_lock();
-				if (!ap_jobs[i].busy)
-					return 0;
-				__atomic_store_n(&ap_jobs[i].stop, 0, __ATOMIC_RELEASE);
-				return (
-				    uint64_t)-1; /* still running: not halted with interrupts off */
-			}
-		return (uint64_t)-1;
-	}
-	if ((event != SVM_VMGEXIT_AP_CREATE && event != SVM_VMGEXIT_AP_CREATE_ON_INIT) ||
-	    slot->running || sev_features != vcpu_guest_sev_features)
-		return (uint64_t)-1;
-	/* The guest's vCPU with APIC ID n runs on csvsm's vCPU with the same
-	 * APIC ID (the guest's MADT and IPIs name it), as KVM has one vCPU per
-	 * APIC ID. */
-	uint32_t apic_id = (uint32_t)(info1 >> SVM_VMGEXIT_AP_APIC_ID_SHIFT);
-	for (unsigned i = 1; i < cpu_count; i++) {
-		struct ap_job *j = &ap_jobs[i];
-		if (percpus[i].apic_id != apic_id)
-			continue;
-		if (!percpus[i].parked || __atomic_exchange_n(&j->busy, 1, __ATOMIC_ACQ_REL))
-			break;
-		slot->running = true;
-		j->running = slot;
-		__atomic_store_n(&j->slot, slot, __ATOMIC_RELEASE);
-		send_nmi(percpus[i].apic_id);
-		return 0;
-	}
-	con_printf("csvsm: AP creation for APIC ID %u refused: csvsm has no free vCPU with it "
-		   "(-smp)\n",
-		   apic_id);
-	return (uint64_t)-1;
-}
+/* ---- set-up, shared by the sim (sim_guest.c) and the SNP machine (tests/snpm) ---- */
 
-static __noreturn void park_self(struct percpu *cpu)
+/* This CPU may run VMRUN: EFER.SVME and its host save area. */
+void svm_cpu_enable(void)
 {
-	struct svm_vcpu *v = pool_alloc(sizeof(*v), PAGE_SIZE);
-	v->xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE); /* x87/SSE init state: XSTATE_BV = 0 */
-	*(uint32_t *)(v->xsave + 24) = 0x1F80;
-	v->fpu_saved = 1;
 	wrmsr(MSR_EFER, rdmsr(MSR_EFER) | EFER_SVME);
 	wrmsr(MSR_VM_HSAVE_PA, (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE));
+}
+
+/* A guest context: VMCB, host save area, x87/SSE state at reset (loaded on first entry). */
+struct svm_vcpu *svm_vcpu_alloc(void)
+{
+	struct svm_vcpu *v = pool_alloc(sizeof(*v), PAGE_SIZE);
 	v->vmcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	v->vmcb_pa = (uint64_t)(uintptr_t)v->vmcb;
 	v->host_save_pa = (uint64_t)(uintptr_t)pool_alloc(PAGE_SIZE, PAGE_SIZE);
-	struct vmcb_control *c = &v->vmcb->ctl;
-	c->intercept_misc1 = SVM_INTERCEPT_INIT | SVM_INTERCEPT_SMI | SVM_INTERCEPT_IOIO_PROT |
-			     SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN;
-	c->intercept_misc2 = SVM_INTERCEPT_VMRUN | SVM_INTERCEPT_VMMCALL;
-	c->iopm_base_pa = (uint64_t)(uintptr_t)park_iopm;
-	c->msrpm_base_pa = (uint64_t)(uintptr_t)park_msrpm;
-	c->asid = 2 + cpu->id;
-	c->nested_ctl = SVM_NESTED_CTL_NP_ENABLE;
-	c->nested_cr3 = (uint64_t)(uintptr_t)park_npt;
-	struct vmcb_save *s = &v->vmcb->save;
-	seg(&s->cs, 0, 0, 0xFFFF, 0x9B);
-	seg(&s->ds, 0, 0, 0xFFFF, 0x93);
-	seg(&s->es, 0, 0, 0xFFFF, 0x93);
-	seg(&s->ss, 0, 0, 0xFFFF, 0x93);
-	seg(&s->fs, 0, 0, 0xFFFF, 0x93);
-	seg(&s->gs, 0, 0, 0xFFFF, 0x93);
-	seg(&s->ldtr, 0, 0, 0xFFFF, 0x82);
-	seg(&s->tr, 0, 0, 0xFFFF, 0x8B);
-	seg(&s->gdtr, 0, 0, 0xFFFF, 0);
-	seg(&s->idtr, 0, 0, 0x3FF, 0);
-	s->efer = EFER_SVME;
-	s->cr0 = 0x10;
-	s->rflags = 0x2; /* IF = 0: only INIT/NMI/SMI end the HLT */
-	s->rip = PARK_RIP;
-	s->rsp = 0x2000; /* the stack page at GPA 0x1000 */
-	s->dr6 = 0xFFFF0FF0ULL;
-	s->dr7 = 0x400;
-	s->g_pat = 0x0007040600070406ULL;
-	__atomic_store_n(&cpu->parked, 1, __ATOMIC_RELEASE);
-	for (;;) {
-		svm_vmrun(v);
-		uint32_t code = (uint32_t)c->exit_code;
-		if (code == SVM_EXIT_INIT)
-			__atomic_fetch_add(&park_inits, 1, __ATOMIC_RELAXED);
-		else if (code == SVM_EXIT_VMMCALL) { /* the NMI handler: csvsm's own signal */
-			__atomic_fetch_add(&cpu->pings, 1, __ATOMIC_RELEASE);
-			s->rip += 3;
-			ap_run_job(cpu);
-		} else if (code != SVM_EXIT_SMI) {
-			con_printf("csvsm: vCPU %u: parking guest exit 0x%x\n", cpu->id, code);
-			platform->terminate(false, 0, 0x24);
-		}
+	v->xsave = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+	svm_vcpu_fpu_reset(v);
+	return v;
+}
+
+void svm_vcpu_fpu_reset(struct svm_vcpu *v)
+{
+	memset(v->xsave, 0, PAGE_SIZE);
+	*(uint16_t *)v->xsave = 0x37F;	       /* FCW at reset */
+	*(uint32_t *)(v->xsave + 24) = 0x1F80; /* MXCSR at reset */
+	v->fpu_saved = 1; /* the next entry loads it: nothing of the host's stays */
+}
+
+/*
+ * The host side for guests on `gc->mm`: the boot CPU enabled for VMRUN,
+ * every port and the AMD system MSRs intercepted, and the nested tables
+ * (the sim's now; the machine's per VMPL on first use).
+ */
+void svm_host_init(const struct sim_guest_config *gc, bool machine)
+{
+	hv_machine = machine;
+	npt_mm = gc->mm;
+	npt_vmpl = gc->vmpl;
+	npt_snp = gc->snp;
+	sim_snp_init(gc->mm, gc->snp);
+	flash_gpa = gc->flash_gpa;
+	flash_hpa = gc->flash_hpa;
+	flash_size = gc->flash_size;
+	svm_cpu_enable();
+	iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
+	memset(iopm, 0xFF, 3 * PAGE_SIZE); /* every port exits (sim notes §5 c) */
+	msrpm = pool_alloc(2 * PAGE_SIZE, PAGE_SIZE);
+	msrpm_intercept(MSR_EFER_NR, true, true);
+	msrpm_intercept(MSR_APIC_BASE, false, true); /* xAPIC only, at its usual address */
+	for (uint32_t m = 0xC0010000u; m < 0xC0012000u; m++)
+		msrpm_intercept(m, true, true);
+	npt_top = MAX(npt_mm->max_gpa, 4ULL << 30);
+	if (!machine) {
+		npt_pml4 = pool_alloc(PAGE_SIZE, PAGE_SIZE);
+		for (gpa_t b = 0; b < npt_top; b += PAGE_SIZE_2M)
+			npt_map_2m(b);
 	}
-}
-
-uint64_t sim_park_init_count(void)
-{
-	return park_inits;
-}
-
-/* Proof that csvsm still owns its secondary vCPUs: each answers an NMI from
- * inside the parking guest (a vCPU the guest had reset would not). */
-unsigned sim_park_check(void)
-{
-	unsigned ok = 0;
-	for (unsigned i = 1; i < cpu_count; i++) {
-		if (ap_jobs[i].busy) { /* running a guest vCPU in csvsm's own loop */
-			ok++;
-			continue;
-		}
-		uint32_t before = __atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE);
-		volatile uint32_t *icr = (volatile uint32_t *)(uintptr_t)LAPIC_GPA;
-		icr[LAPIC_ICR_HI / 4] = percpus[i].apic_id << 24;
-		icr[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14); /* NMI, assert */
-		uint64_t t0 = timer_us();
-		while (__atomic_load_n(&percpus[i].pings, __ATOMIC_ACQUIRE) == before &&
-		       timer_us() - t0 < 500000)
-			cpu_relax();
-		if (percpus[i].pings != before && percpus[i].parked)
-			ok++;
-	}
-	return ok;
-}
-
-void sim_park_aps(void)
-{
-	park_build();
-	smp_dispatch_aps(park_self);
-	for (unsigned i = 1; i < cpu_count; i++)
-		while (!__atomic_load_n(&percpus[i].parked, __ATOMIC_ACQUIRE))
-			cpu_relax();
 }

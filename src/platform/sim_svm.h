@@ -36,7 +36,7 @@ struct svm_vcpu {
 	 * own; an exit handler that switches VMPL names the next context here. */
 	unsigned vmpl;
 	struct hv_vcpu *hv;
-	struct svm_vcpu *switch_to;
+	volatile uint32_t leave; /* svm_guest_run returns at the next exit */
 };
 
 /*
@@ -84,8 +84,36 @@ void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val);
 /* Host pointer to guest-physical bytes `vmpl` can reach (RAM or flash), or NULL. */
 void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl);
 bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val);
-void sim_svsm_call(struct svm_vcpu *v);
+
+/* The core's set-up and run loop (sim_svm.c), for the front ends. */
+struct sim_guest_config;
+void svm_host_init(const struct sim_guest_config *gc, bool machine);
+void svm_cpu_enable(void);
+struct svm_vcpu *svm_vcpu_alloc(void);
+void svm_vcpu_fpu_reset(struct svm_vcpu *v);
+const uint64_t *svm_npt_root(unsigned vmpl);
+void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt);
+void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig);
+void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr);
+struct vmsa;
+void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m);
+void svm_guest_run(struct svm_vcpu *v, volatile uint32_t *stop);
+void hv_exits_lock(void);
+void hv_exits_unlock(void);
+void hv_send_nmi(uint32_t apic_id);
+
+/*
+ * The front end's part (sim: sim_guest.c, csvsm is the host; the SNP
+ * machine: tests/snpm/vmpl.c). Called under the exit lock.
+ */
+/* GHCB AP creation (56421 §4.1.9) from context v: 0, or -1 refused. */
 uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
+/* v asks to run `vmpl` (GHCB MSR 0x016 or the RUN_VMPL exit): false refuses it. */
+bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl);
+/* The guest powered off or reset (sim_guest_power_event): report and end the VM. */
+__noreturn void hv_power_event(struct svm_vcpu *v);
+/* The guest asked to terminate: the front end's report (the VM ends after it). */
+void hv_guest_terminated(struct svm_vcpu *v);
 
 /* The SEV-SNP guest view and the hypervisor side of the GHCB (sim_snp.c). */
 void sim_snp_init(const struct memmap *mm, bool snp);
