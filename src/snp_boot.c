@@ -134,7 +134,8 @@ static bool param_ok(const struct csvsm_igvm_param *p, uint32_t min)
  */
 static void read_memory_map(void)
 {
-	static struct igvm_memory_map_entry e[CSVSM_IGVM_MEMMAP_SIZE / sizeof(struct igvm_memory_map_entry)];
+	static struct igvm_memory_map_entry
+	    e[CSVSM_IGVM_MEMMAP_SIZE / sizeof(struct igvm_memory_map_entry)];
 	unsigned n = 0;
 
 	if (!param_ok(&bb.memory_map, sizeof(e)))
@@ -148,11 +149,12 @@ static void read_memory_map(void)
 		    .addr = e[i].starting_gpa_page_number << 12,
 		    .size = e[i].number_of_pages << 12,
 		    .type = e[i].entry_type == IGVM_MEMMAP_MEMORY ? MEMMAP_TYPE_RAM
-								 : MEMMAP_TYPE_RESERVED,
+								  : MEMMAP_TYPE_RESERVED,
 		};
 	}
-	raw[n++] = (struct hvm_memmap_table_entry){
-	    .addr = bb.region_start, .size = bb.region_end - bb.region_start, .type = MEMMAP_TYPE_RAM};
+	raw[n++] = (struct hvm_memmap_table_entry){.addr = bb.region_start,
+						   .size = bb.region_end - bb.region_start,
+						   .type = MEMMAP_TYPE_RAM};
 	int rc = memmap_build(&snp_memmap, raw, n, bb.region_start, bb.region_end);
 	if (rc != MEMMAP_OK) {
 		con_printf("csvsm: memmap: refused: %s (entry %d)\n", memmap_strerror(rc),
@@ -162,8 +164,8 @@ static void read_memory_map(void)
 	/* Pre-acceptance: the RAM ranges less the launch-validated ranges. */
 	struct mem_range holes[CSVSM_IGVM_MAX_RANGES];
 	for (unsigned k = 0; k < bb.n_ranges; k++)
-		holes[k] = (struct mem_range){bb.ranges[k].gpa,
-					      bb.ranges[k].gpa + bb.ranges[k].size};
+		holes[k] =
+		    (struct mem_range){bb.ranges[k].gpa, bb.ranges[k].gpa + bb.ranges[k].size};
 	int m = mem_ranges_subtract(snp_memmap.ram, snp_memmap.nr_ram, holes, bb.n_ranges,
 				    to_accept, ARRAY_SIZE(to_accept));
 	if (m < 0)
