@@ -1,7 +1,7 @@
 # src/: boot, CPU set-up, console, exceptions, SMP, platforms, request loop.
 IMAGE_SRCS += src/boot.S src/snp_entry.S src/exception.S src/idt.c src/console.c src/cpu.c \
               src/smp.c src/main.c src/snp_boot.c src/accept_boot.c src/guest.c src/guest_snp.c src/platform/sim.c \
-              src/platform/sim_svm.c src/platform/sim_guest.c src/platform/sim_io.c src/platform/svm_entry.S \
+              src/platform/sim_svm.c src/platform/sim_guest.c src/platform/sipi.c src/platform/sim_io.c src/platform/svm_entry.S \
               src/platform/sim_psp_boot.c src/platform/sim_snp.c \
               mm/pool.c mm/pgtable.c
 CORE_SRCS  += src/fmt.c src/platform/insn_decode.c src/platform/devpolicy.c src/requests.c \

@@ -114,3 +114,5 @@ snp_long64:
 	.globl snp_boot_block, snp_cbit_hi
 snp_boot_block: .quad 0
 snp_cbit_hi:    .long 0
+
+	.section .note.GNU-stack, "", @progbits
