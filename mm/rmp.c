@@ -202,6 +202,8 @@ static int pvalidate_locked(gpa_t gpa, unsigned size, bool validate, bool *uncha
 	return 0;
 }
 
+bool (*rmp_vmsa_in_use)(gpa_t gpa);
+
 static int adjust_locked(unsigned caller, gpa_t gpa, unsigned size, uint64_t attrs)
 {
 	unsigned vmpl = attrs & RMPADJUST_VMPL_MASK;
@@ -229,6 +231,8 @@ static int adjust_locked(unsigned caller, gpa_t gpa, unsigned size, uint64_t att
 	uint16_t *e = entry(gpa);
 	if (!(e[0] & RMPE_VALIDATED))
 		return RMPADJUST_FAIL_PERMISSION;
+	if ((e[0] & RMPE_VMSA) && rmp_vmsa_in_use && rmp_vmsa_in_use(gpa))
+		return RMPADJUST_FAIL_INUSE;
 	/* A VMPL grants only permissions it holds itself (APM vol. 3 RMPADJUST). */
 	unsigned want = (unsigned)(attrs >> 8) & RMPE_PERM_MASK;
 	if (caller && (want & ~((e[0] >> RMPE_PERM_SHIFT(caller)) & RMPE_PERM_MASK)))

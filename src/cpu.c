@@ -32,6 +32,7 @@ struct percpu *this_cpu(void)
 void cpu_init_self(struct percpu *cpu)
 {
 	struct tcb *t = &tcbs[cpu->id];
+	idt_load(); /* first: on snp the CPUID below is a #VC */
 	cpu->self = cpu;
 	wrmsr(MSR_GS_BASE, (uint64_t)(uintptr_t)cpu);
 	t->self = t;
@@ -39,7 +40,6 @@ void cpu_init_self(struct percpu *cpu)
 		panic("no entropy for the stack canary");
 	t->canary &= ~0xFFULL; /* glibc keeps a zero low byte to stop string overruns */
 	wrmsr(MSR_FS_BASE, (uint64_t)(uintptr_t)t);
-	idt_load();
 }
 
 /* ---- TSC timing, calibrated against PIT channel 2 ---- */

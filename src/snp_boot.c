@@ -37,7 +37,7 @@
 #include "tpm/libc/libc.h"
 
 extern uint32_t snp_cbit_hi;
-extern const uint8_t __image_start[], __image_end[];
+extern const uint8_t __image_start[], __bss_end[];
 void cpu_enable_fpu(void);
 void con_init(void);
 void _init(void);
@@ -80,7 +80,9 @@ static __noreturn void stop(unsigned code)
 static void read_boot_block(uint32_t gpa)
 {
 	gpa_t img_start = (gpa_t)(uintptr_t)__image_start;
-	gpa_t img_end = ALIGN_UP((gpa_t)(uintptr_t)__image_end, PAGE_SIZE);
+	/* The loaded image ends with .bss (the launch's last pages); the rest of
+	 * the region is REQUIRED_MEMORY, validated below. */
+	gpa_t img_end = ALIGN_UP((gpa_t)(uintptr_t)__bss_end, PAGE_SIZE);
 
 	if (gpa != CSVSM_IGVM_BOOT_BLOCK_GPA)
 		stop(SNP_BOOT_BLOCK);
@@ -250,12 +252,13 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	/* 2. Exceptions and #VC; the FPU after that (its checks execute CPUID). */
 	idt_init();
 	exception_vc_handler = vc_exception;
-	percpus[0].id = 0;
-	cpu_init_self(&percpus[0]);
 	if (vc_init((const struct snp_cpuid_page *)(uintptr_t)bb.cpuid_gpa, read_cr4(), 1, 0))
 		stop(SNP_BOOT_CPUID);
+	percpus[0].id = 0;
+	cpu_init_self(&percpus[0]); /* loads the IDT, then its CPUID (RDRAND) is a #VC */
 	cpu_enable_fpu();
-	vc_set_xstate(read_cr4(), xgetbv0(), 0);
+	/* XCR0 exists only with CR4.OSXSAVE (the CPUID page may offer no XSAVE). */
+	vc_set_xstate(read_cr4(), (read_cr4() & (1ULL << 18)) ? xgetbv0() : 1, 0);
 
 	/* 3. csvsm's whole region, then its page pool. */
 	validate_region_tail();

@@ -9,6 +9,7 @@
  * memory and a different page.
  */
 #include "arch/x86/insn.h"
+#include "csvsm/cpu.h"
 #include "csvsm/platform.h"
 #include "csvsm/vcpu.h"
 #include "mm/guest_mem.h"
@@ -120,11 +121,28 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 		return SVSM_ERR_INVALID_PARAMETER;
 	if (s->running)
 		return SVSM_ERR_FAIL_INUSE; /* AMD reference SVSM's code (reference §10.8) */
-	/* Clear EFER.SVME so the page can never run again, clear the VMSA bit
-	 * (revoke), then give the page back to the guest VMPL (reference §1.5). */
+	/*
+	 * Clear the VMSA bit first (no guest VMPL access either): from then on
+	 * no VMRUN can start on the page. Hardware refuses it with FAIL_INUSE
+	 * while the VMSA runs (APM vol. 2 §15.36.12); a vCPU the host was just
+	 * told to stop (AP DESTROY, a replaced VMSA) leaves it within a kick, so
+	 * retry for a while before reporting the vCPU as running.
+	 */
+	int rc = platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl);
+	for (uint64_t t0 = timer_us(); rc == RMPADJUST_FAIL_INUSE && timer_us() - t0 < 20000;) {
+		cpu_relax();
+		rc = platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl);
+	}
+	if (rc == RMPADJUST_FAIL_INUSE)
+		return SVSM_ERR_FAIL_INUSE;
+	if (rc)
+		return SVSM_ERR_INVALID_ADDRESS;
+	/* EFER.SVME cleared too, so the page never runs again even if it were
+	 * marked a VMSA once more; then the page is the guest VMPL's again
+	 * (reference §1.5). */
 	struct vmsa *v = guest_mem_ptr(vmsa_gpa);
 	v->efer &= ~EFER_SVME;
-	if (platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl) || grant(vmsa_gpa, gv->vmpl))
+	if (grant(vmsa_gpa, gv->vmpl))
 		return SVSM_ERR_INVALID_ADDRESS;
 	guest_mem_unprotect(vmsa_gpa);
 	s->used = false;

@@ -99,6 +99,13 @@ int rmp_adjust_from(unsigned caller_vmpl, gpa_t gpa, unsigned size, uint64_t att
 
 /* Queries: 0, or -1 when gpa is beyond the model. */
 int rmp_query(gpa_t gpa, struct rmp_entry_info *out);
+
+/*
+ * Set by a model that runs VMSAs (the SNP machine): true while the VMSA page
+ * at gpa is in a VMRUN on some CPU. RMPADJUST of such a page returns
+ * RMPADJUST_FAIL_INUSE, as on hardware. NULL: no VMSA is ever in use.
+ */
+extern bool (*rmp_vmsa_in_use)(gpa_t gpa);
 /*
  * RMP_PERM_* that `vmpl` has on private (C-bit) accesses to the page at gpa:
  * 0 when the page is not assigned or not validated (an access would fault),

@@ -60,7 +60,7 @@ bool sim_snp_trace;
 /* ---- counts ---- */
 enum { VC_CPUID, VC_IOIO, VC_MSR, VC_MMIO, VC_VMMCALL, VC_OTHER, VC_N };
 static uint64_t vc_count[VC_N];
-static uint64_t emu_pvalidate, emu_rmpadjust, emu_msr_direct;
+static uint64_t emu_pvalidate, emu_rmpadjust, emu_msr_direct, emu_tlb;
 static uint64_t nae_count[16];
 static uint64_t nae_unregistered; /* VMGEXITs without a registered GHCB in guest RAM */
 static uint64_t implicit_shared;  /* GHCB pages converted to shared on first use */
@@ -265,28 +265,66 @@ void sim_snp_vc(struct svm_vcpu *v, uint64_t code)
 bool sim_snp_ud(struct svm_vcpu *v)
 {
 	struct vmcb_save *s = &v->vmcb->save;
-	uint8_t insn[4];
-	if (fetch_insn(v, insn, 4) != 4 || insn[1] != 0x0F || insn[2] != 0x01)
+	uint8_t insn[4] = {0};
+	size_t n = fetch_insn(v, insn, 4);
+	/* INVLPGB (0F 01 FE) and TLBSYNC (0F 01 FF), which TCG does not have either. */
+	bool invlpgb = n >= 3 && insn[0] == 0x0F && insn[1] == 0x01 && insn[2] == 0xFE;
+	bool tlbsync = n >= 3 && insn[0] == 0x0F && insn[1] == 0x01 && insn[2] == 0xFF;
+	bool pval = n == 4 && insn[0] == 0xF2 && insn[1] == 0x0F && insn[2] == 0x01 &&
+		    insn[3] == 0xFF;
+	bool radj = n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 &&
+		    insn[3] == 0xFE;
+	if (!pval && !radj && !(hv_machine && (invlpgb || tlbsync))) {
+		if (sim_snp_trace)
+			con_printf("csvsm: trace: vCPU %u #UD at rip 0x%llx: %02x %02x %02x %02x\n",
+				   v->gv.id, (unsigned long long)s->rip, insn[0], insn[1], insn[2],
+				   insn[3]);
 		return false;
-	bool pval = insn[0] == 0xF2 && insn[3] == 0xFF, radj = insn[0] == 0xF3 && insn[3] == 0xFE;
-	if (!pval && !radj)
-		return false;
+	}
 	if (((s->ss.attrib >> 5) & 3) != 0) {
 		inject_exception(v, 13, true, 0); /* CPL0 instructions */
 		return true;
 	}
+	if (invlpgb || tlbsync) {
+		/* The machine's nested tables are shared by all vCPUs: INVLPGB of
+		 * everything (what csvsm issues) is a shootdown, done synchronously,
+		 * so TLBSYNC finds it complete. */
+		if (invlpgb)
+			sim_flush_guest_tlb();
+		emu_tlb++;
+		s->rip += 3;
+		return true;
+	}
+	gpa_t gpa;
+	bool big = (reg_value(v, 1) & 1) != 0;
 	if (pval) {
 		emu_pvalidate++;
-		inject_exception(v, 13, true, 0);
+		if (!hv_machine || v->vmpl != 0) {
+			inject_exception(v, 13, true, 0); /* VMPL0 only */
+			return true;
+		}
+		if (!sim_translate(v, s->rax, GW_READ, &gpa))
+			return true;
+		bool unchanged = false;
+		int rc = rmp_pvalidate(gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K,
+				       (reg_value(v, 2) & 1) != 0, &unchanged);
+		if (rc == 0)
+			sim_npt_sync(gpa, big ? PAGE_SIZE_2M : PAGE_SIZE);
+		s->rax = (uint64_t)rc;
+		s->rflags &= ~0x8D5ULL; /* CF = "no change"; the other arithmetic flags cleared */
+		if (unchanged)
+			s->rflags |= 1;
+		s->rip += 4;
 		return true;
 	}
 	emu_rmpadjust++;
-	gpa_t gpa;
-	bool big = (reg_value(v, 1) & 1) != 0;
 	if (!sim_translate(v, s->rax, GW_READ, &gpa))
 		return true;
-	int rc = rmp_adjust_from(v->gv.vmpl, gpa & ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1),
-				 big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K, reg_value(v, 2));
+	gpa &= ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1);
+	int rc = rmp_adjust_from(v->vmpl, gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K,
+				 reg_value(v, 2));
+	if (rc == 0 && hv_machine)
+		sim_npt_sync(gpa, big ? PAGE_SIZE_2M : PAGE_SIZE);
 	s->rax = (uint64_t)rc;
 	s->rflags &= ~0x8D5ULL; /* arithmetic flags cleared, as the instruction does */
 	s->rip += 4;
@@ -303,7 +341,7 @@ bool sim_snp_ud(struct svm_vcpu *v)
  */
 static bool hv_may_touch(gpa_t gpa, uint64_t len)
 {
-	if (!len || !memmap_is_guest_ram(snp_mm, gpa, len))
+	if (!len || !hv_is_mem(gpa, len))
 		return false;
 	if (!npt_snp_guest)
 		return true; /* a plain (non-SNP) guest: no private memory */
@@ -331,7 +369,7 @@ static struct ghcb *ghcb_of(struct svm_vcpu *v)
 {
 	gpa_t g = v->ghcb_gpa;
 	if (!g || (v->ghcb_msr & GHCB_MSR_INFO_MASK) || v->ghcb_msr != g ||
-	    !memmap_is_guest_ram(snp_mm, g, PAGE_SIZE)) {
+	    !hv_is_mem(g, PAGE_SIZE)) {
 		nae_unregistered++;
 		return NULL;
 	}
@@ -342,7 +380,7 @@ static struct ghcb *ghcb_of(struct svm_vcpu *v)
 		}
 		implicit_shared++;
 	}
-	return (struct ghcb *)(uintptr_t)g;
+	return (struct ghcb *)(uintptr_t)hv_hpa(g);
 }
 
 static uint64_t rd(const uint64_t *p)
@@ -400,11 +438,13 @@ static void nae_ioio(struct svm_vcpu *v, struct ghcb *g)
 	unsigned size = (info & (1u << 6)) ? 4 : (info & (1u << 5)) ? 2 : 1;
 	bool in = info & 1;
 	if (!(info & (1u << 2))) { /* not a string */
-		if (!VALID(g, rax)) {
+		/* KVM sev_es_validate_vmgexit: RAX is input for OUT only (Linux's
+		 * vc_handle_ioio does not set it for IN). */
+		if (!in && !VALID(g, rax)) {
 			result(g, GHCB_RESULT_ERROR, GHCB_ERR_MISSING_INPUT);
 			return;
 		}
-		uint32_t val = (uint32_t)rd(&g->rax);
+		uint32_t val = in ? 0 : (uint32_t)rd(&g->rax);
 		if (!sim_io_port(port, size, in, &val))
 			return; /* power event: the VM ends */
 		if (in)
@@ -464,7 +504,7 @@ static void nae_mmio(struct svm_vcpu *v, struct ghcb *g, bool write)
 		return;
 	}
 	/* Guest memory is not MMIO: the guest's own accesses reach it directly. */
-	if (memmap_is_guest_ram(snp_mm, gpa, len)) {
+	if (hv_is_mem(gpa, len)) {
 		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
 		return;
 	}
@@ -486,7 +526,7 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 {
 	uint64_t bytes = big ? PAGE_SIZE_2M : PAGE_SIZE;
 	int rc = 0;
-	if (!IS_ALIGNED(gpa, bytes) || !memmap_is_guest_ram(snp_mm, gpa, bytes))
+	if (!IS_ALIGNED(gpa, bytes) || !hv_is_mem(gpa, bytes))
 		return -1;
 	if (op == PSC_OP_PSMASH)
 		return big ? rmp_hv_psmash(gpa) : -1;
@@ -590,15 +630,17 @@ static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
 			return;
 		}
 		if (npages) {
-			memset((void *)(uintptr_t)data, 0, dbytes);
-			memcpy((void *)(uintptr_t)data, certs, clen);
+			static const uint8_t zero[PAGE_SIZE];
+			for (uint64_t i = 0; i < npages; i++)
+				hv_copy_to(data + i * PAGE_SIZE, zero, PAGE_SIZE);
+			hv_copy_to(data, certs, clen);
 		}
 	}
-	memcpy(&req, (const void *)(uintptr_t)rq, sizeof(req));
+	hv_copy_from(&req, rq, sizeof(req));
 	sim_fpu_enter(); /* the PSP model's crypto */
 	uint32_t fw = sim_psp_handle(&req, &resp);
 	if (fw == 0)
-		memcpy((void *)(uintptr_t)rs, &resp, sizeof(resp));
+		hv_copy_to(rs, &resp, sizeof(resp));
 	memzero_explicit(&resp, sizeof(resp));
 	result(g, GHCB_RESULT_OK, fw);
 	(void)v;
@@ -709,7 +751,7 @@ static void vmgexit_msr(struct svm_vcpu *v)
 		break;
 	}
 	case GHCB_MSR_REG_GPA_REQ:
-		if (memmap_is_guest_ram(snp_mm, data, PAGE_SIZE)) {
+		if (hv_is_mem(data, PAGE_SIZE)) {
 			v->ghcb_gpa = data;
 			v->ghcb_msr = GHCB_MSR_REG_GPA_RESP | data;
 		} else {
@@ -740,8 +782,15 @@ static void vmgexit_msr(struct svm_vcpu *v)
 
 void sim_snp_vmgexit(struct svm_vcpu *v)
 {
-	if ((v->ghcb_msr & GHCB_MSR_INFO_MASK) == 0)
+	if ((v->ghcb_msr & GHCB_MSR_INFO_MASK) == 0) {
 		vmgexit_page(v);
-	else
+		struct ghcb *g = sim_snp_trace ? ghcb_of(v) : NULL;
+		if (g)
+			con_printf("csvsm: trace: vCPU %u GHCB result 0x%llx 0x%llx rax 0x%llx\n",
+				   v->gv.id, (unsigned long long)rd(&g->sw_exit_info_1),
+				   (unsigned long long)rd(&g->sw_exit_info_2),
+				   (unsigned long long)rd(&g->rax));
+	} else {
 		vmgexit_msr(v);
+	}
 }

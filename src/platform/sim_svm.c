@@ -56,7 +56,7 @@ static struct {
 	gpa_t gpa;
 	uint64_t size;
 	uint8_t *hpa;
-} hv_back[4];
+} hv_back[32];
 static unsigned n_hv_back;
 static gpa_t npt_top;
 static gpa_t flash_gpa, flash_hpa;
@@ -192,7 +192,55 @@ uint64_t hv_hpa(gpa_t gpa)
 			return (uint64_t)(uintptr_t)hv_back[i].hpa + (gpa - hv_back[i].gpa);
 	if (memmap_is_guest_ram(npt_mm, gpa, 1))
 		return gpa;
+	return HV_NO_HPA;
+}
+
+int hv_back_add(gpa_t gpa, uint64_t size, uint8_t *hpa)
+{
+	if (n_hv_back == ARRAY_SIZE(hv_back) || !IS_ALIGNED(gpa, PAGE_SIZE_2M) ||
+	    !IS_ALIGNED(size, PAGE_SIZE_2M) || hv_hpa(gpa) != HV_NO_HPA ||
+	    hv_hpa(gpa + size - 1) != HV_NO_HPA)
+		return -1;
+	/* Grow the last range when both sides are contiguous (pool order). */
+	if (n_hv_back && hv_back[n_hv_back - 1].gpa + hv_back[n_hv_back - 1].size == gpa &&
+	    hv_back[n_hv_back - 1].hpa + hv_back[n_hv_back - 1].size == hpa) {
+		hv_back[n_hv_back - 1].size += size;
+		return 0;
+	}
+	hv_back[n_hv_back++] = (typeof(hv_back[0])){.gpa = gpa, .size = size, .hpa = hpa};
 	return 0;
+}
+
+bool hv_is_mem(gpa_t gpa, uint64_t len)
+{
+	if (!hv_machine)
+		return memmap_is_guest_ram(npt_mm, gpa, len);
+	if (!len || gpa + len < gpa)
+		return false;
+	for (gpa_t p = ALIGN_DOWN(gpa, PAGE_SIZE); p < gpa + len; p += PAGE_SIZE)
+		if (hv_hpa(p) == HV_NO_HPA)
+			return false;
+	return true;
+}
+
+void hv_copy_to(gpa_t gpa, const void *src, size_t len)
+{
+	const uint8_t *s = src;
+	while (len) {
+		size_t n = MIN(len, PAGE_SIZE - (gpa & (PAGE_SIZE - 1)));
+		memcpy((void *)(uintptr_t)hv_hpa(gpa), s, n);
+		gpa += n, s += n, len -= n;
+	}
+}
+
+void hv_copy_from(void *dst, gpa_t gpa, size_t len)
+{
+	uint8_t *d = dst;
+	while (len) {
+		size_t n = MIN(len, PAGE_SIZE - (gpa & (PAGE_SIZE - 1)));
+		memcpy(d, (const void *)(uintptr_t)hv_hpa(gpa), n);
+		gpa += n, d += n, len -= n;
+	}
 }
 
 /*
@@ -205,7 +253,7 @@ static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 {
 	uint64_t hpa = hv_hpa(gpa);
 	struct rmp_entry_info e;
-	if (!hpa || rmp_query(gpa, &e))
+	if (hpa == HV_NO_HPA || rmp_query(gpa, &e))
 		return gpa == LAPIC_GPA ? (gpa | NPT_P | NPT_US | NPT_NX) : 0;
 	if (!e.assigned)
 		return hpa | NPT_P | NPT_RW | NPT_US;
@@ -335,7 +383,7 @@ static const uint64_t *npt_root_of(const struct svm_vcpu *v)
 void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl)
 {
 	uint64_t pte = npt_pte(ALIGN_DOWN(gpa, PAGE_SIZE), vmpl);
-	bool ram = hv_machine ? hv_hpa(gpa) != 0 : memmap_is_guest_ram(npt_mm, gpa, n);
+	bool ram = hv_is_mem(gpa, n);
 	bool flash = flash_size && gpa >= flash_gpa && gpa - flash_gpa + n <= flash_size;
 	if (!(pte & NPT_P) || (write && !(pte & NPT_RW)) || (!ram && !flash) ||
 	    (gpa & (PAGE_SIZE - 1)) + n > PAGE_SIZE || gpa == LAPIC_GPA)
@@ -627,7 +675,7 @@ bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val)
 	if (msr == MSR_GHCB)
 		*val = v->ghcb_msr;
 	else if (msr == MSR_SEV_STATUS)
-		*val = v->snp ? SNP_GUEST_SEV_STATUS : 0;
+		*val = !v->snp ? 0 : hv_machine ? 0x3 | (v->sev_features << 2) : SNP_GUEST_SEV_STATUS;
 	else if (msr == MSR_SVSM_CAA && !v->snp)
 		*val = v->gv.caa;
 	else if (msr == MSR_EFER_NR)
@@ -830,7 +878,7 @@ static void handle_npf(struct svm_vcpu *v)
 	 * bit 33, APM vol. 2 §15.25.6) to something that is not guest memory. */
 	bool data = !(err & 0x10) && !(err & (1ULL << 33));
 	gpa &= ~SIM_CBIT_MASK;
-	bool mem = memmap_is_guest_ram(npt_mm, gpa, 1) ||
+	bool mem = hv_is_mem(gpa, 1) ||
 		   (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
 	if (mem && npf_spurious(v, gpa, err)) {
 		v->npf_streak = gpa == v->npf_last ? v->npf_streak + 1 : 0;
@@ -851,6 +899,20 @@ static void handle_npf(struct svm_vcpu *v)
 			return;
 	}
 	v->npf_exits++;
+	if (hv_machine && v->vmpl == 0) {
+		/* csvsm touched memory it has not validated (or MMIO it has no
+		 * business with): on hardware a #VC it cannot handle; stop here. */
+		struct rmp_entry_info e = {0};
+		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
+		con_printf("snpm: VMPL0 %s at gpa 0x%llx (rip 0x%llx, vCPU %u): %s\n",
+			   (err & 0x10) ? "execute" : (err & 2) ? "write" : "read",
+			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip, v->gv.id,
+			   !mem	       ? "not memory"
+			   : !in_rmp   ? "outside the RMP"
+			   : !e.assigned ? "shared page (fetch)"
+					 : "private page not validated");
+		platform->terminate(false, 0, 0x26);
+	}
 	if (v->npf_exits <= 16) {
 		struct rmp_entry_info e = {0};
 		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
@@ -1013,6 +1075,38 @@ void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 				      .r13 = m->r13,
 				      .r14 = m->r14,
 				      .r15 = m->r15};
+}
+
+/*
+ * The SNP machine: a stopped context's state into its VMSA page, as the
+ * hardware saves it on a world switch (what vmcb_from_vmsa loads, plus
+ * the exit code csvsm's request loop reads). x87/SSE state stays in the
+ * context (the hardware's copy is encrypted; no software reads it).
+ */
+void vmsa_from_vmcb(struct vmsa *m, const struct svm_vcpu *v, uint64_t exit_code)
+{
+	const struct vmcb_save *s = &v->vmcb->save;
+	const struct vmcb_seg *segs[] = {&s->es, &s->cs,   &s->ss,   &s->ds,	 &s->fs,
+					 &s->gs, &s->gdtr, &s->ldtr, &s->idtr, &s->tr};
+	struct vmsa_seg *msegs[] = {&m->es, &m->cs,   &m->ss,	&m->ds,	  &m->fs,
+				    &m->gs, &m->gdtr, &m->ldtr, &m->idtr, &m->tr};
+	for (unsigned i = 0; i < ARRAY_SIZE(segs); i++)
+		*msegs[i] = (struct vmsa_seg){.selector = segs[i]->sel,
+					      .attrib = segs[i]->attrib,
+					      .limit = segs[i]->limit,
+					      .base = segs[i]->base};
+	m->cpl = s->cpl;
+	m->efer = s->efer;
+	m->cr4 = s->cr4, m->cr3 = s->cr3, m->cr0 = s->cr0;
+	m->dr7 = s->dr7, m->dr6 = s->dr6;
+	m->rflags = s->rflags, m->rip = s->rip, m->rsp = s->rsp, m->rax = s->rax;
+	m->star = s->star, m->lstar = s->lstar, m->cstar = s->cstar, m->sfmask = s->sfmask;
+	m->kernel_gs_base = s->kernel_gs_base, m->cr2 = s->cr2, m->g_pat = s->g_pat;
+	m->rbx = v->gprs.rbx, m->rcx = v->gprs.rcx, m->rdx = v->gprs.rdx;
+	m->rsi = v->gprs.rsi, m->rdi = v->gprs.rdi, m->rbp = v->gprs.rbp;
+	m->r8 = v->gprs.r8, m->r9 = v->gprs.r9, m->r10 = v->gprs.r10, m->r11 = v->gprs.r11;
+	m->r12 = v->gprs.r12, m->r13 = v->gprs.r13, m->r14 = v->gprs.r14, m->r15 = v->gprs.r15;
+	m->guest_exit_code = exit_code;
 }
 
 void hv_send_nmi(uint32_t apic_id)

@@ -37,26 +37,22 @@ struct svm_vcpu {
 	unsigned vmpl;
 	struct hv_vcpu *hv;
 	volatile uint32_t leave; /* svm_guest_run returns at the next exit */
+	uint64_t sev_features;	 /* machine: its VMSA's SEV_FEATURES (SEV_STATUS) */
 };
 
-/*
- * A vCPU of the SNP machine: one context per VMPL (VMPL0 runs csvsm, the
- * guest VMPL the firmware and OS), the VMSA page each was registered with
- * (AP creation), and which one runs.
- */
-struct hv_vcpu {
-	unsigned id;
-	uint32_t apic_id;
-	struct svm_vcpu *ctx[4];
-	volatile gpa_t vmsa[4];	       /* registered VMSA GPA per VMPL, 0 = none */
-	volatile uint64_t features[4]; /* its SEV features */
-	volatile uint32_t reload[4];   /* registered anew: load the context from it */
-	unsigned cur;		       /* the VMPL running */
-};
+struct hv_vcpu; /* the SNP machine's vCPU (tests/snpm/vmpl.c) */
 /* The SNP machine mode of this code (tests/snpm), false in csvsm's sim. */
 extern bool hv_machine;
-/* Host address of guest-physical gpa (machine: RAM, or the launch image's backing), or 0. */
+/* Host address of guest-physical gpa (machine: RAM, or the launch image's backing), or HV_NO_HPA. */
+#define HV_NO_HPA UINT64_MAX
 uint64_t hv_hpa(gpa_t gpa);
+/* Machine: back [gpa, gpa + size) (2 MiB aligned, outside RAM) with host memory at hpa. */
+int hv_back_add(gpa_t gpa, uint64_t size, uint8_t *hpa);
+/* Is [gpa, gpa + len) memory (machine: backed; sim: guest RAM)? */
+bool hv_is_mem(gpa_t gpa, uint64_t len);
+/* Copy to/from guest-physical memory the host may touch (hv_is_mem), page by page. */
+void hv_copy_to(gpa_t gpa, const void *src, size_t len);
+void hv_copy_from(void *dst, gpa_t gpa, size_t len);
 _Static_assert(offsetof(struct svm_vcpu, gprs) == 0, "svm_entry.S V_GPRS");
 _Static_assert(offsetof(struct svm_vcpu, vmcb_pa) == 112, "svm_entry.S V_VMCB_PA");
 _Static_assert(offsetof(struct svm_vcpu, host_save_pa) == 120, "svm_entry.S V_HOST_PA");
@@ -97,6 +93,7 @@ void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig);
 void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr);
 struct vmsa;
 void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m);
+void vmsa_from_vmcb(struct vmsa *m, const struct svm_vcpu *v, uint64_t exit_code);
 void svm_guest_run(struct svm_vcpu *v, volatile uint32_t *stop);
 void hv_exits_lock(void);
 void hv_exits_unlock(void);

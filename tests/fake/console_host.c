@@ -1,7 +1,9 @@
 /* Host console: csvsm's console output goes to stdout; panic aborts the test. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include "csvsm/console.h"
+#include "csvsm/cpu.h"
 #include "csvsm/percpu.h"
 
 void con_write(const char *s, size_t n)
@@ -41,4 +43,12 @@ struct percpu *host_current_cpu = &percpus[0];
 struct percpu *this_cpu(void)
 {
 	return host_current_cpu;
+}
+
+/* csvsm's microsecond clock: the host's monotonic clock. */
+uint64_t timer_us(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000u + (uint64_t)t.tv_nsec / 1000u;
 }

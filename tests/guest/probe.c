@@ -411,6 +411,7 @@ static const CHAR16 *vec_name(INTN v);
 struct ap_shared {
 	u64 ca, rax, rcx, ghcb_msr;
 	volatile u32 done;
+	volatile u32 stop; /* set by the BSP: the vCPU stops spinning and halts */
 };
 
 static void vmsa_seg(u8 *vmsa, unsigned off, u16 sel, u16 attrib, u32 limit, u64 base)
@@ -486,9 +487,12 @@ static void check_vcpu_run(void)
 	    L"%d)",
 	    shared.rax, shared.rcx, shared.done);
 	tap(*(volatile u8 *)(UINTN)ca == 0, L"the new vCPU's call_pending was cleared by csvsm");
+	/* It spins in guest mode: its VMSA is in use (in a VMRUN). */
 	rc = call3(PROTO_CORE, CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
 	tap(rc == 0x80001003ULL,
 	    L"DELETE_VCPU of a running vCPU -> 0x%lx (want FAIL_INUSE 0x80001003)", rc);
+	shared.stop = 1;
+	uefi_call_wrapper(g_st->BootServices->Stall, 1, 20000);
 	rc = probe_ghcb_exit(0x80000013ULL, 2 | ((u64)g_guest_vmpl << 16) | ((u64)apic_id << 32),
 			     vmsa, g_sev_status >> 2);
 	tap(rc == 0, L"AP creation DESTROY -> sw_exit_info_1 0x%lx", rc);

@@ -198,6 +198,9 @@ probe_ap_entry:
 	orq	%rdx, %rax
 	movq	%rax, 24(%rbx)
 	movl	$1, 32(%rbx)
+2:	pause				/* running, in guest mode, until told to stop */
+	cmpl	$0, 36(%rbx)
+	je	2b
 1:	cli
 	hlt
 	jmp	1b

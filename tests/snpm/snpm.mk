@@ -12,3 +12,23 @@ UNIT_TESTS := $(filter-out tests/unit/test_snpm_igvm_load.c,$(UNIT_TESTS)) \
 # binary depends on it directly; the pattern rule's $< stays the test.
 $(BUILD)/tests/test_snpm_igvm_load: tests/snpm/igvm_load.c tests/snpm/igvm_load.h
 test_snpm_igvm_load_LIBS := -lmbedcrypto
+
+# build/snpm.elf: the machine, booted by QEMU with -kernel (PVH). csvsm's
+# base objects (boot, CPU, console, memory, SMP), the hypervisor core
+# (src/platform/sim_*.c) and the PSP model, with the machine's own front end.
+SNPM_BASE := 0x70000000
+SNPM_SRCS := tests/snpm/main.c tests/snpm/vmpl.c tests/snpm/igvm_load.c
+SNPM_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SNPM_SRCS))) \
+             $(addprefix $(IMGOBJ)/,src/boot.o src/exception.o src/idt.o src/console.o \
+               src/cpu.o src/smp.o src/fmt.o src/secret.o mm/pool.o mm/pgtable.o mm/memmap.o \
+               mm/rmp.o mm/guest_walk.o mm/cmdline.o src/platform/sim_svm.o \
+               src/platform/sim_snp.o src/platform/sim_io.o src/platform/svm_entry.o \
+               src/platform/insn_decode.o src/platform/devpolicy.o src/platform/snp_cpuid.o \
+               src/platform/sipi.o src/ghcb.o attest/sim_psp.o attest/guest_req.o attest/certtable.o) \
+             $(LIBC_OBJS)
+$(IMGOBJ)/tests/snpm/%.o: IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu
+
+$(BUILD)/snpm.elf: $(SNPM_OBJS) linker.ld
+	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=$(SNPM_BASE) -o $@ $(SNPM_OBJS) \
+	    $(LIBC_LIBDIR)/libmbedcrypto.a -lgcc
+EXTRA_ALL += $(BUILD)/snpm.elf

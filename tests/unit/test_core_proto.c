@@ -969,6 +969,53 @@ static void test_delete_vcpu_clears_svme(void **state)
 	assert_int_equal(((struct vmsa *)P(vmsa))->efer, 0x500);
 }
 
+/*
+ * DELETE_VCPU of a VMSA that some CPU runs: hardware refuses the RMPADJUST
+ * with FAIL_INUSE until the #VMEXIT (APM vol. 2 §15.36.12). csvsm reports
+ * FAIL_INUSE and changes nothing; a vCPU that stops soon is waited for.
+ */
+static gpa_t busy_page;
+static int busy_left; /* calls that still see the page in use; < 0: always */
+static int busy_calls;
+static bool vmsa_busy(gpa_t gpa)
+{
+	if (gpa != busy_page)
+		return false;
+	busy_calls++;
+	if (busy_left < 0)
+		return true;
+	return busy_left-- > 0;
+}
+
+static void test_delete_vcpu_in_use(void **state)
+{
+	gpa_t vmsa = PG(4);
+	struct rmp_entry_info info;
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME | 0x500, 0);
+	assert_int_equal(create(vmsa, PG(5), 7), SVSM_SUCCESS);
+	busy_page = vmsa;
+	busy_left = -1;
+	rmp_vmsa_in_use = vmsa_busy;
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_ERR_FAIL_INUSE);
+	assert_true(busy_calls > 1); /* it waited */
+	/* nothing changed: still a VMSA, still registered, no guest access, EFER kept */
+	assert_non_null(vcpu_find(vmsa));
+	assert_int_equal(rmp_query(vmsa, &info), 0);
+	assert_true(info.vmsa);
+	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_R);
+	assert_true(guest_mem_is_protected(vmsa));
+	assert_int_equal(((struct vmsa *)P(vmsa))->efer, EFER_SVME | 0x500);
+	/* the vCPU stops a moment later (an AP DESTROY's kick): DELETE succeeds */
+	busy_left = 3;
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
+	rmp_vmsa_in_use = NULL;
+	assert_null(vcpu_find(vmsa));
+	assert_int_equal(rmp_query(vmsa, &info), 0);
+	assert_false(info.vmsa);
+	assert_int_equal(((struct vmsa *)P(vmsa))->efer, 0x500);
+}
+
 static void test_create_vcpu_many(void **state)
 {
 	/* every slot, then one more: an error code, not a crash */
@@ -1071,6 +1118,7 @@ int main(void)
 	    T(test_create_vcpu_revokes_guest_access),
 	    T(test_delete_vcpu),
 	    T(test_delete_vcpu_clears_svme),
+	    T(test_delete_vcpu_in_use),
 	    T(test_create_vcpu_many),
 	    T(test_query_protocol),
 	    T(test_configure_vtom),

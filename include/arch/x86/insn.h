@@ -19,6 +19,10 @@ struct cpuid_regs {
 #define PVALIDATE_FAIL_SIZEMISMATCH 6
 #define RMPADJUST_FAIL_INPUT	    1
 #define RMPADJUST_FAIL_PERMISSION   2
+/* The page is a VMSA some CPU runs: hardware marks it in use from VMRUN to
+ * #VMEXIT and refuses RMP changes to it (APM vol. 2 §15.36.12; AMD on LKML,
+ * "KVM: SVM: Add support for AP creation" review). */
+#define RMPADJUST_FAIL_INUSE	    3
 #define RMPADJUST_FAIL_SIZEMISMATCH 6
 
 #define RMP_PG_SIZE_4K 0

@@ -1,0 +1,476 @@
+/*
+ * The SNP machine: a freestanding program QEMU TCG boots (PVH, like
+ * csvsm's sim image used to be) that plays AMD SEV-SNP hardware, the PSP
+ * and a KVM/QEMU host with SVSM support, for build/csvsm.igvm. csvsm runs
+ * inside it at VMPL0 exactly as the launch image would on hardware: its
+ * own snp platform code, PVALIDATE and RMPADJUST as instructions, the GHCB
+ * for everything the host does.
+ *
+ * Boot: the machine's region is the top of the VM's low RAM (linked at
+ * SNPM_BASE, to the end of that RAM range); everything else is the VM's
+ * memory, identity-mapped for its guests. Then, as QEMU and the PSP do at
+ * launch (docs/snp-machine.md):
+ *  - the IGVM file (fw_cfg opt/csvsm/igvm, hidden from the guests) is
+ *    loaded and measured by tests/snpm/igvm_load.c, written apart from
+ *    csvsm's own tools: every page is assigned and validated for VMPL0 in
+ *    the RMP model (mm/rmp.c), a page populated twice is refused as the
+ *    PSP refuses it, pages outside RAM are backed with machine memory
+ *    (QEMU's qigvm_prepare_memory), REQUIRED_MEMORY is assigned but not
+ *    validated, the PSP makes the secrets page (VMPCK0..3 from RDRAND)
+ *    and the CPUID page is the host's table (snp_cpuid.c), parameter areas
+ *    get the vCPU count, the memory map (the VM's RAM less the machine)
+ *    and a MADT; the launch digest is printed and given to the PSP model;
+ *  - the PSP model (attest/sim_psp.c) holds the VMPCKs and the test VCEK
+ *    (fw_cfg opt/csvsm/psp-keys) in machine memory, which no VMPL maps;
+ *  - the vCPUs run (tests/snpm/vmpl.c): the boot vCPU's VMPL0 from the
+ *    launch VMSA, the others once csvsm creates them.
+ * The VM ends through isa-debug-exit: status 1 when the guest powered
+ * off, 3 on any failure or termination request.
+ */
+#include "arch/x86/insn.h"
+#include "attest/sim_psp.h"
+#include "csvsm/boot.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/exception.h"
+#include "csvsm/platform.h"
+#include "csvsm/pvh.h"
+#include "csvsm/secret.h"
+#include "csvsm/sim_guest.h"
+#include "csvsm/string.h"
+#include "mm/cmdline.h"
+#include "mm/memmap.h"
+#include "mm/pgtable.h"
+#include "mm/pool.h"
+#include "mm/rmp.h"
+#include "snp/cpuid_view.h"
+#include "snp/secrets.h"
+#include "snp/vmsa.h"
+#include "src/platform/sim_svm.h"
+#include "src/platform/sipi.h"
+#include "tpm/libc/libc.h"
+#include "igvm_load.h"
+#include "snpm.h"
+
+#define DEBUG_EXIT_PORT 0xF4
+#define SNPM_CBIT	51 /* the C-bit this hardware reports (CPUID 0x8000001F EBX[5:0]) */
+#define CMDLINE_MAX	1024
+#define IGVM_MAX	(64u << 20)
+#define HEAP_BYTES	(4ULL << 20) /* mbedTLS (PSP model, launch digest) */
+#define AP_STACKS	(MAX_CPUS * (68ULL << 10))
+/* Guest-physical ranges QEMU's q35 gives devices: no launch page goes there. */
+#define DEV_START 0xFEC00000ULL /* IOAPIC, HPET, local APIC, ... */
+#define DEV_END	  0xFF000000ULL
+
+const struct platform_ops *platform;
+struct boot_info boot;
+__noreturn void boot_main(uint32_t start_info_pa);
+void con_init(void);
+
+extern const uint8_t __image_start[], __image_end[];
+
+static struct memmap mm;
+static struct hvm_memmap_table_entry raw_map[MEMMAP_MAX_ENTRIES];
+static char cmdline[CMDLINE_MAX];
+static size_t cmdline_len;
+
+/* ---- the platform the shared objects see: a plain x86 machine ---- */
+
+static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigned reason_code)
+{
+	if (!success)
+		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
+			   reason_code);
+	/* QEMU exits with (value << 1) | 1: 0 -> 1 (success), 1 -> 3 (failure). */
+	outl(DEBUG_EXIT_PORT, success ? 0 : 1);
+	for (;;) {
+		irq_disable();
+		cpu_halt();
+	}
+}
+
+static const struct platform_ops platform_snpm = {
+    .name = "snpm",
+    .flush_guest_tlb = sim_flush_guest_tlb,
+    .fpu_enter = sim_fpu_enter,
+    .start_ap = sipi_start_ap,
+    .terminate = snpm_terminate,
+};
+
+static __noreturn void fail(const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	con_printf("snpm: error: %s\n", buf);
+	snpm_terminate(false, 0, 1);
+}
+
+void boot_phase(const char *phase, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	uint64_t us = timer_us();
+	con_printf("[%5llu.%03llu ms] snpm %-8s %s\n", (unsigned long long)(us / 1000),
+		   (unsigned long long)(us % 1000), phase, buf);
+}
+
+/* ---- memory ---- */
+
+static unsigned read_start_info(uint32_t pa)
+{
+	struct hvm_start_info si;
+	memcpy(&si, (const void *)(uintptr_t)pa, sizeof(si));
+	if (si.magic != HVM_START_MAGIC || si.version < 1)
+		fail("no PVH start info (boot the machine with qemu -kernel)");
+	if (si.cmdline_paddr && si.cmdline_paddr < (4ULL << 30)) {
+		const char *src = (const char *)(uintptr_t)si.cmdline_paddr;
+		while (cmdline_len < CMDLINE_MAX - 1 && src[cmdline_len])
+			cmdline_len++;
+		memcpy(cmdline, src, cmdline_len);
+	}
+	unsigned n = si.memmap_entries;
+	if (n > MEMMAP_MAX_ENTRIES || si.memmap_paddr >= (4ULL << 30))
+		fail("PVH memory map unusable");
+	memcpy(raw_map, (const void *)(uintptr_t)si.memmap_paddr, n * sizeof(raw_map[0]));
+	return n;
+}
+
+/*
+ * The machine's region: its image to the end of the RAM range it was loaded
+ * in. No guest RAM may remain above it there: an SVSM-aware OVMF validates
+ * one range from 1 MiB to the top of low RAM.
+ */
+static void setup_memory(unsigned n)
+{
+	gpa_t start = (gpa_t)(uintptr_t)__image_start, end = 0;
+	gpa_t img_end = ALIGN_UP((gpa_t)(uintptr_t)__image_end, PAGE_SIZE_2M);
+	for (unsigned i = 0; i < n; i++)
+		if (raw_map[i].type == MEMMAP_TYPE_RAM && raw_map[i].addr <= start &&
+		    raw_map[i].addr + raw_map[i].size > start)
+			end = ALIGN_DOWN(raw_map[i].addr + raw_map[i].size, PAGE_SIZE);
+	if (end < img_end + (64ULL << 20))
+		fail("the machine needs 64 MiB above its image at 0x%llx (qemu -m 2G or more)",
+		     (unsigned long long)start);
+	int rc = memmap_build(&mm, raw_map, n, start, end);
+	if (rc != MEMMAP_OK)
+		fail("memory map refused: %s", memmap_strerror(rc));
+	boot.memmap = &mm;
+	boot.csvsm_start = mm.csvsm_start;
+	boot.csvsm_end = mm.csvsm_end;
+	pool_init((gpa_t)(uintptr_t)__image_end, end);
+	pgtable_identity_map_to(MAX(mm.max_gpa, 4ULL << 30));
+}
+
+/* ---- the launch: QEMU's IGVM loader and the PSP's SNP_LAUNCH_* ---- */
+
+static struct {
+	unsigned pages, zero, unmeasured, secrets, cpuid, vmsas;
+	uint64_t required;
+	struct vmsa bsp_vmsa;
+	uint8_t vmpck[4][32];
+} L;
+
+/* Host memory for a launch page at gpa: guest RAM itself, or machine memory backing it. */
+static uint8_t *launch_backing(gpa_t gpa)
+{
+	uint64_t hpa = hv_hpa(gpa);
+	if (hpa != HV_NO_HPA)
+		return (uint8_t *)(uintptr_t)hpa;
+	if ((gpa >= mm.csvsm_start && gpa < mm.csvsm_end) || (gpa >= DEV_START && gpa < DEV_END) ||
+	    gpa >= MAX(mm.max_gpa, 4ULL << 30))
+		return NULL;
+	uint8_t *chunk = pool_alloc(PAGE_SIZE_2M, PAGE_SIZE_2M);
+	memset(chunk, 0, PAGE_SIZE_2M);
+	if (hv_back_add(ALIGN_DOWN(gpa, PAGE_SIZE_2M), PAGE_SIZE_2M, chunk) != 0)
+		return NULL;
+	return chunk + (gpa & (PAGE_SIZE_2M - 1));
+}
+
+static void host_cpuid(uint32_t leaf, uint32_t sub, struct cpuid_regs *r)
+{
+	cpuid_count(leaf, sub, r);
+}
+
+/* The secrets page the PSP makes (SNP ABI 56860 §8.17.2.5, version 3). */
+static int make_secrets(uint8_t *p)
+{
+	struct snp_secrets_page *s = (struct snp_secrets_page *)p;
+	struct cpuid_regs r;
+	memset(s, 0, sizeof(*s));
+	cpuid(1, &r);
+	s->version = 3;
+	s->fms = r.eax;
+	if (!random_bytes(L.vmpck, sizeof(L.vmpck)))
+		return -1;
+	memcpy(s->vmpck, L.vmpck, sizeof(s->vmpck));
+	return 0;
+}
+
+static int on_page(void *ctx, uint64_t gpa, enum snpm_page_kind kind, const uint8_t *data)
+{
+	uint8_t *p = launch_backing(gpa);
+	struct rmp_entry_info e;
+	bool unchanged;
+	if (!p) {
+		con_printf("snpm: launch: page 0x%llx is neither RAM nor backable\n",
+			   (unsigned long long)gpa);
+		return 1;
+	}
+	if (rmp_query(gpa, &e) || e.assigned) {
+		con_printf("snpm: launch: page 0x%llx populated twice\n", (unsigned long long)gpa);
+		return 2;
+	}
+	switch (kind) {
+	case SNPM_PAGE_NORMAL:
+		memcpy(p, data, PAGE_SIZE);
+		break;
+	case SNPM_PAGE_ZERO:
+		memset(p, 0, PAGE_SIZE);
+		L.zero++;
+		break;
+	case SNPM_PAGE_UNMEASURED:
+		if (data)
+			memcpy(p, data, PAGE_SIZE);
+		else
+			memset(p, 0, PAGE_SIZE);
+		L.unmeasured++;
+		break;
+	case SNPM_PAGE_SECRETS:
+		if (L.secrets++ || make_secrets(p))
+			return 3; /* one secrets page per launch */
+		break;
+	case SNPM_PAGE_CPUID:
+		memset(p, 0, PAGE_SIZE);
+		if (snp_cpuid_page_fill((struct snp_cpuid_page *)p, host_cpuid, SNPM_CBIT) < 0)
+			return 4;
+		L.cpuid++;
+		break;
+	}
+	if (rmp_hv_assign(gpa, false, true) || rmp_pvalidate(gpa, RMP_PG_SIZE_4K, true, &unchanged))
+		return 5;
+	L.pages++;
+	return 0;
+}
+
+static int on_required(void *ctx, uint64_t gpa, uint64_t bytes)
+{
+	for (gpa_t g = gpa; g < gpa + bytes;) {
+		bool big = IS_ALIGNED(g, PAGE_SIZE_2M) && gpa + bytes - g >= PAGE_SIZE_2M;
+		uint64_t n = big ? PAGE_SIZE_2M : PAGE_SIZE;
+		for (gpa_t p = g; p < g + n; p += PAGE_SIZE) {
+			struct rmp_entry_info e;
+			if (!launch_backing(p) || rmp_query(p, &e) || e.assigned)
+				return 6;
+		}
+		if (rmp_hv_assign(g, big, true))
+			return 7;
+		g += n;
+		L.required += n;
+	}
+	return 0;
+}
+
+/* IGVM_VHS_MEMORY_MAP_ENTRY (igvm_defs): the VM's RAM as QEMU's e820 has it, less the machine. */
+struct igvm_mm_entry {
+	uint64_t gpa_page, pages;
+	uint16_t type, flags;
+	uint32_t rsvd;
+} __packed;
+
+static int fill_memory_map(uint8_t *area, uint64_t bytes)
+{
+	struct igvm_mm_entry *e = (struct igvm_mm_entry *)area;
+	uint64_t max = bytes / sizeof(*e);
+	if (mm.nr_ram >= max) /* a zero entry ends the list */
+		return 8;
+	for (unsigned i = 0; i < mm.nr_ram; i++)
+		e[i] = (struct igvm_mm_entry){.gpa_page = mm.ram[i].start >> 12,
+					      .pages = (mm.ram[i].end - mm.ram[i].start) >> 12};
+	return 0;
+}
+
+/* An ACPI MADT with one enabled processor local APIC per vCPU (ACPI 6.5 §5.2.12). */
+static int fill_madt(uint8_t *a, uint64_t bytes)
+{
+	uint32_t len = 44 + 8 * cpu_count;
+	if (len > bytes)
+		return 9;
+	memcpy(a, "APIC", 4);
+	memcpy(a + 4, &len, 4);
+	a[8] = 4; /* revision */
+	memcpy(a + 10, "SNPM  ", 6);
+	memcpy(a + 16, "SNPMMADT", 8);
+	uint32_t lapic = 0xFEE00000u, flags = 1; /* PCAT_COMPAT */
+	memcpy(a + 36, &lapic, 4);
+	memcpy(a + 40, &flags, 4);
+	for (unsigned i = 0; i < cpu_count; i++) {
+		uint8_t *p = a + 44 + 8 * i;
+		p[0] = 0, p[1] = 8, p[2] = (uint8_t)i, p[3] = (uint8_t)percpus[i].apic_id;
+		p[4] = 1; /* enabled */
+	}
+	uint8_t sum = 0;
+	for (uint32_t i = 0; i < len; i++)
+		sum = (uint8_t)(sum + a[i]);
+	a[9] = (uint8_t)-sum;
+	return 0;
+}
+
+static int on_param(void *ctx, uint32_t type, uint32_t off, uint8_t *area, uint64_t bytes)
+{
+	uint32_t u32;
+	switch (type) {
+	case SNPM_IGVM_VP_COUNT_PARAMETER:
+		u32 = cpu_count;
+		memcpy(area + off, &u32, 4);
+		return 0;
+	case SNPM_IGVM_ENVIRONMENT_INFO_PARAMETER:
+		u32 = 0; /* memory is private (SNP) */
+		memcpy(area + off, &u32, 4);
+		return 0;
+	case SNPM_IGVM_MEMORY_MAP:
+		return fill_memory_map(area, bytes);
+	case SNPM_IGVM_MADT:
+		return fill_madt(area, bytes);
+	}
+	return 10;
+}
+
+static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
+{
+	if (vp != 0)
+		return 11;
+	memcpy(&L.bsp_vmsa, page, sizeof(L.bsp_vmsa));
+	L.vmsas++;
+	return 0;
+}
+
+static void hex(char *out, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		fmt_snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static int psp_rng(void *ctx, unsigned char *buf, size_t len)
+{
+	return random_bytes(buf, len) ? 0 : -1;
+}
+
+static void launch(void)
+{
+	uint16_t key;
+	uint32_t size;
+	if (!fw_cfg_find("opt/csvsm/igvm", &key, &size) || size == 0 || size > IGVM_MAX)
+		fail("no launch image (fw_cfg opt/csvsm/igvm)");
+	uint8_t *file = pool_alloc(ALIGN_UP(size, PAGE_SIZE), PAGE_SIZE);
+	fw_cfg_read_key(key, file, size);
+	static uint8_t scratch[256 << 10];
+	struct snpm_igvm_ops ops = {.page = on_page,
+				    .required = on_required,
+				    .fill_param = on_param,
+				    .vmsa = on_vmsa,
+				    .scratch = scratch,
+				    .scratch_bytes = sizeof(scratch)};
+	uint8_t digest[SNPM_IGVM_DIGEST_LEN];
+	uint64_t policy = 0;
+	char why[160];
+	/* One VMSA: the boot vCPU's, as the file has it; the others are created at run time. */
+	int rc = snpm_igvm_load(file, size, 1, &ops, digest, &policy, why, sizeof(why));
+	if (rc != 0)
+		fail("launch image refused (%d): %s", rc, rc < 0 ? why : "see above");
+	if (L.vmsas != 1 || L.secrets != 1)
+		fail("launch image has %u VMSAs and %u secrets pages (need 1 and 1)", L.vmsas,
+		     L.secrets);
+	char h[2 * SNPM_IGVM_DIGEST_LEN + 1];
+	hex(h, digest, sizeof(digest));
+	con_printf("snpm: launch: measurement=%s pages=%u vmsas=%u\n", h, L.pages, L.vmsas);
+	boot_phase("launch",
+		   "%u KiB image: %u pages (%u zero, %u unmeasured, %u CPUID), %llu KiB required "
+		   "memory, policy 0x%llx",
+		   size >> 10, L.pages, L.zero, L.unmeasured, L.cpuid,
+		   (unsigned long long)(L.required >> 10), (unsigned long long)policy);
+
+	/* The PSP model: the launch digest, the VMPCKs it put in the secrets page, its keys. */
+	struct sim_psp_keys keys;
+	static uint8_t blob[SIM_PSP_CERTS_MAX + SIM_PSP_KEYS_HDR_SIZE];
+	uint32_t blen = 0;
+	if (!fw_cfg_load_file(SIM_PSP_KEYS_FW_CFG, blob, sizeof(blob), &blen) ||
+	    sim_psp_keys_parse(blob, blen, &keys) != 0) {
+		boot_phase("psp", "no test VCEK (fw_cfg %s): guest requests are refused",
+			   SIM_PSP_KEYS_FW_CFG);
+	} else {
+		sim_fpu_enter();
+		rc = sim_psp_init(L.vmpck[0], &keys, digest, policy, psp_rng, NULL);
+		for (unsigned i = 1; i < 4 && rc == 0; i++)
+			rc = sim_psp_set_vmpck(i, L.vmpck[i]);
+		if (rc != 0)
+			fail("PSP model: bad keys");
+		boot_phase("psp", "VCEK and certificate table loaded; VMPCK0..3 installed");
+	}
+	memzero_explicit(&keys, sizeof(keys));
+	memzero_explicit(blob, sizeof(blob));
+	memzero_explicit(L.vmpck, sizeof(L.vmpck));
+	memzero_explicit(file, size); /* the guest gets none of the machine's inputs */
+}
+
+__noreturn void boot_main(uint32_t start_info_pa)
+{
+	con_init();
+	idt_init();
+	percpus[0].id = 0;
+	cpu_init_self(&percpus[0]);
+	timer_init();
+	platform = &platform_snpm;
+	con_printf("\nsnpm: SNP machine: SEV-SNP hardware, PSP and KVM host model\n");
+	if (!random_available())
+		fail("no RDRAND");
+
+	unsigned n = read_start_info(start_info_pa);
+	setup_memory(n);
+	const char *v;
+	size_t vlen;
+	extern bool sim_snp_trace;
+	sim_snp_trace = cmdline_get(cmdline, cmdline_len, "snpm.trace", &v, &vlen) && vlen == 1 &&
+			v[0] == '1';
+	unsigned want = fw_cfg_present() ? fw_cfg_read16(5) : 1; /* FW_CFG_NB_CPUS */
+	if (want == 0 || want > MAX_CPUS)
+		fail("%u vCPUs: 1..%u supported", want, MAX_CPUS);
+	void *heap = pool_alloc(HEAP_BYTES, PAGE_SIZE);
+	libc_heap_init(heap, HEAP_BYTES);
+	secret_register(heap, HEAP_BYTES); /* the PSP model's keys */
+	unsigned got = smp_start_aps(want);
+	sipi_trampoline_scrub();
+	if (got != want)
+		fail("%u of %u CPUs started", got, want);
+
+	gpa_t top = MAX(mm.max_gpa, 4ULL << 30);
+	size_t rmp_bytes = rmp_storage_bytes(top);
+	if (rmp_init(pool_alloc(rmp_bytes, PAGE_SIZE), rmp_bytes, top) != 0)
+		fail("RMP model");
+	struct sim_guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
+	svm_host_init(&gc, true);
+	boot_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx",
+		   cpu_count, (unsigned long long)(memmap_ram_bytes(&mm) >> 20),
+		   (unsigned long long)mm.csvsm_start, (unsigned long long)mm.csvsm_end);
+
+	launch();
+
+	/* The guests' devices: default deny (src/platform/devpolicy.c); the
+	 * probe, if one was given, is their kernel. */
+	static uint8_t probe[4 << 20];
+	uint32_t probe_size = 0;
+	struct sim_io_config io = {.mm = &mm};
+	if (fw_cfg_load_file("opt/csvsm/probe", probe, sizeof(probe), &probe_size) && probe_size) {
+		io.probe = probe;
+		io.probe_size = probe_size;
+	}
+	sim_io_init(&io);
+	boot_phase("run", "vCPU 0 at VMPL0 from the launch VMSA (RIP 0x%llx)",
+		   (unsigned long long)L.bsp_vmsa.rip);
+	snpm_run(&L.bsp_vmsa);
+}

@@ -1,0 +1,12 @@
+/* The SNP machine (tests/snpm): what its parts share. */
+#ifndef SNPM_H
+#define SNPM_H
+
+#include "csvsm/types.h"
+
+struct vmsa;
+
+/* Run the machine's vCPUs: the boot vCPU's VMPL0 from the launch VMSA (vmpl.c). */
+__noreturn void snpm_run(const struct vmsa *bsp_vmsa);
+
+#endif

@@ -1,0 +1,282 @@
+/*
+ * The SNP machine's vCPUs: the front end of the hypervisor core
+ * (src/platform/sim_svm.c, sim_snp.c, sim_io.c) that makes it play SEV-SNP
+ * hardware with VM privilege levels and a KVM host with SVSM support.
+ *
+ * Each vCPU (one per CPU of the machine, same APIC ID) has a context per
+ * VMPL, each with its own VMCB and nested table (the RMP permissions of
+ * that VMPL, sim_svm.c npt_pte_machine), and runs one at a time:
+ *  - a VMPL's state lives in its VMSA page while it does not run, as on
+ *    hardware: a guest VMPL is loaded from its page whenever it is switched
+ *    in (VMPL0 may have changed registers there) and saved to it with the
+ *    exit code when it is switched out;
+ *  - VMSAs are registered with GHCB AP creation (56421 §4.1.9): the page
+ *    must be a validated VMSA page in the RMP (RMPADJUST with the VMSA bit
+ *    from a higher VMPL) whose VMPL field is the VMPL named, with the SEV
+ *    features the caller states; a new one replaces the running state at
+ *    the next entry, DESTROY stops it;
+ *  - a VMPL switch is the GHCB RUN_VMPL exit or the MSR protocol's VMPL
+ *    request (0x016): VMPL0 runs the guest VMPL (waiting until its vCPU
+ *    has a VMSA there, as an AP's does until the guest creates it), the
+ *    guest asks for VMPL0 (an SVSM call) and VMPL0 resumes after its own
+ *    request, which it reads as complete.
+ * The boot vCPU's VMPL0 starts from the launch VMSA (the measured one of
+ * the IGVM file); every other context from a VMSA registered at run time.
+ */
+#include "arch/x86/insn.h"
+#include "arch/x86/svm.h"
+#include "csvsm/console.h"
+#include "csvsm/cpu.h"
+#include "csvsm/platform.h"
+#include "csvsm/string.h"
+#include "mm/rmp.h"
+#include "snp/ghcb.h"
+#include "snp/vmsa.h"
+#include "src/platform/sim_svm.h"
+#include "snpm.h"
+
+#define NO_VMPL	    0xFFu
+#define VINTR_MASK  (1ULL << 24) /* V_INTR_MASKING (APM vol. 2 §15.21.1) */
+#define ASID_OF(vm) (16u + (vm)) /* one ASID per VMPL: one nested table per VMPL */
+
+struct hv_vcpu {
+	unsigned id;
+	uint32_t apic_id;
+	struct svm_vcpu *ctx[4];
+	volatile gpa_t vmsa[4];	     /* registered VMSA per VMPL, 0 = none */
+	volatile uint32_t reload[4]; /* registered anew since the context last ran */
+	volatile unsigned want;	     /* the VMPL to run next, NO_VMPL = none yet */
+	unsigned cur;		     /* the VMPL running (or last run) */
+	volatile gpa_t in_run;	     /* the VMSA page in a VMRUN now, 0 = none */
+	uint64_t switches;
+};
+
+static struct hv_vcpu hvs[MAX_CPUS];
+static unsigned n_hvs;
+static struct vmsa launch_vmsa; /* the boot vCPU's VMPL0 at launch (no GPA) */
+static bool launch_vmsa_used;
+
+static struct hv_vcpu *hv_by_apic(uint32_t apic_id)
+{
+	for (unsigned i = 0; i < n_hvs; i++)
+		if (hvs[i].apic_id == apic_id)
+			return &hvs[i];
+	return NULL;
+}
+
+/* Host pointer to a registered VMSA page (backed memory: checked at registration). */
+static struct vmsa *vmsa_ptr(gpa_t gpa)
+{
+	return (struct vmsa *)(uintptr_t)hv_hpa(gpa);
+}
+
+/*
+ * What VMRUN checks of a VMSA (APM vol. 2 §15.36.8): a validated private
+ * page marked VMSA in the RMP, for the VMPL that will run it, SNP active.
+ */
+static bool vmsa_page_ok(gpa_t gpa, unsigned vmpl, uint64_t features)
+{
+	struct rmp_entry_info e;
+	if (!IS_ALIGNED(gpa, PAGE_SIZE) || !hv_is_mem(gpa, PAGE_SIZE) || rmp_query(gpa, &e) ||
+	    !e.assigned || !e.validated || !e.vmsa)
+		return false;
+	const struct vmsa *m = vmsa_ptr(gpa);
+	return m->vmpl == vmpl && (m->sev_features & 1) && m->sev_features == features;
+}
+
+/* Load context `vmpl` of h from its VMSA (a fresh one: FPU and GHCB MSR reset too). */
+static void ctx_load(struct hv_vcpu *h, unsigned vmpl, bool fresh)
+{
+	struct svm_vcpu *v = h->ctx[vmpl];
+	const struct vmsa *m = h->vmsa[vmpl] ? vmsa_ptr(h->vmsa[vmpl]) : &launch_vmsa;
+	if (fresh) {
+		memset(&v->vmcb->save, 0, sizeof(v->vmcb->save));
+		svm_vcpu_fpu_reset(v);
+		v->ghcb_msr = v->ghcb_gpa = 0;
+		v->sev_features = m->sev_features;
+	}
+	vmcb_from_vmsa(v, m);
+	v->vmcb->ctl.exit_int_info = 0;
+	v->vmcb->ctl.event_inj = 0;
+}
+
+static void kick(struct hv_vcpu *h)
+{
+	struct svm_vcpu *v = h->ctx[h->cur == NO_VMPL ? 0 : h->cur];
+	if (v)
+		__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
+	if (h != &hvs[this_cpu()->id])
+		hv_send_nmi(h->apic_id);
+}
+
+/* ---- the core's calls (under the exit lock) ---- */
+
+uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_features)
+{
+	unsigned event = (uint32_t)info1 & 0xFFFF;
+	unsigned vmpl = ((uint32_t)info1 >> SVM_VMGEXIT_AP_VMPL_SHIFT) & 0xF;
+	struct hv_vcpu *h = hv_by_apic((uint32_t)(info1 >> SVM_VMGEXIT_AP_APIC_ID_SHIFT));
+	/* A VMPL registers VMSAs for itself or less privileged levels only. */
+	if (!h || vmpl > 3 || vmpl < v->vmpl)
+		return (uint64_t)-1;
+	if (event == SVM_VMGEXIT_AP_DESTROY) {
+		h->vmsa[vmpl] = 0;
+		if (h->cur == vmpl)
+			kick(h);
+		return 0;
+	}
+	if (event != SVM_VMGEXIT_AP_CREATE && event != SVM_VMGEXIT_AP_CREATE_ON_INIT)
+		return (uint64_t)-1;
+	if (!vmsa_page_ok(gpa, vmpl, sev_features)) {
+		con_printf("snpm: AP creation for APIC ID %u VMPL%u refused: 0x%llx is not a "
+			   "VMSA page for it\n",
+			   h->apic_id, vmpl, (unsigned long long)gpa);
+		return (uint64_t)-1;
+	}
+	if (!h->ctx[vmpl]) {
+		struct svm_vcpu *c = svm_vcpu_alloc();
+		c->snp = true;
+		c->vmpl = vmpl;
+		c->hv = h;
+		c->gv.id = h->id;
+		c->gv.vmpl = vmpl;
+		vmcb_init(c->vmcb, true, svm_npt_root(vmpl));
+		c->vmcb->ctl.asid = ASID_OF(vmpl);
+		if (vmpl == 0) /* csvsm takes no interrupts: they wait for the guest */
+			c->vmcb->ctl.vintr |= VINTR_MASK;
+		h->ctx[vmpl] = c;
+	}
+	h->vmsa[vmpl] = gpa;
+	h->reload[vmpl] = 1;
+	if (h->want == NO_VMPL)
+		h->want = vmpl;
+	else if (h->cur == vmpl)
+		kick(h);
+	return 0;
+}
+
+bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
+{
+	struct hv_vcpu *h = v->hv;
+	/* VMPL0 runs any other VMPL (waiting for its VMSA if need be); a guest
+	 * VMPL only asks for a more privileged one that runs on this vCPU. */
+	if (vmpl > 3 || vmpl == v->vmpl || (v->vmpl != 0 && (vmpl > v->vmpl || !h->ctx[vmpl])))
+		return false;
+	h->want = vmpl;
+	__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
+__noreturn void hv_power_event(struct svm_vcpu *v)
+{
+	uint64_t switches = 0, exits = 0;
+	for (unsigned i = 0; i < n_hvs; i++) {
+		switches += hvs[i].switches;
+		for (unsigned k = 0; k < 4; k++)
+			exits += hvs[i].ctx[k] ? hvs[i].ctx[k]->exits : 0;
+	}
+	con_printf("snpm: guest %s; %llu exits, %llu VMPL switches\n",
+		   sim_guest_power_event == 1 ? "powered off" : "requested a reset",
+		   (unsigned long long)exits, (unsigned long long)switches);
+	sim_snp_print_counts();
+	platform->terminate(sim_guest_power_event == 1, 0, 0x23);
+}
+
+void hv_guest_terminated(struct svm_vcpu *v)
+{
+}
+
+/* ---- the vCPU loops ---- */
+
+static __noreturn void hv_cpu_loop(struct hv_vcpu *h)
+{
+	for (;;) {
+		unsigned w;
+		/* Wait until this vCPU has something to run at the VMPL it wants. */
+		for (;;) {
+			w = __atomic_load_n(&h->want, __ATOMIC_ACQUIRE);
+			if (w != NO_VMPL && (h->vmsa[w] || (w == 0 && h->id == 0)))
+				break;
+			cpu_relax();
+		}
+		struct svm_vcpu *v = h->ctx[w];
+		hv_exits_lock();
+		bool fresh = __atomic_exchange_n(&h->reload[w], 0, __ATOMIC_ACQ_REL);
+		if (w == 0 && h->id == 0 && !launch_vmsa_used) {
+			fresh = launch_vmsa_used = true;
+		} else if (fresh || w != 0) {
+			if (!h->vmsa[w]) { /* destroyed meanwhile */
+				hv_exits_unlock();
+				continue;
+			}
+			if (!vmsa_page_ok(h->vmsa[w], w, fresh ? vmsa_ptr(h->vmsa[w])->sev_features
+							      : v->sev_features)) {
+				con_printf("snpm: vCPU %u VMPL%u: VMSA 0x%llx is no longer a VMSA "
+					   "page: VMRUN fails\n",
+					   h->id, w, (unsigned long long)h->vmsa[w]);
+				platform->terminate(false, 0, 0x21);
+			}
+		}
+		if (fresh || w != 0)
+			ctx_load(h, w, fresh);
+		h->cur = w;
+		h->switches++;
+		v->leave = 0;
+		h->in_run = h->vmsa[w];
+		hv_exits_unlock();
+
+		svm_guest_run(v, NULL);
+
+		hv_exits_lock();
+		h->in_run = 0;
+		sim_fpu_enter(); /* its x87/SSE state into its context */
+		/* Stopped: a switch it asked for, or its VMSA replaced or destroyed. */
+		if (w != 0 && h->vmsa[w] && !h->reload[w])
+			vmsa_from_vmcb(vmsa_ptr(h->vmsa[w]), v, VMSA_EXIT_VMGEXIT);
+		if (w != 0 && !h->vmsa[w] && h->want == w)
+			h->want = 0; /* its guest VMPL is gone: back to the SVSM */
+		hv_exits_unlock();
+	}
+}
+
+/*
+ * The RMP's in-use mark of a VMSA (APM vol. 2 §15.36.12): set by VMRUN,
+ * cleared by #VMEXIT. The machine counts a vCPU as in VMRUN from its entry
+ * until its VMPL is switched out (its exits are handled under the exit
+ * lock, so an RMPADJUST, also handled under it, never sees one in between).
+ */
+static bool vmsa_in_run(gpa_t gpa)
+{
+	for (unsigned i = 0; i < n_hvs; i++)
+		if (hvs[i].in_run == gpa)
+			return true;
+	return false;
+}
+
+static void hv_ap_entry(struct percpu *cpu)
+{
+	svm_cpu_enable();
+	hv_cpu_loop(&hvs[cpu->id]);
+}
+
+__noreturn void snpm_run(const struct vmsa *bsp_vmsa)
+{
+	memcpy(&launch_vmsa, bsp_vmsa, sizeof(launch_vmsa));
+	n_hvs = cpu_count;
+	for (unsigned i = 0; i < n_hvs; i++)
+		hvs[i] = (struct hv_vcpu){
+		    .id = i, .apic_id = percpus[i].apic_id, .want = NO_VMPL, .cur = NO_VMPL};
+	/* The boot vCPU's VMPL0: the measured launch VMSA. */
+	struct svm_vcpu *c = svm_vcpu_alloc();
+	c->snp = true;
+	c->hv = &hvs[0];
+	c->vmpl = 0;
+	vmcb_init(c->vmcb, true, svm_npt_root(0));
+	c->vmcb->ctl.asid = ASID_OF(0);
+	c->vmcb->ctl.vintr |= VINTR_MASK;
+	hvs[0].ctx[0] = c;
+	hvs[0].want = 0;
+	rmp_vmsa_in_use = vmsa_in_run;
+	smp_dispatch_aps(hv_ap_entry);
+	hv_cpu_loop(&hvs[0]);
+}
