@@ -122,9 +122,10 @@ test: deps
 
 PROBE ?= build/probe.efi
 GUEST ?= probe
+PLATFORM ?= snpm
 run: deps
 	$(MAKE) all
-	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
+	tests/qemu/run.sh PLATFORM=$(PLATFORM) MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
 
 # Every benchmark in bench/, each printing its comparison against a named baseline.
 bench: deps

@@ -229,10 +229,10 @@ static void pciexbar_access(unsigned reg, unsigned size, bool in, uint32_t *val)
 		if (base != ecam_base)
 			pciexbar_set(base);
 		guest_ecam = base;
-		con_printf("csvsm: guest ECAM window at 0x%llx\n", (unsigned long long)base);
+		con_printf("%s: guest ECAM window at 0x%llx\n", hv_tag, (unsigned long long)base);
 		break;
 	case DPX_REFUSED:
-		con_printf("csvsm: guest PCIEXBAR 0x%llx refused\n", (unsigned long long)want);
+		con_printf("%s: guest PCIEXBAR 0x%llx refused\n", hv_tag, (unsigned long long)want);
 		break;
 	}
 }
@@ -271,9 +271,9 @@ void sim_io_init(const struct sim_io_config *c)
 		synth_pass(FW_INITRD_DATA, lx.initrd_key, lx.initrd_le);
 		synth_add(FW_CMDLINE_SIZE, &lx.cmdline_le, 4);
 		synth_add(FW_CMDLINE_DATA, lx.cmdline, lx.cmdline_le);
-		con_printf("csvsm: guest kernel opt/csvsm/linux/kernel (%u KiB), initrd %u KiB, "
+		con_printf("%s: guest kernel opt/csvsm/linux/kernel (%u KiB), initrd %u KiB, "
 			   "command line \"%s\"\n",
-			   lx.kernel_size >> 10, lx.initrd_le >> 10, lx.cmdline);
+			   hv_tag, lx.kernel_size >> 10, lx.initrd_le >> 10, lx.cmdline);
 	} else {
 		probe_size_le = cfg.probe_size;
 		synth_add(FW_KERNEL_SIZE, &probe_size_le, 4);
@@ -437,9 +437,9 @@ static void pci_cfg(uint16_t bdf, unsigned reg, unsigned size, bool in, uint32_t
 	if (devpolicy_pci_write(bdf, reg, size, &v, cur)) {
 		mmio_wr(a, size, v);
 	} else if (pci_refused_logged++ < 16) {
-		con_printf("csvsm: guest PCI config write 0x%x (%u bytes) to %x:%x.%x reg 0x%x "
+		con_printf("%s: guest PCI config write 0x%x (%u bytes) to %x:%x.%x reg 0x%x "
 			   "refused\n",
-			   *val, size, bdf >> 8, (bdf >> 3) & 31, bdf & 7, reg);
+			   hv_tag, *val, size, bdf >> 8, (bdf >> 3) & 31, bdf & 7, reg);
 	}
 }
 
@@ -476,7 +476,7 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 					guest_icr_hi[this_cpu()->id]);
 			mmio_wr(gpa, 4, (uint32_t)v);
 		} else if (lapic_refused_logged++ < 8)
-			con_printf("csvsm: guest local APIC write 0x%x to 0x%x refused\n",
+			con_printf("%s: guest local APIC write 0x%x to 0x%x refused\n", hv_tag,
 				   (uint32_t)v, off);
 		break;
 	case DPM_IOAPIC:
@@ -494,9 +494,9 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 			else if (devpolicy_ioapic_write(ioregsel, (uint32_t)v))
 				mmio_wr(DP_IOAPIC_BASE + 0x10, 4, (uint32_t)v);
 			else if (lapic_refused_logged++ < 8)
-				con_printf("csvsm: guest IOAPIC write 0x%x to register 0x%x "
+				con_printf("%s: guest IOAPIC write 0x%x to register 0x%x "
 					   "refused\n",
-					   (uint32_t)v, ioregsel);
+					   hv_tag, (uint32_t)v, ioregsel);
 		} else if (off == 0x40 && write) { /* EOI */
 			mmio_wr(gpa, 4, (uint32_t)v);
 		}
@@ -512,7 +512,7 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 	}
 	case DPM_DENY:
 		if (mmio_denied_logged++ < 8)
-			con_printf("csvsm: guest MMIO %s at gpa 0x%llx (%u bytes) denied\n",
+			con_printf("%s: guest MMIO %s at gpa 0x%llx (%u bytes) denied\n", hv_tag,
 				   write ? "write" : "read", (unsigned long long)gpa, size);
 		break;
 	}
@@ -598,7 +598,7 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 		else if (devpolicy_cmos_write(cmos_index))
 			outb(0x71, (uint8_t)v);
 		else if (unknown_logged++ < 8)
-			con_printf("csvsm: guest CMOS write to register 0x%x refused\n",
+			con_printf("%s: guest CMOS write to register 0x%x refused\n", hv_tag,
 				   cmos_index & 0x7F);
 		break;
 	case DP_KBC_CMD:
@@ -616,7 +616,7 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 	case DP_DENY:
 		if (unknown_logged < 8 && port != 0x80) {
 			unknown_logged++;
-			con_printf("csvsm: guest port 0x%x denied (%s, %u bytes)\n", port,
+			con_printf("%s: guest port 0x%x denied (%s, %u bytes)\n", hv_tag, port,
 				   in ? "in" : "out", size);
 		}
 		v = 0xFFFFFFFFu;

@@ -73,24 +73,25 @@ void sim_snp_init(const struct memmap *mm, bool snp)
 
 void sim_snp_print_counts(void)
 {
-	con_printf("csvsm: snp-view: vc cpuid=%llu ioio=%llu msr=%llu mmio=%llu vmmcall=%llu "
+	con_printf("%s: snp-view: vc cpuid=%llu ioio=%llu msr=%llu mmio=%llu vmmcall=%llu "
 		   "other=%llu; emulated without #VC: pvalidate=%llu rmpadjust=%llu msr=%llu; "
 		   "ghcb unregistered=%llu implicit-shared=%llu\n",
-		   (unsigned long long)vc_count[VC_CPUID], (unsigned long long)vc_count[VC_IOIO],
-		   (unsigned long long)vc_count[VC_MSR], (unsigned long long)vc_count[VC_MMIO],
-		   (unsigned long long)vc_count[VC_VMMCALL], (unsigned long long)vc_count[VC_OTHER],
-		   (unsigned long long)emu_pvalidate, (unsigned long long)emu_rmpadjust,
-		   (unsigned long long)emu_msr_direct, (unsigned long long)nae_unregistered,
-		   (unsigned long long)implicit_shared);
+		   hv_tag, (unsigned long long)vc_count[VC_CPUID],
+		   (unsigned long long)vc_count[VC_IOIO], (unsigned long long)vc_count[VC_MSR],
+		   (unsigned long long)vc_count[VC_MMIO], (unsigned long long)vc_count[VC_VMMCALL],
+		   (unsigned long long)vc_count[VC_OTHER], (unsigned long long)emu_pvalidate,
+		   (unsigned long long)emu_rmpadjust, (unsigned long long)emu_msr_direct,
+		   (unsigned long long)nae_unregistered, (unsigned long long)implicit_shared);
 }
 
 /* ---- #VC delivery ---- */
 
 static __noreturn void vc_fail(struct svm_vcpu *v, uint64_t code, const char *why)
 {
-	con_printf("csvsm: snp-view: #VC (0x%llx) cannot be delivered to vCPU %u at rip 0x%llx: "
+	con_printf("%s: snp-view: #VC (0x%llx) cannot be delivered to vCPU %u at rip 0x%llx: "
 		   "%s; the guest would triple-fault\n",
-		   (unsigned long long)code, v->gv.id, (unsigned long long)v->vmcb->save.rip, why);
+		   hv_tag, (unsigned long long)code, v->gv.id,
+		   (unsigned long long)v->vmcb->save.rip, why);
 	platform->terminate(false, 0, 0x25);
 }
 
@@ -125,8 +126,8 @@ void sim_snp_vc(struct svm_vcpu *v, uint64_t code)
 	uint64_t desc;
 
 	if (sim_snp_trace)
-		con_printf("csvsm: trace: vCPU %u #VC 0x%llx rip 0x%llx rax 0x%llx rcx 0x%llx\n",
-			   v->gv.id, (unsigned long long)code, (unsigned long long)s->rip,
+		con_printf("%s: trace: vCPU %u #VC 0x%llx rip 0x%llx rax 0x%llx rcx 0x%llx\n",
+			   hv_tag, v->gv.id, (unsigned long long)code, (unsigned long long)s->rip,
 			   (unsigned long long)s->rax, (unsigned long long)v->gprs.rcx);
 	switch (code) {
 	case SVM_EXIT_CPUID_CODE:
@@ -270,15 +271,15 @@ bool sim_snp_ud(struct svm_vcpu *v)
 	/* INVLPGB (0F 01 FE) and TLBSYNC (0F 01 FF), which TCG does not have either. */
 	bool invlpgb = n >= 3 && insn[0] == 0x0F && insn[1] == 0x01 && insn[2] == 0xFE;
 	bool tlbsync = n >= 3 && insn[0] == 0x0F && insn[1] == 0x01 && insn[2] == 0xFF;
-	bool pval = n == 4 && insn[0] == 0xF2 && insn[1] == 0x0F && insn[2] == 0x01 &&
-		    insn[3] == 0xFF;
-	bool radj = n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 &&
-		    insn[3] == 0xFE;
+	bool pval =
+	    n == 4 && insn[0] == 0xF2 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xFF;
+	bool radj =
+	    n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xFE;
 	if (!pval && !radj && !(hv_machine && (invlpgb || tlbsync))) {
 		if (sim_snp_trace)
-			con_printf("csvsm: trace: vCPU %u #UD at rip 0x%llx: %02x %02x %02x %02x\n",
-				   v->gv.id, (unsigned long long)s->rip, insn[0], insn[1], insn[2],
-				   insn[3]);
+			con_printf("%s: trace: vCPU %u #UD at rip 0x%llx: %02x %02x %02x %02x\n",
+				   hv_tag, v->gv.id, (unsigned long long)s->rip, insn[0], insn[1],
+				   insn[2], insn[3]);
 		return false;
 	}
 	if (((s->ss.attrib >> 5) & 3) != 0) {
@@ -321,8 +322,8 @@ bool sim_snp_ud(struct svm_vcpu *v)
 	if (!sim_translate(v, s->rax, GW_READ, &gpa))
 		return true;
 	gpa &= ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1);
-	int rc = rmp_adjust_from(v->vmpl, gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K,
-				 reg_value(v, 2));
+	int rc =
+	    rmp_adjust_from(v->vmpl, gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K, reg_value(v, 2));
 	if (rc == 0 && hv_machine)
 		sim_npt_sync(gpa, big ? PAGE_SIZE_2M : PAGE_SIZE);
 	s->rax = (uint64_t)rc;
@@ -570,7 +571,8 @@ static void nae_psc(struct svm_vcpu *v, struct ghcb *g)
 	/* The header's reserved field is not checked: KVM does not, and OVMF
 	 * does not clear it (it reuses the shared buffer of earlier exits). */
 	if (end >= PSC_MAX_ENTRIES) {
-		con_printf("csvsm: snp-view: page-state change with end entry %u refused\n", end);
+		con_printf("%s: snp-view: page-state change with end entry %u refused\n", hv_tag,
+			   end);
 		result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
 		return;
 	}
@@ -579,8 +581,8 @@ static void nae_psc(struct svm_vcpu *v, struct ghcb *g)
 		if ((e & PSC_ENTRY_RSVD_MASK) ||
 		    psc_one(e & PSC_ENTRY_GFN_MASK, (e & PSC_ENTRY_SIZE_2M) != 0,
 			    (e & PSC_ENTRY_OP_MASK) >> PSC_ENTRY_OP_SHIFT)) {
-			con_printf("csvsm: snp-view: page-state change entry %u (0x%llx) refused\n",
-				   cur, (unsigned long long)e);
+			con_printf("%s: snp-view: page-state change entry %u (0x%llx) refused\n",
+				   hv_tag, cur, (unsigned long long)e);
 			__atomic_store_n(&d->cur_entry, cur, __ATOMIC_RELAXED);
 			result(g, GHCB_RESULT_OK, 1ULL << 32); /* non-zero: the entry failed */
 			return;
@@ -651,8 +653,8 @@ static const uint64_t hv_features =
 
 static __noreturn void guest_terminates(struct svm_vcpu *v, unsigned set, unsigned code)
 {
-	con_printf("csvsm: guest requested termination (reason set %u code %u) on vCPU %u\n", set,
-		   code, v->gv.id);
+	con_printf("%s: guest requested termination (reason set %u code %u) on vCPU %u\n", hv_tag,
+		   set, code, v->gv.id);
 	sim_snp_print_counts();
 	hv_guest_terminated(v);
 	platform->terminate(false, 0, 0);
@@ -670,10 +672,10 @@ static void vmgexit_page(struct svm_vcpu *v)
 	uint64_t code = rd(&g->sw_exit_code), info1 = rd(&g->sw_exit_info_1);
 	nae_count[code & 0xF]++;
 	if (sim_snp_trace)
-		con_printf(
-		    "csvsm: trace: vCPU %u GHCB 0x%llx exit 0x%llx info1 0x%llx info2 0x%llx\n",
-		    v->gv.id, (unsigned long long)v->ghcb_gpa, (unsigned long long)code,
-		    (unsigned long long)info1, (unsigned long long)rd(&g->sw_exit_info_2));
+		con_printf("%s: trace: vCPU %u GHCB 0x%llx exit 0x%llx info1 0x%llx info2 0x%llx\n",
+			   hv_tag, v->gv.id, (unsigned long long)v->ghcb_gpa,
+			   (unsigned long long)code, (unsigned long long)info1,
+			   (unsigned long long)rd(&g->sw_exit_info_2));
 	switch (code) {
 	case SVM_EXIT_CPUID_CODE:
 		nae_cpuid(v, g);
@@ -722,7 +724,7 @@ static void vmgexit_msr(struct svm_vcpu *v)
 {
 	uint64_t req = v->ghcb_msr, data = req & ~GHCB_MSR_INFO_MASK;
 	if (sim_snp_trace)
-		con_printf("csvsm: trace: vCPU %u GHCB MSR 0x%llx\n", v->gv.id,
+		con_printf("%s: trace: vCPU %u GHCB MSR 0x%llx\n", hv_tag, v->gv.id,
 			   (unsigned long long)req);
 	switch (req & GHCB_MSR_INFO_MASK) {
 	case GHCB_MSR_SEV_INFO_REQ:
@@ -786,8 +788,8 @@ void sim_snp_vmgexit(struct svm_vcpu *v)
 		vmgexit_page(v);
 		struct ghcb *g = sim_snp_trace ? ghcb_of(v) : NULL;
 		if (g)
-			con_printf("csvsm: trace: vCPU %u GHCB result 0x%llx 0x%llx rax 0x%llx\n",
-				   v->gv.id, (unsigned long long)rd(&g->sw_exit_info_1),
+			con_printf("%s: trace: vCPU %u GHCB result 0x%llx 0x%llx rax 0x%llx\n",
+				   hv_tag, v->gv.id, (unsigned long long)rd(&g->sw_exit_info_1),
 				   (unsigned long long)rd(&g->sw_exit_info_2),
 				   (unsigned long long)rd(&g->rax));
 	} else {

@@ -49,6 +49,7 @@ static const struct memmap *npt_mm;
 static uint64_t *npt_pml4;
 /* Machine mode: one nested table per VMPL (VMPL0: csvsm; the guest VMPL). */
 bool hv_machine;
+const char *hv_tag = "csvsm";
 static uint64_t *npt_root[4];
 static unsigned npt_roots[4], npt_nroots;
 /* Machine mode: launch-image pages outside guest RAM, backed by machine memory. */
@@ -675,7 +676,9 @@ bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val)
 	if (msr == MSR_GHCB)
 		*val = v->ghcb_msr;
 	else if (msr == MSR_SEV_STATUS)
-		*val = !v->snp ? 0 : hv_machine ? 0x3 | (v->sev_features << 2) : SNP_GUEST_SEV_STATUS;
+		*val = !v->snp	    ? 0
+		       : hv_machine ? 0x3 | (v->sev_features << 2)
+				    : SNP_GUEST_SEV_STATUS;
 	else if (msr == MSR_SVSM_CAA && !v->snp)
 		*val = v->gv.caa;
 	else if (msr == MSR_EFER_NR)
@@ -878,8 +881,8 @@ static void handle_npf(struct svm_vcpu *v)
 	 * bit 33, APM vol. 2 §15.25.6) to something that is not guest memory. */
 	bool data = !(err & 0x10) && !(err & (1ULL << 33));
 	gpa &= ~SIM_CBIT_MASK;
-	bool mem = hv_is_mem(gpa, 1) ||
-		   (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
+	bool mem =
+	    hv_is_mem(gpa, 1) || (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
 	if (mem && npf_spurious(v, gpa, err)) {
 		v->npf_streak = gpa == v->npf_last ? v->npf_streak + 1 : 0;
 		v->npf_last = gpa;
@@ -905,10 +908,12 @@ static void handle_npf(struct svm_vcpu *v)
 		struct rmp_entry_info e = {0};
 		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
 		con_printf("snpm: VMPL0 %s at gpa 0x%llx (rip 0x%llx, vCPU %u): %s\n",
-			   (err & 0x10) ? "execute" : (err & 2) ? "write" : "read",
+			   (err & 0x10) ? "execute"
+			   : (err & 2)	? "write"
+					: "read",
 			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip, v->gv.id,
-			   !mem	       ? "not memory"
-			   : !in_rmp   ? "outside the RMP"
+			   !mem		 ? "not memory"
+			   : !in_rmp	 ? "outside the RMP"
 			   : !e.assigned ? "shared page (fetch)"
 					 : "private page not validated");
 		platform->terminate(false, 0, 0x26);
@@ -916,8 +921,9 @@ static void handle_npf(struct svm_vcpu *v)
 	if (v->npf_exits <= 16) {
 		struct rmp_entry_info e = {0};
 		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
-		con_printf("csvsm: guest %s at gpa 0x%llx (rip 0x%llx, vCPU %u) blocked: #GP(0) "
+		con_printf("%s: guest %s at gpa 0x%llx (rip 0x%llx, vCPU %u) blocked: #GP(0) "
 			   "injected%s",
+			   hv_tag,
 			   (err & 0x10) ? "execute"
 			   : (err & 2)	? "write"
 					: "read",
@@ -939,9 +945,9 @@ static void handle_npf(struct svm_vcpu *v)
 static void dump_exit(struct svm_vcpu *v, const char *why)
 {
 	struct vmcb *vm = v->vmcb;
-	con_printf("csvsm: guest %s: exit 0x%llx info1 0x%llx info2 0x%llx rip 0x%llx cs 0x%x "
+	con_printf("%s: guest %s: exit 0x%llx info1 0x%llx info2 0x%llx rip 0x%llx cs 0x%x "
 		   "cr0 0x%llx efer 0x%llx\n",
-		   why, (unsigned long long)vm->ctl.exit_code,
+		   hv_tag, why, (unsigned long long)vm->ctl.exit_code,
 		   (unsigned long long)vm->ctl.exit_info_1, (unsigned long long)vm->ctl.exit_info_2,
 		   (unsigned long long)vm->save.rip, vm->save.cs.sel,
 		   (unsigned long long)vm->save.cr0, (unsigned long long)vm->save.efer);
@@ -1086,7 +1092,7 @@ void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m)
 void vmsa_from_vmcb(struct vmsa *m, const struct svm_vcpu *v, uint64_t exit_code)
 {
 	const struct vmcb_save *s = &v->vmcb->save;
-	const struct vmcb_seg *segs[] = {&s->es, &s->cs,   &s->ss,   &s->ds,	 &s->fs,
+	const struct vmcb_seg *segs[] = {&s->es, &s->cs,   &s->ss,   &s->ds,   &s->fs,
 					 &s->gs, &s->gdtr, &s->ldtr, &s->idtr, &s->tr};
 	struct vmsa_seg *msegs[] = {&m->es, &m->cs,   &m->ss,	&m->ds,	  &m->fs,
 				    &m->gs, &m->gdtr, &m->ldtr, &m->idtr, &m->tr};

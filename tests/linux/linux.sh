@@ -14,6 +14,12 @@
 #     calls by protocol and call, PVALIDATE entries served from csvsm's
 #     pre-accepted record against real ones.
 # Machine-readable lines: "linux-boot: csvsm ..." and "linux-boot: ratio ...".
+# PLATFORM=snpm (tests/snpm/linux.sh): the same boot in the SNP machine, csvsm's
+# snp image build/csvsm.igvm; the measurement is `csvsm-measure --igvm`, and
+# the machine's launch line must show it; the guest's RAM is what the machine
+# leaves it (lib.sh snpm_guest_mem). The machine has no csvsm power-off report
+# (on SNP csvsm does not see the guest power off): its SVSM-call numbers stay
+# with the sim run, and the baseline boot is not repeated (BASELINE=1 to run it).
 # Needs `make deps` (the guests) and `make` (initramfs, csvsm, test chain).
 set -u
 cd "$(dirname "$0")/../.."
@@ -29,10 +35,19 @@ MEASURE=${MEASURE:-build/csvsm-measure}
 QEMU_ACCEL=$(linux_accel "$SMP")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+PLATFORM=${PLATFORM:-sim}
 log=build/linux/boot-csvsm.log
+GMEM=$MEM
+if [ "$PLATFORM" = snpm ]; then
+	log=build/linux/boot-snpm.log
+	CSVSM_ELF=$SNPM_ELF
+	GMEM=$(snpm_guest_mem "$MEM") || exit 1
+	BASELINE=${BASELINE:-0}
+fi
 mkdir -p build/linux
 
-for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD" "$CSVSM_ELF" "$CHAIN/ark.pem" "$PSP_KEYS" "$VERIFY" "$MEASURE"; do
+for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD" "$CSVSM_ELF" "$CHAIN/ark.pem" "$PSP_KEYS" "$VERIFY" "$MEASURE" \
+	$([ "$PLATFORM" = snpm ] && echo "$CSVSM_IGVM"); do
 	if [ ! -e "$f" ]; then
 		tap_fail "$f exists (run 'make deps' and 'make')"
 		echo "$TAP_N passed, 1 failed"
@@ -43,14 +58,21 @@ done
 ms_since() { local a=${1/./} b=${EPOCHREALTIME/./}; echo $(((b - a) / 1000)); }
 
 # --- the baseline: the same kernel and initramfs without csvsm -----------------
-ACCEL=$QEMU_ACCEL MEM=$MEM SMP=$SMP LOG="$tmp/plain.log" bash tests/linux/boot-plain.sh >"$tmp/plain.out" 2>&1
-plain=$(grep '^linux-boot: plain-ovmf init_ms=' "$tmp/plain.out")
-plain_ms=$(field init_ms "$plain")
-echo "# plain QEMU/OVMF without csvsm ($QEMU_ACCEL): $plain"
+plain_ms=
+if [ "${BASELINE:-1}" = 1 ]; then
+	ACCEL=$QEMU_ACCEL MEM=$MEM SMP=$SMP LOG="$tmp/plain.log" bash tests/linux/boot-plain.sh >"$tmp/plain.out" 2>&1
+	plain=$(grep '^linux-boot: plain-ovmf init_ms=' "$tmp/plain.out")
+	plain_ms=$(field init_ms "$plain")
+	echo "# plain QEMU/OVMF without csvsm ($QEMU_ACCEL): $plain"
+fi
 
 # --- csvsm: OVMF at VMPL2, Linux through fw_cfg ------------------------------------
 # shellcheck disable=SC2046
-set -- $(launch_args "$tmp/secrets") $(guest_args) $(linux_guest_args "$MEM" "$SMP")
+if [ "$PLATFORM" = snpm ]; then
+	set -- $(snpm_args) $(linux_guest_args "$MEM" "$SMP")
+else
+	set -- -kernel "$CSVSM_ELF" $(launch_args "$tmp/secrets") $(guest_args) $(linux_guest_args "$MEM" "$SMP")
+fi
 : >"$log"
 init_ms= done_ms= summary=
 t0=$EPOCHREALTIME
@@ -68,8 +90,8 @@ while IFS= read -r line; do
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" \
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
-	-serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 -kernel "$CSVSM_ELF" "$@" \
-	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$MEM" "$SMP")" \
+	-serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
+	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP")" \
 	2> >(grep -v "TCG doesn't support requested feature" >&2); echo "qemu-exit $?")
 exit_ms=$(ms_since "$t0")
 rc=$(sed -n 's/^qemu-exit //p' "$log" | tail -n1)
@@ -81,8 +103,15 @@ for t in snp vmpl vcpus ram accept pvalidate warn vtpm sev-guest tsm-svsm tsm-sv
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-150)" \
 		grep -qE "^ok [0-9]+ - $t: " "$log"
 done
-tap_check "the guest powered off through ACPI" grep -q 'csvsm: guest powered off' "$log"
-tap_check "csvsm kept its other vCPUs (vcpu-check)" grep -qE 'csvsm: vcpu-check: aps=([0-9]+) responsive=\1$' "$log"
+if [ "$PLATFORM" = snpm ]; then
+	grep -E '^snpm: launch:|\] platform +snp|\] accept +done|^snpm: guest powered|snp-view' "$log" | sed 's/^/# /'
+	tap_check "the guest powered off through ACPI" grep -q '^snpm: guest powered off' "$log"
+	tap_check "csvsm ran its snp platform and pre-accepted memory with its own PVALIDATEs" \
+		grep -qE '\] accept +done: .* [1-9][0-9]* x 2M .*PVALIDATE' "$log"
+else
+	tap_check "the guest powered off through ACPI" grep -q 'csvsm: guest powered off' "$log"
+	tap_check "csvsm kept its other vCPUs (vcpu-check)" grep -qE 'csvsm: vcpu-check: aps=([0-9]+) responsive=\1$' "$log"
+fi
 tap_check "csvsm ended with success status (QEMU exit ${rc:-?})" test "${rc:-0}" -eq 1
 if grep -q 'FAULT\|PANIC\|panic:' "$log"; then tap_fail "no csvsm fault or panic"; else tap_ok "no csvsm fault or panic"; fi
 
@@ -99,8 +128,15 @@ done
 tap_check "evidence printed: nonce, outblob (report), manifestblob, auxblob; sev-guest nonce and report" test "$got" -eq 1
 nonce=$(xxd -p -c 256 "$tmp/nonce.bin" 2>/dev/null)
 vnonce=$(xxd -p -c 256 "$tmp/vnonce.bin" 2>/dev/null)
-meas=$("$MEASURE" --mode csvsm-sim --svsm "$CSVSM_ELF" --ovmf "$OVMF_FD" --vcpus "$SMP" --vcpu-type EPYC)
-echo "# expected measurement (csvsm-measure --mode csvsm-sim, trixie OVMF, $SMP vCPUs): $meas"
+if [ "$PLATFORM" = snpm ]; then
+	meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+	echo "# expected measurement (csvsm-measure --igvm $CSVSM_IGVM): $meas"
+	tap_check "the machine's launch measurement is csvsm-measure --igvm's" \
+		grep -q "^snpm: launch: measurement=$meas " "$log"
+else
+	meas=$("$MEASURE" --mode csvsm-sim --svsm "$CSVSM_ELF" --ovmf "$OVMF_FD" --vcpus "$SMP" --vcpu-type EPYC)
+	echo "# expected measurement (csvsm-measure --mode csvsm-sim, trixie OVMF, $SMP vCPUs): $meas"
+fi
 tap_check "csvsm-measure computed a 48-byte measurement" test "${#meas}" -eq 96
 
 verify_json() { # verify_json OUT.json ARGS...: csvsm-verify --json; the JSON lists every check ok
@@ -154,6 +190,12 @@ if verify_json "$tmp/bad2.json" --report "$tmp/vreport.bin" --vmpl 0 --report-da
 else tap_ok "the VMPL2 report is refused where VMPL 0 is required"; fi
 
 # --- numbers -------------------------------------------------------------------------------
+if [ "$PLATFORM" = snpm ]; then
+	echo "linux-boot: snpm init_ms=${init_ms:-none} done_ms=${done_ms:-none} exit_ms=$exit_ms mem=$MEM guest_mem=$GMEM smp=$SMP accel=$QEMU_ACCEL"
+	echo "# logs: $log"
+	[ "$TAP_FAILS" -eq 0 ]
+	exit
+fi
 calls=$(grep '^csvsm: svsm-calls:' "$log" | tail -n1)
 pval=$(grep '^csvsm: pvalidate-entries:' "$log" | tail -n1)
 echo "# $calls"

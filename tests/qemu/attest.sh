@@ -10,6 +10,9 @@
 # by build/csvsm-measure, then checks that tampered evidence is refused.
 # Builds nothing: `make build/csvsm.elf build/probe.efi build/test-chain/psp-keys.bin
 # build/csvsm-verify build/csvsm-measure` first.
+# PLATFORM=snpm: the same in the SNP machine (tests/snpm/attest.sh): csvsm's
+# snp image build/csvsm.igvm, the measurement from `csvsm-measure --igvm`,
+# which must also be the machine's own launch measurement.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/qemu/lib.sh
@@ -25,6 +28,8 @@ if [ ! -f "$CHAIN/psp-keys.bin" ]; then
 	echo "ok 1 # SKIP no $CHAIN/psp-keys.bin (make build/test-chain/psp-keys.bin)"
 	exit 0
 fi
+PLATFORM=${PLATFORM:-sim}
+if [ "$PLATFORM" = snpm ]; then CSVSM_ELF=$SNPM_ELF; fi
 for f in "$CSVSM_ELF" "$PROBE" "$VERIFY" "$MEASURE" "$CHAIN/ark.pem" "$CHAIN/vcek.der"; do
 	if [ ! -f "$f" ]; then echo "not ok 1 - $f exists (build it with make)"; exit 1; fi
 done
@@ -33,7 +38,12 @@ QEMU_TIMEOUT=${QEMU_TIMEOUT_ATTEST:-300}
 
 # csvsm_qemu (lib.sh) places $PSP_KEYS in csvsm's launch area.
 PSP_KEYS=$CHAIN/psp-keys.bin
-csvsm_qemu "$tmp/p.log" 4G 2 $(guest_args "$PROBE")
+if [ "$PLATFORM" = snpm ]; then
+	# shellcheck disable=SC2046
+	snpm_qemu "$tmp/p.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE")
+else
+	csvsm_qemu "$tmp/p.log" 4G 2 $(guest_args "$PROBE")
+fi
 log=$tmp/p.log
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
 # The probe's attestation lines and failures, as comments.
@@ -48,6 +58,20 @@ if grep -q '^ok .*QUERY_PROTOCOL(attestation' "$log" && ! grep -q 'SVSM_ATTEST.*
 	tap_ok "probe ran the attestation checks (QUERY_PROTOCOL(1) = v1, nothing skipped)"
 else
 	tap_fail "probe ran the attestation checks (QUERY_PROTOCOL(1) = v1, nothing skipped)"
+fi
+if [ "$PLATFORM" = snpm ]; then
+	# What only the machine shows: csvsm ran its snp platform, accepted memory
+	# with its own PVALIDATE instructions (each one the machine's RMP model
+	# executed), and served trixie's OVMF and the probe as an SNP guest at VMPL2.
+	grep -E '^snpm: launch:|platform +snp|accept +done|^snpm: guest powered|snp-view' "$log" | sed 's/^/# /'
+	tap_check "csvsm ran its snp platform" grep -qE '\] platform +snp, ' "$log"
+	acc=$(grep '^csvsm: accept:' "$log" | tail -n1)
+	tap_check "csvsm pre-accepted memory with its own 2M PVALIDATEs" test "$(field pvalidate_2m "$acc")" -gt 0
+	tap_check "the machine executed PVALIDATE for csvsm (emulated, RMP model)" \
+		grep -qE 'emulated without #VC: pvalidate=[1-9]' "$log"
+	tap_check "the probe ran as an SEV-SNP guest at VMPL2 (SEV_STATUS 0x7)" \
+		grep -q '^# SEV-SNP guest: SEV_STATUS 0x7' "$log"
+	tap_check "the guest's SVSM calls were VMPL switches" grep -qE '^snpm: guest powered off; [0-9]+ exits, [1-9][0-9]* VMPL switches' "$log"
 fi
 tap_check "probe: SVSM_ATTEST_SERVICES -> SUCCESS" grep -q '^ok .*SVSM_ATTEST_SERVICES -> SUCCESS' "$log"
 tap_check "probe: REPORT_DATA == SHA-512(nonce || manifest) in the guest" \
@@ -146,8 +170,18 @@ ctrc=$?
 sed 's/^/# certs: /' "$tmp/ct.out"
 tap_check "certificate table: the VCEK entry is $CHAIN/vcek.der" test "$ctrc" -eq 0
 
-meas=$("$MEASURE" --mode csvsm-sim --svsm "$CSVSM_ELF" --ovmf "$OVMF_FD" --vcpus 2 --vcpu-type EPYC)
-echo "# expected measurement (csvsm-measure --mode csvsm-sim): $meas"
+if [ "$PLATFORM" = snpm ]; then
+	meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+	echo "# expected measurement (csvsm-measure --igvm):       $meas"
+	launch=$(sed -n 's/^snpm: launch: measurement=\([0-9a-f]*\) .*/\1/p' "$log" | head -n1)
+	echo "# the machine's launch measurement (PSP model):      $launch"
+	tap_check "the machine's launch measurement equals csvsm-measure --igvm" test -n "$meas" -a "$launch" = "$meas"
+	tap_check "the report's MEASUREMENT equals csvsm-measure --igvm" \
+		test "$(xxd -p -c 256 "$tmp/measurement.bin")" = "$meas"
+else
+	meas=$("$MEASURE" --mode csvsm-sim --svsm "$CSVSM_ELF" --ovmf "$OVMF_FD" --vcpus 2 --vcpu-type EPYC)
+	echo "# expected measurement (csvsm-measure --mode csvsm-sim): $meas"
+fi
 echo "# report measurement:                                $(xxd -p -c 256 "$tmp/measurement.bin")"
 tap_check "csvsm-measure computed a 48-byte measurement" test "${#meas}" -eq 96
 

@@ -51,8 +51,9 @@ guest_args() { # guest_args [probe.efi]
 # sim shows them to OVMF where QEMU's own -kernel would put them.
 LINUX_KERNEL=${LINUX_KERNEL:-build/guests/vmlinuz}
 LINUX_INITRD=${LINUX_INITRD:-build/linux/initramfs.cpio.gz}
-mem_kib() { # 4G -> 4194304
+mem_kib() { # 4G -> 4194304 (2048M, 1835008K too)
 	case "$1" in
+	*K) echo "${1%K}" ;;
 	*G) echo $((${1%G} * 1024 * 1024)) ;;
 	*M) echo $((${1%M} * 1024)) ;;
 	*) return 1 ;;
@@ -111,3 +112,49 @@ tap_check() { # tap_check "description" command...
 }
 # field NAME LINE -> value of NAME=<v> in LINE
 field() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -n1; }
+
+# ---- the SNP machine (tests/snpm, docs/snp-machine.md) ----
+# build/snpm.elf plays SEV-SNP hardware, the PSP and a KVM host: it loads
+# build/csvsm.igvm (csvsm's snp image with trixie's OVMF) from fw_cfg and
+# measures it as the PSP does; the PSP model's keys come the same way and
+# are gone from every guest-visible device once read. The guest's probe
+# and Linux files are fw_cfg files the machine's device model shows to OVMF.
+SNPM_ELF=${SNPM_ELF:-build/snpm.elf}
+CSVSM_IGVM=${CSVSM_IGVM:-build/csvsm.igvm}
+snpm_args() { # the machine's own QEMU arguments
+	echo "-kernel $SNPM_ELF -fw_cfg name=opt/csvsm/igvm,file=$CSVSM_IGVM"
+	[ -f "$PSP_KEYS" ] && echo "-fw_cfg name=opt/csvsm/psp-keys,file=$PSP_KEYS"
+	return 0
+}
+# The machine keeps the top 256 MiB of the VM's low RAM (0x70000000 up to
+# 2 GiB, where it is linked: tests/snpm/snpm.mk) as host memory; the guest
+# gets the rest. MEM must be 2G or more.
+SNPM_HOST_KIB=262144
+snpm_guest_mem() { # snpm_guest_mem MEM -> the guest's RAM as <n>K
+	local k
+	k=$(mem_kib "$1") || return 1
+	[ "$k" -ge 2097152 ] || { echo "csvsm: MEM=$1: the SNP machine needs 2G or more" >&2; return 1; }
+	echo "$((k - SNPM_HOST_KIB))K"
+}
+snpm_guest_args() { # snpm_guest_args probe|linux MEM SMP [probe.efi] [kernel args]
+	case "$1" in
+	probe) [ -n "${4:-}" ] && echo "-fw_cfg name=opt/csvsm/probe,file=$4" ;;
+	linux) linux_guest_args "$2" "$3" || return 1 ;;
+	esac
+	return 0
+}
+# snpm_qemu LOG MEM SMP [extra qemu args...]; sets QEMU_RC (1 = success, 3 = failure).
+snpm_qemu() {
+	local log=$1 mem=$2 smp=$3
+	shift 3
+	# shellcheck disable=SC2046
+	timeout --foreground -k 5 "$QEMU_TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" -cpu "$QEMU_CPU" \
+		-m "$mem" -smp "$smp" -nodefaults -net none -display none -no-reboot \
+		-serial "file:$log" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
+		$(snpm_args) "$@" 2>"$log.stderr"
+	QEMU_RC=$?
+	sed -e 's/\r//g' -e 's/\x1b\[[0-9;=?]*[a-zA-Z]//g' "$log" >"$log.tmp" && mv "$log.tmp" "$log"
+	if [ "$QEMU_RC" -eq 124 ]; then
+		echo "# QEMU timed out after ${QEMU_TIMEOUT}s (guest hung?)"
+	fi
+}

@@ -435,8 +435,8 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	const char *v;
 	size_t vlen;
 	extern bool sim_snp_trace;
-	sim_snp_trace = cmdline_get(cmdline, cmdline_len, "snpm.trace", &v, &vlen) && vlen == 1 &&
-			v[0] == '1';
+	sim_snp_trace =
+	    cmdline_get(cmdline, cmdline_len, "snpm.trace", &v, &vlen) && vlen == 1 && v[0] == '1';
 	unsigned want = fw_cfg_present() ? fw_cfg_read16(5) : 1; /* FW_CFG_NB_CPUS */
 	if (want == 0 || want > MAX_CPUS)
 		fail("%u vCPUs: 1..%u supported", want, MAX_CPUS);
@@ -453,9 +453,10 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	if (rmp_init(pool_alloc(rmp_bytes, PAGE_SIZE), rmp_bytes, top) != 0)
 		fail("RMP model");
 	struct sim_guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
+	hv_tag = "snpm";
 	svm_host_init(&gc, true);
-	boot_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx",
-		   cpu_count, (unsigned long long)(memmap_ram_bytes(&mm) >> 20),
+	boot_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,
+		   (unsigned long long)(memmap_ram_bytes(&mm) >> 20),
 		   (unsigned long long)mm.csvsm_start, (unsigned long long)mm.csvsm_end);
 
 	launch();

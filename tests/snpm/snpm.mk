@@ -1,7 +1,8 @@
 # tests/snpm/: the SNP machine, a freestanding program booted by QEMU TCG that
 # plays SEV-SNP hardware, the PSP and the KVM/QEMU host. Here so far: its
 # IGVM loader and launch digest (igvm_load.c, written independently of
-# attest/igvm.c) and the unit test that checks the two against each other.
+# attest/igvm.c) with the unit test that checks the two against each other,
+# the machine itself (main.c, vmpl.c: build/snpm.elf) and its end-to-end tests.
 # Included by the top-level Makefile with the other optional fragments
 # (before UNIT_BINS is computed).
 
@@ -32,3 +33,6 @@ $(BUILD)/snpm.elf: $(SNPM_OBJS) linker.ld
 	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=$(SNPM_BASE) -o $@ $(SNPM_OBJS) \
 	    $(LIBC_LIBDIR)/libmbedcrypto.a -lgcc
 EXTRA_ALL += $(BUILD)/snpm.elf
+
+# The machine end to end: the probe with attestation, and Linux.
+TEST_SCRIPTS += tests/snpm/attest.sh tests/snpm/linux.sh

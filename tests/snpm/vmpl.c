@@ -182,9 +182,7 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	platform->terminate(sim_guest_power_event == 1, 0, 0x23);
 }
 
-void hv_guest_terminated(struct svm_vcpu *v)
-{
-}
+void hv_guest_terminated(struct svm_vcpu *v) {}
 
 /* ---- the vCPU loops ---- */
 
@@ -209,8 +207,9 @@ static __noreturn void hv_cpu_loop(struct hv_vcpu *h)
 				hv_exits_unlock();
 				continue;
 			}
-			if (!vmsa_page_ok(h->vmsa[w], w, fresh ? vmsa_ptr(h->vmsa[w])->sev_features
-							      : v->sev_features)) {
+			if (!vmsa_page_ok(h->vmsa[w], w,
+					  fresh ? vmsa_ptr(h->vmsa[w])->sev_features
+						: v->sev_features)) {
 				con_printf("snpm: vCPU %u VMPL%u: VMSA 0x%llx is no longer a VMSA "
 					   "page: VMRUN fails\n",
 					   h->id, w, (unsigned long long)h->vmsa[w]);
