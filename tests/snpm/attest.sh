@@ -4,4 +4,4 @@
 # OVMF and the probe at VMPL2; the evidence verified on the host, the
 # report's MEASUREMENT and the machine's launch measurement both equal to
 # `csvsm-measure --igvm`. tests/qemu/attest.sh does the work.
-PLATFORM=snpm exec "$(dirname "$0")/../qemu/attest.sh" "$@"
+PLATFORM=snpm exec bash "$(dirname "$0")/../qemu/attest.sh" "$@"
