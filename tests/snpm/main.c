@@ -261,7 +261,8 @@ static int on_page(void *ctx, uint64_t gpa, enum snpm_page_kind kind, const uint
 static int on_required(void *ctx, uint64_t gpa, uint64_t bytes)
 {
 	for (gpa_t g = gpa; g < gpa + bytes;) {
-		bool big = IS_ALIGNED(g, PAGE_SIZE_2M) && gpa + bytes - g >= PAGE_SIZE_2M;
+		bool big = IS_ALIGNED(g, PAGE_SIZE_2M) && gpa + bytes - g >= PAGE_SIZE_2M &&
+			   !rmp_hv_block_is_4k_only(g);
 		uint64_t n = big ? PAGE_SIZE_2M : PAGE_SIZE;
 		for (gpa_t p = g; p < g + n; p += PAGE_SIZE) {
 			struct rmp_entry_info e;
@@ -350,6 +351,79 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
 	return 0;
 }
 
+/*
+ * The machine's command line (qemu -append):
+ *   snpm.trace=1           print every #VC, GHCB request and unknown #UD
+ *   snpm.4k_only=S-E       the host backs [S, E) (hex) with 4K pages only, so
+ *                          csvsm's 2M PVALIDATE there fails with SIZEMISMATCH
+ *   snpm.stop_at_launch=1  end the VM (success) once csvsm first runs the
+ *                          guest VMPL, after the acceptance audit
+ */
+static bool stop_at_launch;
+
+static bool option_is_1(const char *key)
+{
+	const char *v;
+	size_t vlen;
+	return cmdline_get(cmdline, cmdline_len, key, &v, &vlen) && vlen == 1 && v[0] == '1';
+}
+
+static void machine_options(void)
+{
+	extern bool sim_snp_trace;
+	sim_snp_trace = option_is_1("snpm.trace");
+	stop_at_launch = option_is_1("snpm.stop_at_launch");
+	const char *v;
+	size_t vlen;
+	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t s, e;
+		if (cmdline_parse_hex(&v, stop, &s) || v == stop || *v++ != '-' ||
+		    cmdline_parse_hex(&v, stop, &e) || v != stop || s >= e ||
+		    rmp_hv_set_4k_only(s, e) != 0)
+			fail("bad snpm.4k_only= value (want START-END in hex)");
+		boot_phase("options", "the host backs 0x%llx-0x%llx with 4K pages only",
+			   (unsigned long long)s, (unsigned long long)e);
+	}
+}
+
+/*
+ * Called once, when csvsm first runs a guest VMPL: audit pre-acceptance in
+ * the RMP model, which csvsm cannot read. Every page of the guest's RAM
+ * must be assigned, validated and readable and writable by the guest VMPL
+ * (the pages csvsm keeps from it, such as a VMSA, are counted apart).
+ */
+void snpm_launch_audit(unsigned guest_vmpl)
+{
+	uint64_t pages = 0, unvalidated = 0, no_access = 0, vmsa = 0, big = 0;
+	for (unsigned i = 0; i < mm.nr_ram; i++) {
+		for (gpa_t g = mm.ram[i].start; g < mm.ram[i].end; g += PAGE_SIZE) {
+			struct rmp_entry_info e;
+			pages++;
+			if (rmp_query(g, &e) || !e.assigned || !e.validated) {
+				unvalidated++;
+				continue;
+			}
+			if (e.size2m && IS_ALIGNED(g, PAGE_SIZE_2M))
+				big++;
+			unsigned perm = e.perms[guest_vmpl & 3];
+			if (e.vmsa)
+				vmsa++;
+			else if ((perm & (RMP_PERM_R | RMP_PERM_W)) != (RMP_PERM_R | RMP_PERM_W))
+				no_access++;
+		}
+	}
+	con_printf("snpm: accept-audit: pages=%llu unvalidated=%llu no_guest_access=%llu vmsa=%llu "
+		   "rmp_2m=%llu guest_vmpl=%u\n",
+		   (unsigned long long)pages, (unsigned long long)unvalidated,
+		   (unsigned long long)no_access, (unsigned long long)vmsa, (unsigned long long)big,
+		   guest_vmpl);
+	if (stop_at_launch) {
+		con_printf("snpm: stopping at the guest's launch (snpm.stop_at_launch=1)\n");
+		snpm_terminate(unvalidated == 0 && no_access == 0, 0, 0x30);
+	}
+}
+
 static void hex(char *out, const uint8_t *b, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -432,11 +506,6 @@ __noreturn void boot_main(uint32_t start_info_pa)
 
 	unsigned n = read_start_info(start_info_pa);
 	setup_memory(n);
-	const char *v;
-	size_t vlen;
-	extern bool sim_snp_trace;
-	sim_snp_trace =
-	    cmdline_get(cmdline, cmdline_len, "snpm.trace", &v, &vlen) && vlen == 1 && v[0] == '1';
 	unsigned want = fw_cfg_present() ? fw_cfg_read16(5) : 1; /* FW_CFG_NB_CPUS */
 	if (want == 0 || want > MAX_CPUS)
 		fail("%u vCPUs: 1..%u supported", want, MAX_CPUS);
@@ -452,6 +521,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	size_t rmp_bytes = rmp_storage_bytes(top);
 	if (rmp_init(pool_alloc(rmp_bytes, PAGE_SIZE), rmp_bytes, top) != 0)
 		fail("RMP model");
+	machine_options();
 	struct sim_guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
 	hv_tag = "snpm";
 	svm_host_init(&gc, true);

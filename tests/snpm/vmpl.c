@@ -162,6 +162,11 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 	 * VMPL only asks for a more privileged one that runs on this vCPU. */
 	if (vmpl > 3 || vmpl == v->vmpl || (v->vmpl != 0 && (vmpl > v->vmpl || !h->ctx[vmpl])))
 		return false;
+	static bool launched;
+	if (v->vmpl == 0 && !launched) {
+		launched = true;
+		snpm_launch_audit(vmpl);
+	}
 	h->want = vmpl;
 	__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
 	return true;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# Pre-acceptance on csvsm's snp platform, audited by the SNP machine's RMP
+# model (which csvsm itself cannot read). The machine stops the VM when
+# csvsm first runs the guest VMPL (snpm.stop_at_launch=1) after printing
+# `snpm: accept-audit:`: every page of the guest's RAM must then be
+# validated and readable and writable at the guest VMPL. Checks, per boot:
+# csvsm's own accept line, one accept-vcpu line per vCPU with a fair share,
+# the audit clean, and the machine's success status; a range the host backs
+# with 4K pages only (snpm.4k_only=) makes csvsm's 2M PVALIDATEs there fail
+# with FAIL_SIZEMISMATCH and fall back to 4K; a bad option is refused.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/qemu/lib.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for f in "$SNPM_ELF" "$CSVSM_IGVM"; do
+	if [ ! -f "$f" ]; then echo "not ok 1 - $f exists (build it with make)"; exit 1; fi
+done
+QEMU_TIMEOUT=180
+
+check_boot() { # name smp log
+	local name=$1 smp=$2 log=$3 acc aud total n=0 ok=1 b
+	tap_check "$name: the machine ended with success status (QEMU exit 1, got $QEMU_RC)" test "$QEMU_RC" -eq 1
+	acc=$(grep -m1 '^csvsm: accept: ' "$log")
+	aud=$(grep -m1 '^snpm: accept-audit: ' "$log")
+	echo "# $acc"
+	echo "# $aud"
+	tap_check "$name: csvsm's snp platform accepted with 2M PVALIDATEs ($(field pvalidate_2m "$acc"))" \
+		test "$(field pvalidate_2m "$acc")" -gt 0
+	tap_check "$name: RMP audit: every guest RAM page validated and guest-accessible" \
+		test "$(field unvalidated "$aud")" = 0 -a "$(field no_guest_access "$aud")" = 0 -a "$(field pages "$aud")" -gt 0
+	total=$(field bytes "$acc")
+	tap_check "$name: vcpus=$smp in the accept line" test "$(field vcpus "$acc")" = "$smp"
+	while read -r line; do
+		n=$((n + 1))
+		b=$(field bytes "$line")
+		if [ "$smp" -gt 1 ] && [ $((b * 4)) -lt "$total" ]; then ok=0; fi
+	done < <(grep '^csvsm: accept-vcpu: ' "$log")
+	tap_check "$name: one accept-vcpu line per vCPU ($n), each >= 1/4 of $total bytes" test "$n" -eq "$smp" -a "$ok" -eq 1
+	if grep -q 'FAULT\|PANIC\|panic' "$log"; then tap_fail "$name: no fault or panic"; else tap_ok "$name: no fault or panic"; fi
+	[ "$QEMU_RC" -eq 1 ] || tail -n 20 "$log" | sed 's/^/# /'
+}
+
+snpm_qemu "$tmp/a.log" 4G 2 -append "snpm.stop_at_launch=1"
+check_boot "4G smp2" 2 "$tmp/a.log"
+
+snpm_qemu "$tmp/b.log" 4G 2 -append "snpm.stop_at_launch=1 snpm.4k_only=10000000-10400000"
+check_boot "4G smp2 4K-only" 2 "$tmp/b.log"
+a=$(grep -m1 '^csvsm: accept: ' "$tmp/a.log")
+b=$(grep -m1 '^csvsm: accept: ' "$tmp/b.log")
+tap_check "4K-only range: 2 x 512 more 4K PVALIDATEs after the 2M size mismatch ($(field pvalidate_4k "$a") -> $(field pvalidate_4k "$b"))" \
+	test "$(($(field pvalidate_4k "$b") - $(field pvalidate_4k "$a")))" -eq 1024
+tap_check "4K-only range: the dashboard counts 2 fallbacks" grep -q 'PVALIDATE, 2 2M->4K fallbacks' "$tmp/b.log"
+ra=$(field rmp_2m "$(grep -m1 '^snpm: accept-audit: ' "$tmp/a.log")")
+rb=$(field rmp_2m "$(grep -m1 '^snpm: accept-audit: ' "$tmp/b.log")")
+tap_check "4K-only range: 2 fewer 2M RMP entries ($ra -> $rb)" test "$((ra - rb))" -eq 2
+
+snpm_qemu "$tmp/c.log" 2G 1 -append "snpm.stop_at_launch=1"
+check_boot "2G smp1" 1 "$tmp/c.log"
+
+snpm_qemu "$tmp/d.log" 2G 1 -append "snpm.4k_only=10000000"
+tap_check "snpm.4k_only=10000000 refused with failure status (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 3
+tap_check "snpm.4k_only=10000000: the machine says why" grep -q 'bad snpm.4k_only= value' "$tmp/d.log"
+[ "$TAP_FAILS" -eq 0 ]
