@@ -18,9 +18,13 @@
 # PLATFORM=snpm (tests/snpm/hostile.sh): the attacks in the SNP machine, the
 # hostile guest an SEV-SNP guest of trixie's OVMF at VMPL2 under csvsm's snp
 # platform; string I/O is then the guest firmware's own #VC emulation (those
-# two checks are skipped in the guest). The key-wipe check stays with the sim:
-# in the machine a guest's termination request ends the VM at the host, as on
-# hardware, without running csvsm's termination path.
+# two checks are skipped in the guest). A guest's termination request ends
+# the VM at the host there, as on hardware, without csvsm's termination path;
+# the key-wipe check instead has a hostile host refuse the guest's boot VMSA
+# (snpm.refuse_boot_vmsa=1), so csvsm panics with every key loaded, and the
+# machine then searches all VMPL0-only memory for VMPCK0..3 (`snpm:
+# key-scan:`); the same scan at the guest's launch, while csvsm holds its one
+# copy of VMPCK0, is the control that the scan finds a key where there is one.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/qemu/lib.sh
@@ -62,6 +66,21 @@ tap_check "csvsm ended with success status (QEMU exit $QEMU_RC)" test "$QEMU_RC"
 if grep -q 'FAULT\|PANIC' "$log"; then tap_fail "no csvsm fault or panic"; else tap_ok "no csvsm fault or panic"; fi
 [ "$QEMU_RC" -eq 1 ] || tail -n 30 "$log" | sed 's/^/# /'
 if [ "$PLATFORM" = snpm ]; then
+	snpm_qemu "$tmp/k.log" 2G 2 -append "snpm.key_scan_at_launch=1 snpm.stop_at_launch=1"
+	ks=$(grep -m1 "^snpm: key-scan: at the guest's launch" "$tmp/k.log")
+	echo "# $ks"
+	tap_check "control: at the guest's launch csvsm's memory holds exactly one copy of VMPCK0 and none of VMPCK1..3" \
+		test "$(field vmpck0 "$ks")" = 1 -a "$(field vmpck1 "$ks")" = 0 -a "$(field vmpck2 "$ks")" = 0 -a "$(field vmpck3 "$ks")" = 0
+	snpm_qemu "$tmp/t.log" 2G 2 -append "snpm.refuse_boot_vmsa=1"
+	grep -E '^snpm: refusing|PANIC|^snpm: guest requested termination' "$tmp/t.log" | sed 's/^/# /'
+	tap_check "a host that refuses the guest's boot VMSA: csvsm panics and asks to terminate" \
+		grep -q "^snpm: guest requested termination (reason set 1 code 255) on vCPU 0" "$tmp/t.log"
+	tap_check "the VM ended with failure status (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 3
+	ks=$(grep -m1 '^snpm: key-scan: VMPL0 terminated' "$tmp/t.log")
+	echo "# $ks"
+	tap_check "after csvsm's termination path, VMPL0-only memory ($(field pages "$ks") pages) holds none of VMPCK0..3" \
+		test "$(field pages "$ks")" -gt 0 -a "$(field vmpck0 "$ks")" = 0 -a "$(field vmpck1 "$ks")" = 0 \
+		-a "$(field vmpck2 "$ks")" = 0 -a "$(field vmpck3 "$ks")" = 0
 	[ "$TAP_FAILS" -eq 0 ]
 	exit
 fi

@@ -358,8 +358,14 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          csvsm's 2M PVALIDATE there fails with SIZEMISMATCH
  *   snpm.stop_at_launch=1  end the VM (success) once csvsm first runs the
  *                          guest VMPL, after the acceptance audit
+ *   snpm.refuse_boot_vmsa=1  a hostile host: refuse the AP creation of the
+ *                          guest's boot VMSA (csvsm then terminates)
+ *   snpm.key_scan_at_launch=1  run the key scan (below) at the guest's launch
+ *                          too, while csvsm holds VMPCK0: the scan's control
  */
-static bool stop_at_launch;
+static bool stop_at_launch, key_scan_at_launch;
+bool snpm_refuse_boot_vmsa;
+static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 
 static bool option_is_1(const char *key)
 {
@@ -373,6 +379,8 @@ static void machine_options(void)
 	extern bool sim_snp_trace;
 	sim_snp_trace = option_is_1("snpm.trace");
 	stop_at_launch = option_is_1("snpm.stop_at_launch");
+	snpm_refuse_boot_vmsa = option_is_1("snpm.refuse_boot_vmsa");
+	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
 	const char *v;
 	size_t vlen;
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
@@ -385,6 +393,55 @@ static void machine_options(void)
 		boot_phase("options", "the host backs 0x%llx-0x%llx with 4K pages only",
 			   (unsigned long long)s, (unsigned long long)e);
 	}
+}
+
+/*
+ * Which of VMPCK0..3 does memory only VMPL0 can reach still hold? Every
+ * page that is validated and has no permission for VMPL1..3 (csvsm's
+ * region and anything else csvsm keeps to itself) is searched for each key
+ * at every byte offset, a key crossing into the next page included. Run
+ * when VMPL0 asks to terminate: csvsm's termination path must have wiped
+ * every key by then (on hardware the memory is ciphertext after teardown;
+ * here it shows what a csvsm compromise at that moment would find).
+ */
+static bool vmpl0_private(gpa_t g)
+{
+	struct rmp_entry_info e;
+	return g < rmp_max_gpa() && !rmp_query(g, &e) && e.assigned && e.validated && !e.perms[1] &&
+	       !e.perms[2] && !e.perms[3] && hv_hpa(g) != HV_NO_HPA;
+}
+
+void snpm_key_scan(const char *when)
+{
+	static uint8_t buf[PAGE_SIZE + 32];
+	uint64_t pages = 0, found[4] = {0};
+	uint64_t first[4];
+	for (unsigned k = 0; k < 4; k++)
+		memcpy(&first[k], scan_keys[k], 8);
+	for (gpa_t g = 0; g < rmp_max_gpa(); g += PAGE_SIZE) {
+		if (!vmpl0_private(g))
+			continue;
+		pages++;
+		memcpy(buf, (const void *)(uintptr_t)hv_hpa(g), PAGE_SIZE);
+		size_t n = PAGE_SIZE;
+		if (vmpl0_private(g + PAGE_SIZE)) {
+			memcpy(buf + PAGE_SIZE, (const void *)(uintptr_t)hv_hpa(g + PAGE_SIZE), 31);
+			n += 31;
+		}
+		for (size_t i = 0; i + 32 <= n; i++) {
+			uint64_t w;
+			memcpy(&w, buf + i, 8);
+			for (unsigned k = 0; k < 4; k++)
+				if (w == first[k] && !memcmp(buf + i, scan_keys[k], 32))
+					found[k]++;
+		}
+	}
+	memzero_explicit(buf, sizeof(buf));
+	con_printf(
+	    "snpm: key-scan: %s: pages=%llu vmpck0=%llu vmpck1=%llu vmpck2=%llu vmpck3=%llu\n",
+	    when, (unsigned long long)pages, (unsigned long long)found[0],
+	    (unsigned long long)found[1], (unsigned long long)found[2],
+	    (unsigned long long)found[3]);
 }
 
 /*
@@ -418,6 +475,8 @@ void snpm_launch_audit(unsigned guest_vmpl)
 		   (unsigned long long)pages, (unsigned long long)unvalidated,
 		   (unsigned long long)no_access, (unsigned long long)vmsa, (unsigned long long)big,
 		   guest_vmpl);
+	if (key_scan_at_launch)
+		snpm_key_scan("at the guest's launch");
 	if (stop_at_launch) {
 		con_printf("snpm: stopping at the guest's launch (snpm.stop_at_launch=1)\n");
 		snpm_terminate(unvalidated == 0 && no_access == 0, 0, 0x30);
@@ -488,6 +547,7 @@ static void launch(void)
 	}
 	memzero_explicit(&keys, sizeof(keys));
 	memzero_explicit(blob, sizeof(blob));
+	memcpy(scan_keys, L.vmpck, sizeof(scan_keys)); /* machine memory: for the key scan only */
 	memzero_explicit(L.vmpck, sizeof(L.vmpck));
 	memzero_explicit(file, size); /* the guest gets none of the machine's inputs */
 }

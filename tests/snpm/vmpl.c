@@ -127,6 +127,10 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 	}
 	if (event != SVM_VMGEXIT_AP_CREATE && event != SVM_VMGEXIT_AP_CREATE_ON_INIT)
 		return (uint64_t)-1;
+	if (snpm_refuse_boot_vmsa && v->vmpl == 0 && vmpl != 0 && h == v->hv) {
+		con_printf("snpm: refusing the guest's boot VMSA (snpm.refuse_boot_vmsa=1)\n");
+		return (uint64_t)-1;
+	}
 	if (!vmsa_page_ok(gpa, vmpl, sev_features)) {
 		con_printf("snpm: AP creation for APIC ID %u VMPL%u refused: 0x%llx is not a "
 			   "VMSA page for it\n",
@@ -187,7 +191,11 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	platform->terminate(sim_guest_power_event == 1, 0, 0x23);
 }
 
-void hv_guest_terminated(struct svm_vcpu *v) {}
+void hv_guest_terminated(struct svm_vcpu *v)
+{
+	if (v->vmpl == 0) /* csvsm's termination path has run: what is left? */
+		snpm_key_scan("VMPL0 terminated");
+}
 
 /* ---- the vCPU loops ---- */
 
