@@ -46,6 +46,10 @@ int accept_init(void *storage, size_t bytes, gpa_t max_gpa, unsigned guest_vmpl)
 
 static __noreturn void fail(unsigned code)
 {
+	con_printf("csvsm: accept: stopped: %s failed; terminating\n",
+		   code == ACCEPT_TERM_PSC	   ? "the hypervisor's page-state change"
+		   : code == ACCEPT_TERM_RMPADJUST ? "RMPADJUST for the guest VMPL"
+						   : "PVALIDATE");
 	platform->terminate(false, ACCEPT_TERM_SET, code);
 }
 

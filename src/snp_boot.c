@@ -94,6 +94,11 @@ static void read_boot_block(uint32_t gpa)
 	    !IS_ALIGNED(bb.cpuid_gpa, PAGE_SIZE) || !bb.cpuid_gpa ||
 	    !IS_ALIGNED(bb.secrets_gpa, PAGE_SIZE) || !bb.secrets_gpa)
 		stop(SNP_BOOT_BLOCK);
+	/* The launch secrets page holds VMPCK0..3 until csvsm takes its copy
+	 * (src/guest.c secrets_take): wiped on every termination from here on,
+	 * the early ones (a refused memory map, a failed GHCB) included. */
+	if (secret_register((void *)(uintptr_t)bb.secrets_gpa, PAGE_SIZE) != 0)
+		stop(SNP_BOOT_BLOCK);
 	memcpy(cmdline, bb.cmdline, sizeof(cmdline) - 1);
 	cmdline[sizeof(cmdline) - 1] = 0;
 }
@@ -145,8 +150,13 @@ static void read_memory_map(void)
 	memcpy(e, (const void *)(uintptr_t)bb.memory_map.gpa, sizeof(e));
 	for (unsigned i = 0; i < ARRAY_SIZE(e) && e[i].number_of_pages; i++) {
 		if (n + 1 >= MEMMAP_MAX_ENTRIES || e[i].starting_gpa_page_number >> 40 ||
-		    e[i].number_of_pages >> 40)
+		    e[i].number_of_pages >> 40) {
+			con_printf("csvsm: memmap: refused: %s (entry %u)\n",
+				   n + 1 >= MEMMAP_MAX_ENTRIES ? "too many entries"
+							       : "entry beyond the address space",
+				   i);
 			stop(SNP_BOOT_MEMMAP);
+		}
 		raw[n++] = (struct hvm_memmap_table_entry){
 		    .addr = e[i].starting_gpa_page_number << 12,
 		    .size = e[i].number_of_pages << 12,

@@ -284,10 +284,21 @@ struct igvm_mm_entry {
 	uint32_t rsvd;
 } __packed;
 
+/* snpm.memmap=: a hostile host's memory map instead of the true one. */
+static struct igvm_mm_entry mm_override[64];
+static unsigned n_mm_override;
+static bool have_mm_override;
+
 static int fill_memory_map(uint8_t *area, uint64_t bytes)
 {
 	struct igvm_mm_entry *e = (struct igvm_mm_entry *)area;
 	uint64_t max = bytes / sizeof(*e);
+	if (have_mm_override) {
+		if (n_mm_override > max)
+			return 8;
+		memcpy(e, mm_override, n_mm_override * sizeof(*e));
+		return 0;
+	}
 	if (mm.nr_ram >= max) /* a zero entry ends the list */
 		return 8;
 	for (unsigned i = 0; i < mm.nr_ram; i++)
@@ -358,6 +369,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          csvsm's 2M PVALIDATE there fails with SIZEMISMATCH
  *   snpm.stop_at_launch=1  end the VM (success) once csvsm first runs the
  *                          guest VMPL, after the acceptance audit
+ *   snpm.memmap=P:N[:T],...  a hostile host: the IGVM memory map holds these
+ *                          entries (hex page number, page count, entry type)
+ *                          instead of the VM's RAM; `full` fills every slot
  *   snpm.refuse_boot_vmsa=1  a hostile host: refuse the AP creation of the
  *                          guest's boot VMSA (csvsm then terminates)
  *   snpm.key_scan_at_launch=1  run the key scan (below) at the guest's launch
@@ -383,6 +397,36 @@ static void machine_options(void)
 	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
 	const char *v;
 	size_t vlen;
+	if (cmdline_get(cmdline, cmdline_len, "snpm.memmap", &v, &vlen)) {
+		const char *stop = v + vlen;
+		have_mm_override = true;
+		if (vlen == 4 && !memcmp(v, "full", 4)) {
+			/* Every slot used, no zero entry to end the list. */
+			n_mm_override = ARRAY_SIZE(mm_override);
+			for (unsigned i = 0; i < n_mm_override; i++)
+				mm_override[i] =
+				    (struct igvm_mm_entry){.gpa_page = 0x100 + 2 * i, .pages = 1};
+			v = stop;
+		}
+		while (v < stop) {
+			uint64_t pg, np, type = 0;
+			if (n_mm_override == ARRAY_SIZE(mm_override) ||
+			    cmdline_parse_hex(&v, stop, &pg) || v == stop || *v++ != ':' ||
+			    cmdline_parse_hex(&v, stop, &np))
+				fail("bad snpm.memmap= value (want PAGE:COUNT[:TYPE],... in hex)");
+			if (v < stop && *v == ':') {
+				v++;
+				if (cmdline_parse_hex(&v, stop, &type) || type > 0xFFFF)
+					fail("bad snpm.memmap= value (want PAGE:COUNT[:TYPE],... "
+					     "in hex)");
+			}
+			if (v < stop && *v++ != ',')
+				fail("bad snpm.memmap= value (want PAGE:COUNT[:TYPE],... in hex)");
+			mm_override[n_mm_override++] = (struct igvm_mm_entry){
+			    .gpa_page = pg, .pages = np, .type = (uint16_t)type};
+		}
+		boot_phase("options", "a hostile memory map of %u entries", n_mm_override);
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
 		const char *stop = v + vlen;
 		uint64_t s, e;
