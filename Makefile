@@ -80,10 +80,12 @@ $(HOSTOBJ)/%.o: %.c
 $(BUILD)/csvsm.elf: $(IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
 	$(CC) $(IMAGE_LDFLAGS) -o $@ $(IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
 
-# The same objects linked where the SNP launch image puts csvsm (IGVM region,
+# The launch image: csvsm's objects without the sim's (src/build.mk
+# SIM_ONLY_SRCS), linked where the SNP launch puts csvsm (IGVM region,
 # include/csvsm/igvm_boot.h): build/csvsm.igvm is made from this one.
-$(BUILD)/csvsm-snp.elf: $(IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
-	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=0xFC000000 -o $@ $(IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
+SNP_IMAGE_OBJS := $(filter-out $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SIM_ONLY_SRCS))),$(IMAGE_OBJS))
+$(BUILD)/csvsm-snp.elf: $(SNP_IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
+	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=0xFC000000 -o $@ $(SNP_IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
 
 $(HOST_LIB): $(HOST_OBJS)
 	@rm -f $@

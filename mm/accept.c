@@ -18,7 +18,6 @@
 #include "csvsm/platform.h"
 #include "csvsm/string.h"
 #include "mm/accept.h"
-#include "mm/rmp.h"
 
 static struct {
 	uint64_t *bits;
@@ -184,31 +183,12 @@ int accept_forget(gpa_t gpa, uint64_t size)
 	return 0;
 }
 
-void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm_end,
-		  struct accept_check_result *res)
+unsigned accept_guest_vmpl(void)
 {
-	gpa_t top = MAX(acc.max_gpa, rmp_max_gpa());
-	unsigned ri = 0;
+	return acc.guest_vmpl;
+}
 
-	*res = (struct accept_check_result){0};
-	for (unsigned i = 0; i < plan->nshares; i++)
-		res->double_ += plan->share[i].doubles;
-	/* One pass over every page, with a cursor into the sorted plan ranges. */
-	for (gpa_t gpa = 0; gpa < top; gpa += PAGE_SIZE) {
-		while (ri < plan->nranges && plan->ranges[ri].end <= gpa)
-			ri++;
-		bool planned = ri < plan->nranges && plan->ranges[ri].start <= gpa;
-		bool recorded = gpa < acc.max_gpa && acc.bits && test_bit(gpa >> PAGE_SHIFT);
-		uint16_t e = rmp_raw(gpa);
-		bool validated =
-		    (e & (RMPE_ASSIGNED | RMPE_VALIDATED)) == (RMPE_ASSIGNED | RMPE_VALIDATED);
-
-		if (planned) {
-			res->pages++;
-			if (!recorded || rmp_vmpl_perms(gpa, acc.guest_vmpl) != RMP_PERM_ALL)
-				res->missing++;
-		} else if (recorded || (validated && !(gpa >= csvsm_start && gpa < csvsm_end))) {
-			res->double_++;
-		}
-	}
+gpa_t accept_max_gpa(void)
+{
+	return acc.max_gpa;
 }

@@ -2,7 +2,7 @@
 # Pre-acceptance, memory map, software RMP model; plus the GHCB page-state
 # change (src/ghcb_psc.c) and the sim hypervisor model (src/platform/sim_hv.c)
 # that acceptance is built on. All of it is pure logic: CORE (image + host).
-CORE_SRCS += mm/rmp.c mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c \
+CORE_SRCS += mm/rmp.c mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c mm/accept_check.c \
              src/ghcb_psc.c src/platform/sim_hv.c
 
 # csvsm-accept-plan: predicted acceptance counts for a console log's memmap.

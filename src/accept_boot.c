@@ -66,13 +66,6 @@ void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa)
 	    (unsigned long long)(t.bytes >> 20), (unsigned long long)ms,
 	    (unsigned long long)t.pvalidate_2m, (unsigned long long)t.pvalidate_4k,
 	    (unsigned long long)t.fallbacks);
-	if (platform->rmp_model) {
-		struct accept_check_result r;
-		accept_check(&plan, boot.csvsm_start, boot.csvsm_end, &r);
-		con_printf("csvsm: accept-check: pages=%llu missing=%llu double=%llu\n",
-			   (unsigned long long)r.pages, (unsigned long long)r.missing,
-			   (unsigned long long)r.double_);
-		if (r.missing || r.double_)
-			platform->terminate(false, ACCEPT_TERM_SET, ACCEPT_TERM_PVALIDATE);
-	}
+	if (platform->accept_audit)
+		platform->accept_audit(&plan);
 }

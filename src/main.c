@@ -23,9 +23,6 @@
 #include "snp/snp.h"
 #include "tpm/libc/libc.h"
 
-const struct platform_ops *platform;
-struct boot_info boot;
-
 extern const uint8_t __image_start[], __image_end[];
 void con_init(void);
 __noreturn void boot_main(uint32_t start_info_pa);
@@ -54,18 +51,6 @@ static __noreturn void fail(unsigned code, const char *what)
 	outl(0xF4, 1);
 	for (;;)
 		cpu_halt();
-}
-
-void boot_phase(const char *phase, const char *fmt, ...)
-{
-	char buf[256];
-	va_list ap;
-	va_start(ap, fmt);
-	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
-	uint64_t us = timer_us();
-	con_printf("[%5llu.%03llu ms] %-10s %s\n", (unsigned long long)(us / 1000),
-		   (unsigned long long)(us % 1000), phase, buf);
 }
 
 /* Copy the hypervisor's PVH start info once; everything after uses the copy. */

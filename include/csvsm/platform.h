@@ -14,11 +14,15 @@ struct ghcb;
 struct percpu;
 struct memmap;
 struct guest_launch;
+struct accept_plan;
 
 struct platform_ops {
 	const char *name;
 	/* The RMP is the software model (mm/rmp.c), so csvsm can audit it after acceptance. */
 	bool rmp_model;
+	/* After pre-acceptance: audit it where the RMP is a model csvsm can
+	 * read (sim: accept_check); prints and terminates on a miss. NULL: none. */
+	void (*accept_audit)(const struct accept_plan *plan);
 	/* Set-up once the memory map is known (sim: the RMP model). NULL = nothing to do. */
 	int (*setup)(const struct memmap *mm, const char *cmdline, size_t cmdline_len);
 	/* PVALIDATE semantics: returns 0/FAIL_INPUT/FAIL_SIZEMISMATCH, *unchanged = CF. */

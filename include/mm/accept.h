@@ -110,5 +110,8 @@ int accept_forget(gpa_t gpa, uint64_t size);
  */
 void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm_end,
 		  struct accept_check_result *res);
+/* The record's guest VMPL and extent (accept_init's arguments). */
+unsigned accept_guest_vmpl(void);
+gpa_t accept_max_gpa(void);
 
 #endif

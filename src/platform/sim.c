@@ -23,6 +23,7 @@ int sim_psp_setup(const struct guest_launch *gl);
 #include "snp/ghcb.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
+#include "mm/accept.h"
 #include "mm/rmp.h"
 
 #define DEBUG_EXIT_PORT 0xF4
@@ -143,9 +144,22 @@ static __noreturn void sim_terminate(bool success, unsigned reason_set, unsigned
 	}
 }
 
+/* After pre-acceptance: every planned page validated and granted, none twice. */
+static void sim_accept_audit(const struct accept_plan *plan)
+{
+	struct accept_check_result r;
+	accept_check(plan, boot.csvsm_start, boot.csvsm_end, &r);
+	con_printf("csvsm: accept-check: pages=%llu missing=%llu double=%llu\n",
+		   (unsigned long long)r.pages, (unsigned long long)r.missing,
+		   (unsigned long long)r.double_);
+	if (r.missing || r.double_)
+		platform->terminate(false, ACCEPT_TERM_SET, ACCEPT_TERM_PVALIDATE);
+}
+
 const struct platform_ops platform_sim = {
     .name = "sim",
     .rmp_model = true,
+    .accept_audit = sim_accept_audit,
     .setup = sim_setup,
     .pvalidate = sim_pvalidate,
     .rmpadjust = sim_rmpadjust,

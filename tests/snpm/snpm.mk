@@ -20,7 +20,7 @@ test_snpm_igvm_load_LIBS := -lmbedcrypto
 SNPM_BASE := 0x70000000
 SNPM_SRCS := tests/snpm/main.c tests/snpm/vmpl.c tests/snpm/igvm_load.c
 SNPM_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SNPM_SRCS))) \
-             $(addprefix $(IMGOBJ)/,src/boot.o src/exception.o src/idt.o src/console.o \
+             $(addprefix $(IMGOBJ)/,src/boot.o src/pvh_entry.o src/exception.o src/idt.o src/console.o \
                src/cpu.o src/smp.o src/fmt.o src/secret.o mm/pool.o mm/pgtable.o mm/memmap.o \
                mm/rmp.o mm/guest_walk.o mm/cmdline.o src/platform/sim_svm.o \
                src/platform/sim_snp.o src/platform/sim_io.o src/platform/svm_entry.o \
