@@ -103,15 +103,21 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	}
 	g_caa = caa;
 
+	probe_snp_detect();
 	errors = run(FORM_MSR, BENCH_CALLS, &cycles);
 	report(L"msr", BENCH_CALLS, cycles, errors);
 
-	if (EFI_ERROR(uefi_call_wrapper(st->BootServices->AllocatePages, 4, AllocateMaxAddress,
-					EfiLoaderData, 1, &ghcb))) {
-		Print(L"bench: error=alloc\n");
-		shutdown();
+	if (g_snp) {
+		/* An SEV-SNP guest: the firmware's GHCB, which is shared (probe_call.c). */
+		ghcb = probe_ghcb_current();
+	} else {
+		if (EFI_ERROR(uefi_call_wrapper(st->BootServices->AllocatePages, 4,
+						AllocateMaxAddress, EfiLoaderData, 1, &ghcb))) {
+			Print(L"bench: error=alloc\n");
+			shutdown();
+		}
+		ZeroMem((void *)(UINTN)ghcb, PAGE_SIZE);
 	}
-	ZeroMem((void *)(UINTN)ghcb, PAGE_SIZE);
 	if (probe_ghcb_register(ghcb, &resp)) {
 		Print(L"bench: error=ghcb-register (page 0x%lx response 0x%lx)\n", ghcb, resp);
 		shutdown();

@@ -67,8 +67,8 @@ $(PROBE_OBJDIR)/bench.so: $(BENCH_OBJS)
 $(BENCH_EFI): $(PROBE_OBJDIR)/bench.so
 	$(PROBE_OBJCOPY) $< $@
 
-# `make bench-svsm`: SVSM call round trips and boot overhead on the sim platform.
-bench-svsm: $(BENCH_EFI) $(PROBE_EFI) $(BUILD)/csvsm.elf
+# `make bench-svsm`: SVSM call round trips and boot overhead in the SNP machine.
+bench-svsm: $(BENCH_EFI) $(PROBE_EFI) $(BUILD)/snpm.elf $(BUILD)/csvsm.igvm
 	bench/svsm_bench.sh
 .PHONY: bench-svsm
 
