@@ -1,4 +1,4 @@
-# csvsm build. `make` builds the image (build/csvsm.elf), the host library,
+# csvsm build. `make` builds the image (build/csvsm.elf -> build/csvsm.igvm), the host library,
 # the unit tests and the host tools; `make test` runs every test; `make run`
 # boots csvsm under QEMU TCG. Each folder adds its files through its own
 # build.mk fragment (see the variables below); nothing here is per-platform.
@@ -65,7 +65,7 @@ HOST_OBJS  := $(patsubst %,$(HOSTOBJ)/%.o,$(basename $(CORE_SRCS) $(HOST_SRCS)))
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_TESTS))
 TOOL_BINS  := $(addprefix $(BUILD)/,$(TOOLS))
 
-all: $(BUILD)/csvsm.elf $(BUILD)/csvsm-snp.elf $(HOST_LIB) $(UNIT_BINS) $(TOOL_BINS) $(EXTRA_ALL)
+all: $(BUILD)/csvsm.elf $(HOST_LIB) $(UNIT_BINS) $(TOOL_BINS) $(EXTRA_ALL)
 
 $(IMGOBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -77,15 +77,12 @@ $(HOSTOBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/csvsm.elf: $(IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
-	$(CC) $(IMAGE_LDFLAGS) -o $@ $(IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
-
-# The launch image: csvsm's objects without the sim's (src/build.mk
-# SIM_ONLY_SRCS), linked where the SNP launch puts csvsm (IGVM region,
-# include/csvsm/igvm_boot.h): build/csvsm.igvm is made from this one.
-SNP_IMAGE_OBJS := $(filter-out $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SIM_ONLY_SRCS))),$(IMAGE_OBJS))
-$(BUILD)/csvsm-snp.elf: $(SNP_IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
-	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=0xFC000000 -o $@ $(SNP_IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
+# csvsm's image: its objects without the models (src/build.mk MODEL_SRCS),
+# linked where the SNP launch puts csvsm (IGVM region,
+# include/csvsm/igvm_boot.h); build/csvsm.igvm is made from it.
+CSVSM_IMAGE_OBJS := $(filter-out $(patsubst %,$(IMGOBJ)/%.o,$(basename $(MODEL_SRCS))),$(IMAGE_OBJS))
+$(BUILD)/csvsm.elf: $(CSVSM_IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
+	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=0xFC000000 -Wl,--entry=snp_entry32 -o $@ $(CSVSM_IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
 
 $(HOST_LIB): $(HOST_OBJS)
 	@rm -f $@
@@ -124,10 +121,9 @@ test: deps
 
 PROBE ?= build/probe.efi
 GUEST ?= probe
-PLATFORM ?= snpm
 run: deps
 	$(MAKE) all
-	tests/qemu/run.sh PLATFORM=$(PLATFORM) MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
+	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
 
 # Every benchmark in bench/, each printing its comparison against a named baseline.
 bench: deps

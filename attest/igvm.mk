@@ -15,11 +15,9 @@ test_igvm_LIBS := -lmbedcrypto
 
 TEST_SCRIPTS += tests/tools/igvm.sh
 
-# build/csvsm.igvm: csvsm's SNP ELF when it exists (build/csvsm-snp.elf),
-# else build/csvsm.elf, plus trixie's OVMF.fd that `make deps` fetches.
-# Until the ELF has the 32-bit SNP entry (snp_entry32), the image enters at
-# pvh_entry32 and says so (docs/igvm.md "Entry point").
-IGVM_ELF     := $(BUILD)/csvsm-snp.elf
+# build/csvsm.igvm: csvsm's image (build/csvsm.elf, entered at its 32-bit
+# SNP entry snp_entry32) plus trixie's OVMF.fd that `make deps` fetches.
+IGVM_ELF     := $(BUILD)/csvsm.elf
 IGVM_OVMF    ?= $(BUILD)/guests/OVMF.fd
 IGVM_APPEND  ?=
 IGVM_OPTIONS ?=
@@ -27,12 +25,7 @@ IGVM_OPTIONS ?=
 $(BUILD)/csvsm.igvm: $(BUILD)/csvsm-igvm $(IGVM_ELF) $(wildcard $(IGVM_OVMF))
 	@if [ ! -f "$(IGVM_OVMF)" ]; then \
 	  echo "csvsm.igvm: $(IGVM_OVMF) is missing (trixie OVMF, fetched by 'make deps')"; exit 1; fi
-	@sym=snp_entry32; \
-	if ! nm $(IGVM_ELF) 2>/dev/null | grep -qw snp_entry32; then \
-	  sym=pvh_entry32; \
-	  echo "csvsm.igvm: $(IGVM_ELF) has no snp_entry32 yet: entering at pvh_entry32 (placeholder)"; \
-	fi; \
-	$(BUILD)/csvsm-igvm --elf $(IGVM_ELF) --ovmf $(IGVM_OVMF) --entry-symbol $$sym \
+	$(BUILD)/csvsm-igvm --elf $(IGVM_ELF) --ovmf $(IGVM_OVMF) --entry-symbol snp_entry32 \
 	  $(if $(IGVM_APPEND),--append "$(IGVM_APPEND)") $(IGVM_OPTIONS) -o $@
 
 # Part of `make` only once its firmware input is there.

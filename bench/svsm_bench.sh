@@ -1,7 +1,6 @@
 #!/usr/bin/env bash
-# SVSM benchmarks under QEMU TCG, in the SNP machine (PLATFORM=snpm, the
-# default: csvsm's snp image, trixie OVMF as an SNP guest at VMPL2) or on
-# the sim (PLATFORM=sim); prints a comparison.
+# SVSM benchmarks under QEMU TCG in the SNP machine (csvsm's image
+# build/csvsm.igvm, trixie OVMF as an SNP guest at VMPL2); prints a comparison.
 #  (a) SVSM call round trips per second: csvsm runs OVMF with build/bench.efi
 #      as its kernel (tests/guest/bench.c), which times 20,000 core
 #      QUERY_PROTOCOL calls through the GHCB MSR form and 20,000 through the
@@ -10,24 +9,23 @@
 #  (b) boot overhead: wall time from QEMU start to the probe's first console
 #      line under csvsm vs a plain OVMF boot of the same probe, same QEMU,
 #      measured in this one run from timestamps taken as serial lines arrive.
-# Usage: bench/svsm_bench.sh   (needs build/csvsm.elf, build/bench.efi,
-# build/probe.efi: make build/csvsm.elf build/bench.efi build/probe.efi)
+# Usage: bench/svsm_bench.sh   (needs build/snpm.elf, build/csvsm.igvm, build/bench.efi,
+# build/probe.efi: make)
 # Environment: MEM (4G), SMP (2), REPEAT (1: runs of (b) to take the median of).
 set -u
 cd "$(dirname "$0")/.."
 . tests/qemu/lib.sh
 MEM=${MEM:-4G}
 SMP=${SMP:-2}
-PLATFORM=${PLATFORM:-snpm}
-[ "$PLATFORM" = snpm ] && CSVSM_ELF=$SNPM_ELF
+OVMF_FD=${OVMF_FD:-/usr/share/ovmf/OVMF.fd} # the plain boot's firmware (bookworm's)
 REPEAT=${REPEAT:-1}
 BENCH_EFI=${BENCH_EFI:-build/bench.efi}
 PROBE_EFI=${PROBE_EFI:-build/probe.efi}
 TIMEOUT=${BENCH_TIMEOUT:-600}
 PROBE_FIRST='csvsm probe: SVSM client conformance suite'
 
-for f in "$CSVSM_ELF" "$BENCH_EFI" "$PROBE_EFI" "$OVMF_FD"; do
-	[ -f "$f" ] || { echo "svsm_bench: missing $f (make build/csvsm.elf build/bench.efi build/probe.efi)"; exit 1; }
+for f in "$SNPM_ELF" "$CSVSM_IGVM" "$BENCH_EFI" "$PROBE_EFI" "$OVMF_FD"; do
+	[ -f "$f" ] || { echo "svsm_bench: missing $f (run make)"; exit 1; }
 done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -53,11 +51,7 @@ stamp_run() {
 csvsm_args() { # csvsm_args EFI
 	echo -machine "$QEMU_MACHINE" -accel tcg -cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none \
 		-display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
-	if [ "$PLATFORM" = snpm ]; then
-		echo "$(snpm_args) $(snpm_guest_args probe "$MEM" "$SMP" "$1")"
-	else
-		echo -kernel "$CSVSM_ELF" $(launch_args "$tmp/secrets.bin") $(guest_args "$1")
-	fi
+	echo "$(snpm_args) $(snpm_guest_args probe "$MEM" "$SMP" "$1")"
 }
 plain_args() { # the plain OVMF boot of the same probe
 	echo -machine "$QEMU_MACHINE" -accel tcg -cpu "$QEMU_CPU" -m 4G -nodefaults -net none -display none \
@@ -66,7 +60,7 @@ plain_args() { # the plain OVMF boot of the same probe
 # first_line_time LOG REGEX -> seconds of the first matching line
 first_line_time() { grep -m1 -E "$2" "$1" | cut -d' ' -f1; }
 
-echo "== svsm_bench: $("$QEMU" --version | head -n1), host $(nproc) CPUs, csvsm ($PLATFORM) -m $MEM -smp $SMP"
+echo "== svsm_bench: $("$QEMU" --version | head -n1), host $(nproc) CPUs, csvsm (SNP machine) -m $MEM -smp $SMP"
 
 # ---- (a) call round trips ----------------------------------------------------
 stamp_run "$tmp/a.log" 'bench: done|bench: error' $(csvsm_args "$BENCH_EFI")
@@ -103,7 +97,7 @@ if [ -n "$msr_l" ] && [ -n "$vmg_l" ]; then
 	printf '%-44s %10s %8s\n' "VMGEXIT: switch + csvsm decoding it" "$v" "$(bc <<<"scale=2; $v / $mhz")"
 	rest="csvsm's SVSM call handling (rest)"
 	# In the machine a call is two VMPL switches (VMSA save and load) too.
-	[ "$PLATFORM" = snpm ] && rest="VMPL switches + csvsm's handling (rest)"
+	rest="VMPL switches + csvsm's handling (rest)"
 	printf '%-44s %10s %8s\n' "$rest" "$svsm" "$(bc <<<"scale=2; $svsm / $mhz")"
 	printf '%-44s %10s %8s\n' "whole call" "$c" "$(bc <<<"scale=2; $c / $mhz")"
 	echo "   csvsm's (and, in the machine, the VMPL switches') share: $(( (v - m + svsm) * 100 / c ))% of the call"
@@ -133,7 +127,7 @@ ta=$(first_line_time "$tmp/b-csvsm.log" '\] accept +done')
 tg=$(first_line_time "$tmp/b-csvsm.log" '\] guest +')
 echo "-- (b) QEMU start -> probe's first line (median of $REPEAT; runs: plain $(tr '\n' ' ' <"$tmp/ts.plain")| csvsm $(tr '\n' ' ' <"$tmp/ts.csvsm"))"
 printf '%-30s %8.3f s\n' "plain OVMF (-bios, 1 vCPU)" "$tp"
-printf '%-30s %8.3f s\n' "OVMF under csvsm ($PLATFORM)" "$tc"
+printf '%-30s %8.3f s\n' "OVMF under csvsm (SNP machine)" "$tc"
 echo "   csvsm phases in its last run:"
 [ -n "$t1" ] && printf '%-30s %8.3f s\n' "   csvsm's first line" "$t1"
 [ -n "$ta" ] && printf '%-30s %8.3f s\n' "   pre-acceptance done" "$ta"

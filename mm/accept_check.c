@@ -1,7 +1,7 @@
 /*
  * accept_check(): the post-acceptance audit against the software RMP model
- * (mm/rmp.c). Only where the RMP is that model: csvsm's sim platform, the
- * unit tests and benchmarks; not in the snp launch image.
+ * (mm/rmp.c). Only where the RMP is that model: the unit tests and
+ * benchmarks; not in csvsm's image (the SNP machine audits its own RMP).
  */
 #include "csvsm/string.h"
 #include "mm/accept.h"

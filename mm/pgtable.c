@@ -1,8 +1,8 @@
 /*
- * csvsm's page tables: boot.S identity-maps the first 4 GiB with 2 MiB
- * pages; pgtable_identity_map_to() extends the same map to the top of guest
- * memory so csvsm can reach any guest page (the sim platform's guest view is
- * separate: nested page tables). Tables come from the page pool.
+ * csvsm's page tables: the entry identity-maps the first 4 GiB with 2 MiB
+ * pages (with the C-bit on SNP); pgtable_identity_map_to() extends the same
+ * map to the top of guest memory so csvsm can reach any guest page. Tables
+ * come from the page pool.
  */
 #include "arch/x86/insn.h"
 #include "csvsm/console.h"

@@ -23,11 +23,6 @@ static void accept_worker(struct percpu *cpu)
 	vcpu_us[cpu->id] = timer_us() - t0;
 }
 
-void accept_all(const struct memmap *mm)
-{
-	accept_ranges(mm->ram, mm->nr_ram, mm->max_gpa);
-}
-
 void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa)
 {
 	gpa_t top = MAX(max_gpa, 4ULL << 30);
@@ -66,6 +61,4 @@ void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa)
 	    (unsigned long long)(t.bytes >> 20), (unsigned long long)ms,
 	    (unsigned long long)t.pvalidate_2m, (unsigned long long)t.pvalidate_4k,
 	    (unsigned long long)t.fallbacks);
-	if (platform->accept_audit)
-		platform->accept_audit(&plan);
 }

@@ -55,24 +55,18 @@ static bool key_is_zero(const uint8_t *k)
 	return acc == 0;
 }
 
-/* Take the secrets page the launch placed (the PSP's on SNP; the harness's
- * on sim) once, and wipe the launch copy. Without one (sim, `make run`
- * without a harness page) csvsm makes the keys up, as a PSP would. */
+/* Take the secrets page the PSP placed at launch once, and wipe the launch
+ * copy. Without a usable one there is no key the PSP shares: stop. */
 static void secrets_take(void)
 {
 	struct snp_secrets_page *src = (struct snp_secrets_page *)(uintptr_t)boot.launch_secrets;
 	secret_register(&secrets, sizeof(secrets));
-	if (src && src->version >= 2 && !key_is_zero(src->vmpck[0])) {
-		memcpy(&secrets, src, sizeof(secrets));
-		memzero_explicit(src, sizeof(*src));
-		boot_phase("secrets", "launch secrets page taken (version %u); its copy wiped",
-			   secrets.version);
-		return;
-	}
-	if (!random_bytes(secrets.vmpck, sizeof(secrets.vmpck)))
-		panic("no entropy for the VMPCKs");
-	secrets.version = 3;
-	boot_phase("secrets", "no launch secrets page: VMPCK0..3 made up from RDRAND");
+	if (!src || src->version < 2 || key_is_zero(src->vmpck[0]))
+		panic("the launch secrets page has no VMPCK0 (version %u)", src ? src->version : 0);
+	memcpy(&secrets, src, sizeof(secrets));
+	memzero_explicit(src, sizeof(*src));
+	boot_phase("secrets", "launch secrets page taken (version %u); its copy wiped",
+		   secrets.version);
 }
 
 /*
@@ -148,22 +142,12 @@ __noreturn void boot_guest(void)
 		boot_phase("guest", "this platform cannot launch a guest yet; ending the VM");
 		platform->terminate(true, 0, 0);
 	}
-	uint8_t *fw;
-	if (!platform->rmp_model) {
-		/* snp: the launch image loaded the firmware to end at 4 GiB (docs/igvm.md). */
-		const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
-		if (!bb->fw_size || bb->fw_size > FW_MAX || bb->fw_gpa + bb->fw_size != 4ULL << 30)
-			panic("the launch image has no firmware");
-		fw = (uint8_t *)(uintptr_t)bb->fw_gpa;
-		size = (uint32_t)bb->fw_size;
-	} else {
-		fw = pool_alloc(FW_MAX, PAGE_SIZE_2M);
-		if (!fw_cfg_present() || !fw_cfg_load_file("opt/csvsm/ovmf", fw, FW_MAX, &size)) {
-			boot_phase("guest",
-				   "no firmware given (fw_cfg opt/csvsm/ovmf); ending the VM");
-			platform->terminate(true, 0, 0);
-		}
-	}
+	/* The launch image loaded the firmware to end at 4 GiB (docs/igvm.md). */
+	const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
+	if (!bb->fw_size || bb->fw_size > FW_MAX || bb->fw_gpa + bb->fw_size != 4ULL << 30)
+		panic("the launch image has no firmware");
+	uint8_t *fw = (uint8_t *)(uintptr_t)bb->fw_gpa;
+	size = (uint32_t)bb->fw_size;
 	int rc = ovmf_info_parse(fw, size, &fw_info);
 	if (rc != OVMF_META_OK || !IS_ALIGNED(size, PAGE_SIZE) || !fw_info.has_sev_meta) {
 		con_printf("csvsm: firmware: %s\n", ovmf_meta_strerror(rc));
@@ -186,30 +170,15 @@ __noreturn void boot_guest(void)
 	 * PSP would fill; an older one runs as a plain guest (the probe calls). */
 	gl.snp = meta_gpa(OVMF_SECTION_SVSM_CAA) != 0;
 	gl.cpuid_gpa = gl.snp ? meta_gpa(OVMF_SECTION_CPUID) : 0;
-	if (gl.snp && platform->rmp_model) {
-		/* sim: csvsm is also the PSP that fills the CPUID page (on snp the
-		 * launch put the PSP-checked one there). */
-		static struct snp_cpuid_page page __aligned(4096);
-		int n = snp_cpuid_page_fill(&page, cpuid_count, 51);
-		if (n < 1 || !gl.cpuid_gpa || guest_write(gl.cpuid_gpa, &page, sizeof(page)))
-			panic("no CPUID page for the SNP guest (%d entries at 0x%llx)", n,
-			      (unsigned long long)gl.cpuid_gpa);
-	}
 	if (gl.snp)
 		vcpu_guest_sev_features = SNP_GUEST_SEV_STATUS >> 2; /* its VMSAs carry these */
 	static const uint8_t zero_ca[8];
 	guest_write(gl.caa, zero_ca, sizeof(zero_ca));
 	secrets_take();
 	place_secrets();
-	if (platform->rmp_model) { /* sim: csvsm is the hypervisor that gives it its kernel */
-		uint8_t *probe = pool_alloc(PROBE_MAX, PAGE_SIZE);
-		if (fw_cfg_load_file("opt/csvsm/probe", probe, PROBE_MAX, &gl.probe_size))
-			gl.probe = probe;
-	}
-	boot_phase(
-	    "guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx; kernel %s (%u KiB)",
-	    size >> 10, (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
-	    (unsigned long long)gl.caa, gl.probe ? "opt/csvsm/probe" : "none", gl.probe_size >> 10);
+	boot_phase("guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx", size >> 10,
+		   (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
+		   (unsigned long long)gl.caa);
 	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
 	if (tpm_boot(fw, size, gl.fw_gpa) != 0)
 		panic("vTPM start-up or firmware measurement failed");

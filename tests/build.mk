@@ -3,4 +3,3 @@
 # Areas register their own test scripts in their build.mk (TEST_SCRIPTS += ...).
 UNIT_TESTS   += $(sort $(wildcard tests/unit/test_*.c))
 HOST_SRCS    += tests/fake/insn_fake.c tests/fake/console_host.c tests/fake/host_sim.c tests/fake/files.c
-TEST_SCRIPTS += tests/qemu/accept.sh tests/qemu/memmap.sh tests/qemu/probe.sh tests/qemu/probe-snp.sh tests/qemu/attest.sh

@@ -1,4 +1,4 @@
-/* What the boot sequence learned, for the later phases (src/main.c). */
+/* What the boot sequence learned, for the later phases (src/snp_boot.c). */
 #ifndef CSVSM_BOOT_H
 #define CSVSM_BOOT_H
 
@@ -15,18 +15,14 @@ struct boot_info {
 	unsigned guest_vmpl; /* 1..3, csvsm.guest_vmpl=, default 2 */
 	/* The secrets page the launch placed (the PSP's on SNP), 0 = none. */
 	gpa_t launch_secrets;
-	/* Launch-provided keys of the simulated PSP (sim only), 0 = none. */
-	gpa_t launch_psp_keys;
-	size_t launch_psp_keys_max;
 };
 extern struct boot_info boot;
 
 void boot_phase(const char *phase, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Bytes of pool the later phases need (the libraries' heap); 0 until then. */
 uint64_t boot_heap_bytes(void);
-/* Pre-accept all guest memory on all vCPUs and print the results (src/accept_boot.c). */
-void accept_all(const struct memmap *mm);
-/* The same for explicit ranges (snp: guest RAM less what the launch validated). */
+/* Pre-accept guest memory (guest RAM less what the launch validated) on all
+ * vCPUs and print the results (src/accept_boot.c). */
 struct mem_range;
 void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa);
 /* What csvsm prepared for the guest (src/guest.c) and hands to platform->launch_guest. */

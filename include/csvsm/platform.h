@@ -1,9 +1,8 @@
 /*
- * The platform contract: one `const` ops table chosen once at boot.
- *   snp: real SEV-SNP hardware (src/platform/snp.c)
- *   sim: QEMU TCG with a software RMP model and a software hypervisor
- *        side of the GHCB (src/platform/sim.c, sim_hv.c, mm/rmp.c)
- * Core logic calls through `platform` and never tests which one it is.
+ * The platform contract: one `const` ops table, set once at boot. csvsm's
+ * image has one, snp (src/platform/snp.c: SEV-SNP hardware, or the SNP
+ * machine that plays it); the unit tests and the SNP machine fill their
+ * own. Core logic calls through `platform` and never tests which one it is.
  */
 #ifndef CSVSM_PLATFORM_H
 #define CSVSM_PLATFORM_H
@@ -14,15 +13,9 @@ struct ghcb;
 struct percpu;
 struct memmap;
 struct guest_launch;
-struct accept_plan;
 
 struct platform_ops {
 	const char *name;
-	/* The RMP is the software model (mm/rmp.c), so csvsm can audit it after acceptance. */
-	bool rmp_model;
-	/* After pre-acceptance: audit it where the RMP is a model csvsm can
-	 * read (sim: accept_check); prints and terminates on a miss. NULL: none. */
-	void (*accept_audit)(const struct accept_plan *plan);
 	/* Set-up once the memory map is known (sim: the RMP model). NULL = nothing to do. */
 	int (*setup)(const struct memmap *mm, const char *cmdline, size_t cmdline_len);
 	/* PVALIDATE semantics: returns 0/FAIL_INPUT/FAIL_SIZEMISMATCH, *unchanged = CF. */
@@ -60,6 +53,5 @@ struct platform_ops {
 
 extern const struct platform_ops *platform;
 extern const struct platform_ops platform_snp;
-extern const struct platform_ops platform_sim;
 
 #endif

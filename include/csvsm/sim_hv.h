@@ -1,8 +1,9 @@
 /*
- * The sim platform's software hypervisor (src/platform/sim_hv.c): the
- * hypervisor side of the GHCB protocol (AMD pub. 56421) that QEMU TCG does
- * not provide, acting on the software RMP model (mm/rmp.c). The sim platform
- * ops (src/platform/sim.c) route ghcb_call and ghcb_msr_call here.
+ * A software hypervisor for host programs (src/platform/sim_hv.c): the
+ * hypervisor side of the GHCB page-state change and MSR protocol (AMD pub.
+ * 56421), acting on the software RMP model (mm/rmp.c). The unit tests'
+ * and benchmarks' platform ops (tests/fake/host_sim.c) route here. Not in
+ * csvsm's image.
  */
 #ifndef CSVSM_SIM_HV_H
 #define CSVSM_SIM_HV_H

@@ -1,6 +1,7 @@
 /*
  * Software model of the SEV-SNP Reverse Map Table (mm/rmp.c), used by the
- * sim platform in place of the hardware RMP and by the host unit tests.
+ * SNP machine in place of the hardware RMP and by the host unit tests (not
+ * in csvsm's image).
  *
  * One 16-bit entry per 4 KiB page of guest-physical memory (reference §5,
  * AMD APM vol. 2 §15.36.3 "RMP"): assigned (private), validated, page size

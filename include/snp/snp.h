@@ -62,9 +62,7 @@ struct vmsa *snp_ap_vmsa_page(unsigned id);
  * Under SEV-ES/SNP every CPUID raises #VC: call these only once the #VC
  * handler can serve CPUID (vc_init done), or decide by the entry path.
  */
-bool snp_platform_detect(void);			  /* SEV_STATUS bit 2 (SNP) */
-bool platform_detect_sim(void);			  /* SVM + NPT, no SEV */
-const struct platform_ops *platform_detect(void); /* &platform_snp, &platform_sim, or NULL */
+bool snp_platform_detect(void); /* SEV_STATUS bit 2 (SNP), read only when CPUID offers SEV */
 
 /* Rescind, page-state change to shared, map without the C-bit: 0 or -1. */
 int snp_share_pages(void *va, unsigned npages);

@@ -1,13 +1,10 @@
 /*
- * Platform detection, once at boot: snp when SEV_STATUS says SNP is active,
- * sim when the CPU offers SVM with nested paging and no SEV (QEMU TCG
- * -cpu EPYC), nothing otherwise. MSR 0xC0010131 (SEV_STATUS) is read only
+ * Is SEV-SNP active? SEV_STATUS says so. MSR 0xC0010131 (SEV_STATUS) is read only
  * when CPUID 0x8000001F reports SEV, since the MSR does not exist on other
  * CPUs and reading it #GPs (QEMU TCG). Under SEV-ES/SNP every CPUID raises
  * #VC, so the #VC handler must be able to serve CPUID before this runs.
  *
- * Sources: AMD APM vol. 3 appendix E (CPUID 0x80000001 ECX[2] SVM,
- * 0x8000000A EDX[0] NP, 0x8000001F EAX[1] SEV); reference §4.5 (SEV_STATUS
+ * Sources: AMD APM vol. 3 appendix E (CPUID 0x8000001F EAX[1] SEV); reference §4.5 (SEV_STATUS
  * bits); Linux arch/x86/boot/startup/sme.c sme_enable (CPUID before MSR).
  */
 #include "snp/snp.h"
@@ -16,11 +13,7 @@
 #include "csvsm/platform.h"
 
 #define CPUID_EXT_MAX	       0x80000000u
-#define CPUID_EXT_FEATURES     0x80000001u
-#define CPUID_SVM_FEATURES     0x8000000Au
 #define CPUID_SEV_FEATURES     0x8000001Fu
-#define CPUID_80000001_ECX_SVM (1u << 2)
-#define CPUID_8000000A_EDX_NP  (1u << 0)
 #define CPUID_8000001F_EAX_SEV (1u << 1)
 
 static uint32_t ext_max(void)
@@ -47,32 +40,4 @@ bool snp_platform_detect(void)
 	if (!cpu_has_sev_msr())
 		return false;
 	return (rdmsr(MSR_SEV_STATUS) & SEV_STATUS_SNP) != 0;
-}
-
-bool platform_detect_sim(void)
-{
-	struct cpuid_regs r;
-	uint32_t max = ext_max();
-
-	if (max < CPUID_SVM_FEATURES)
-		return false;
-	cpuid(CPUID_EXT_FEATURES, &r);
-	if (!(r.ecx & CPUID_80000001_ECX_SVM))
-		return false;
-	cpuid(CPUID_SVM_FEATURES, &r);
-	if (!(r.edx & CPUID_8000000A_EDX_NP))
-		return false;
-	/* A SEV-capable CPU is fine as long as this VM is not itself encrypted. */
-	if (cpu_has_sev_msr() && (rdmsr(MSR_SEV_STATUS) & SEV_STATUS_SEV))
-		return false;
-	return true;
-}
-
-const struct platform_ops *platform_detect(void)
-{
-	if (snp_platform_detect())
-		return &platform_snp;
-	if (platform_detect_sim())
-		return &platform_sim;
-	return NULL;
 }

@@ -350,7 +350,6 @@ static int snp_psp_setup(const struct guest_launch *gl)
 
 const struct platform_ops platform_snp = {
     .name = "snp",
-    .rmp_model = false,
     .setup = snp_setup,
     .pvalidate = snp_pvalidate,
     .rmpadjust = snp_rmpadjust,

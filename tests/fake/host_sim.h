@@ -1,6 +1,6 @@
 /*
- * The sim platform's operations for host programs (unit tests, fuzz
- * targets, benchmarks): PVALIDATE/RMPADJUST on the software RMP model and
+ * Platform operations for host programs (unit tests, fuzz targets,
+ * benchmarks): PVALIDATE/RMPADJUST on the software RMP model and
  * the GHCB answered by the sim hypervisor model. Each program builds its own
  * `platform_ops` from these and adds a `terminate` that suits it.
  */

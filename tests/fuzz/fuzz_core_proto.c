@@ -65,7 +65,6 @@ static __noreturn void t_terminate(bool success, unsigned set, unsigned code)
 }
 static const struct platform_ops fuzz_ops = {
     .name = "fuzz",
-    .rmp_model = true,
     .pvalidate = host_sim_pvalidate,
     .rmpadjust = host_sim_rmpadjust,
     .flush_guest_tlb = host_sim_flush_guest_tlb,

@@ -1,5 +1,5 @@
 # tests/guest/: the guest-side probe, a gnu-efi application (build/probe.efi)
-# that OVMF runs as its fw_cfg kernel on the sim platform; built with Debian's
+# that OVMF runs as its fw_cfg kernel in the SNP machine; built with Debian's
 # gnu-efi as in shared/reference/sim-platform-notes.md §6, objects under
 # build/guest/. build/guest/probe-fake.efi is the same probe with a fake SVSM
 # built in (probe_fake.c), so that its plumbing runs under plain OVMF;
@@ -73,24 +73,14 @@ bench-svsm: $(BENCH_EFI) $(PROBE_EFI) $(BUILD)/snpm.elf $(BUILD)/csvsm.igvm
 .PHONY: bench-svsm
 
 # build/hostile.efi: the hostile guest (tests/guest/hostile.c), which attacks
-# csvsm's isolation and reports each attack as a TAP check;
-# build/guest/hostile-term.efi ends by asking csvsm to terminate, for the
-# check of what csvsm's memory holds afterwards (tests/qemu/hostile.sh).
+# csvsm's isolation and reports each attack as a TAP check (tests/snpm/hostile.sh).
 HOSTILE_EFI      := $(BUILD)/hostile.efi
-HOSTILE_TERM_EFI := $(BUILD)/guest/hostile-term.efi
 HOSTILE_OBJS     := $(addprefix $(PROBE_OBJDIR)/,hostile.o hostile_asm.o probe_call.o probe_flash.o \
                     probe_asm.o probe_lib.o)
-EXTRA_ALL        += $(HOSTILE_EFI) $(HOSTILE_TERM_EFI)
-TEST_SCRIPTS     += tests/qemu/hostile.sh
+EXTRA_ALL        += $(HOSTILE_EFI)
 
-$(PROBE_OBJDIR)/hostile-term.o: tests/guest/hostile.c
-	@mkdir -p $(dir $@)
-	$(CC) $(PROBE_CFLAGS) -DHOSTILE_END_BY_TERMINATE -MMD -MP -c $< -o $@
 $(PROBE_OBJDIR)/hostile.so: $(HOSTILE_OBJS)
-	$(LD) $(PROBE_LDFLAGS) $(GNUEFI_LIB)/crt0-efi-x86_64.o $^ -o $@ $(PROBE_LDLIBS)
-$(PROBE_OBJDIR)/hostile-term.so: $(PROBE_OBJDIR)/hostile-term.o $(filter-out %/hostile.o,$(HOSTILE_OBJS))
 	$(LD) $(PROBE_LDFLAGS) $(GNUEFI_LIB)/crt0-efi-x86_64.o $^ -o $@ $(PROBE_LDLIBS)
 $(HOSTILE_EFI): $(PROBE_OBJDIR)/hostile.so
 	$(PROBE_OBJCOPY) $< $@
-$(HOSTILE_TERM_EFI): $(PROBE_OBJDIR)/hostile-term.so
-	$(PROBE_OBJCOPY) $< $@
+

@@ -705,15 +705,6 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	tap(!EFI_ERROR(s), L"#UD/#GP/#PF handlers registered (%r)", s);
 	if (EFI_ERROR(s) || !discover())
 		finish();
-#ifdef HOSTILE_END_BY_TERMINATE
-	/* GHCB MSR protocol termination request (reference §4.1): reason set 0, code 0x48. */
-	Print(L"# requesting termination through the GHCB MSR protocol\n");
-	probe_irq_save();
-	probe_wrmsr(0xC0010130, 0x100ULL | (0x48ULL << 16));
-	probe_vmgexit();
-	for (;;)
-		__asm__ volatile("hlt");
-#endif
 	Print(L"# --- device view: interrupt delivery, CMOS, fw_cfg, PCI ---\n");
 	check_lapic();
 	check_ioapic();

@@ -1,14 +1,12 @@
-# Shared helpers for the QEMU tests and `make run`: the canonical command
-# line of DESIGN.md, a timeout, and TAP output.
+# Shared helpers for the QEMU tests and `make run`: the machine's QEMU
+# command line, a timeout, the guests' files, and TAP output.
 QEMU=${QEMU:-qemu-system-x86_64}
-CSVSM_ELF=${CSVSM_ELF:-build/csvsm.elf}
-OVMF_FD=${OVMF_FD:-/usr/share/ovmf/OVMF.fd}
 QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
 # q35 without its DMA-capable SATA and SMBus controllers (nested paging does
 # not confine device DMA, sim notes pitfall 10), without the HPET (its FSB
-# interrupts are MSIs with any delivery mode), SMM and the VMware port. csvsm
-# denies them to the guest anyway (src/platform/devpolicy.c); this is the
-# machine's own minimum.
+# interrupts are MSIs with any delivery mode), SMM and the VMware port. The
+# SNP machine denies them to its guests anyway (src/platform/devpolicy.c);
+# this is QEMU's own minimum.
 QEMU_MACHINE="q35,sata=off,smbus=off,hpet=off,smm=off,vmport=off"
 # 52 physical address bits: an SNP guest's C-bit (51) is then an ordinary
 # address bit to TCG's nested walk, which uses bits 47:12 only
@@ -16,39 +14,16 @@ QEMU_MACHINE="q35,sata=off,smbus=off,hpet=off,smm=off,vmport=off"
 QEMU_CPU=${QEMU_CPU:-EPYC,phys-bits=52}
 # Multi-threaded TCG by default. With guest vCPUs in guest mode on two CPUs
 # for long (Linux SMP), QEMU 7.2's multi-threaded TCG was seen to return a
-# VMCB holding csvsm's own state (csvsm stops with a panic naming it); the
-# Linux runs therefore use one TCG thread (linux_accel).
+# VMCB holding the host's own state; the Linux runs therefore use one TCG
+# thread (linux_accel).
 QEMU_ACCEL=${QEMU_ACCEL:-tcg}
 linux_accel() { # linux_accel SMP
 	if [ "$1" -gt 1 ]; then echo "tcg,thread=single"; else echo tcg; fi
 }
 
-# csvsm_qemu LOG MEM SMP [extra qemu args...]; sets QEMU_RC (1 = csvsm success, 3 = failure).
-csvsm_qemu() {
-	local log=$1 mem=$2 smp=$3
-	shift 3
-	# shellcheck disable=SC2046
-	timeout --foreground -k 5 "$QEMU_TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" -cpu "$QEMU_CPU" \
-		-m "$mem" -smp "$smp" -nodefaults -net none -display none -no-reboot \
-		-serial "file:$log" -device isa-debug-exit,iobase=0xf4,iosize=0x04 \
-		-kernel "$CSVSM_ELF" $(launch_args "$log.secrets") "$@" 2>"$log.stderr"
-	QEMU_RC=$?
-	sed -e 's/\r//g' -e 's/\x1b\[[0-9;=?]*[a-zA-Z]//g' "$log" >"$log.tmp" && mv "$log.tmp" "$log"
-	if [ "$QEMU_RC" -eq 124 ]; then
-		echo "# QEMU timed out after ${QEMU_TIMEOUT}s (guest hung?)"
-	fi
-}
-
-# The guest: OVMF plus a UEFI application as its kernel (default: the probe).
-guest_args() { # guest_args [probe.efi]
-	echo "-fw_cfg name=opt/csvsm/ovmf,file=$OVMF_FD"
-	[ -n "${1:-}" ] && echo "-fw_cfg name=opt/csvsm/probe,file=$1"
-	return 0
-}
-
 # A Linux guest (GUEST=linux): trixie-backports' kernel and the test
-# initramfs (tests/linux), handed to csvsm as hidden fw_cfg files; csvsm's
-# sim shows them to OVMF where QEMU's own -kernel would put them.
+# initramfs (tests/linux), handed to the SNP machine as hidden fw_cfg files;
+# its device model shows them to OVMF where QEMU's own -kernel would put them.
 LINUX_KERNEL=${LINUX_KERNEL:-build/guests/vmlinuz}
 LINUX_INITRD=${LINUX_INITRD:-build/linux/initramfs.cpio.gz}
 mem_kib() { # 4G -> 4194304 (2048M, 1835008K too)
@@ -66,7 +41,7 @@ linux_cmdline() { # linux_cmdline MEM SMP [extra]
 }
 linux_guest_args() { # linux_guest_args MEM SMP: the fw_cfg files but the command line
 	local f
-	for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD"; do
+	for f in "$LINUX_KERNEL" "$LINUX_INITRD"; do
 		if [ ! -e "$f" ]; then
 			echo "csvsm: $f missing: run 'make deps' and 'make'" >&2
 			return 1
@@ -75,31 +50,6 @@ linux_guest_args() { # linux_guest_args MEM SMP: the fw_cfg files but the comman
 	mem_kib "$1" >/dev/null || { echo "csvsm: MEM=$1: use <n>G or <n>M" >&2; return 1; }
 	echo "-fw_cfg name=opt/csvsm/linux/kernel,file=$LINUX_KERNEL"
 	echo "-fw_cfg name=opt/csvsm/linux/initrd,file=$LINUX_INITRD"
-}
-
-# What the launch puts into csvsm's memory, as the PSP does on SNP: a fresh
-# secrets page (version 3, random GOSVW and VMPCK0..3) and the simulated
-# PSP's keys (test VCEK + chain, made by `make`) when built. QEMU's loader
-# device writes them at csvsm's .launch_in area (linker.ld) before csvsm
-# runs; no device the guest can reach ever holds them.
-PSP_KEYS=${PSP_KEYS:-build/test-chain/psp-keys.bin}
-launch_in_addr() { nm -P "$CSVSM_ELF" | awk '$1 == "__launch_in_start" { print "0x" $3 }'; }
-make_secrets_page() { # make_secrets_page FILE
-	{
-		printf '\003\000\000\000'
-		head -c 12 /dev/zero
-		head -c 144 /dev/urandom
-		head -c 3936 /dev/zero
-	} >"$1"
-}
-launch_args() { # launch_args SECRETS_FILE: writes a fresh secrets page there, prints QEMU args
-	local base
-	base=$(launch_in_addr)
-	[ -n "$base" ] || return 0
-	make_secrets_page "$1"
-	echo "-device loader,file=$1,addr=$base,force-raw=on"
-	[ -f "$PSP_KEYS" ] && echo "-device loader,file=$PSP_KEYS,addr=$(printf '0x%x' $((base + 4096))),force-raw=on"
-	return 0
 }
 
 TAP_N=0 TAP_FAILS=0
@@ -120,6 +70,7 @@ field() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -n1; }
 # are gone from every guest-visible device once read. The guest's probe
 # and Linux files are fw_cfg files the machine's device model shows to OVMF.
 SNPM_ELF=${SNPM_ELF:-build/snpm.elf}
+PSP_KEYS=${PSP_KEYS:-build/test-chain/psp-keys.bin}
 CSVSM_IGVM=${CSVSM_IGVM:-build/csvsm.igvm}
 snpm_args() { # the machine's own QEMU arguments
 	echo "-kernel $SNPM_ELF -fw_cfg name=opt/csvsm/igvm,file=$CSVSM_IGVM"

@@ -32,7 +32,7 @@
 #include "mm/rmp.h"
 #include "snp/ghcb.h"
 #include "snp/vmsa.h"
-#include "src/platform/sim_svm.h"
+#include "tests/snpm/hv/svm.h"
 #include "snpm.h"
 
 #define NO_VMPL	    0xFFu

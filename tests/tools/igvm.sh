@@ -13,7 +13,7 @@ B=${CSVSM_IGVM:-build/csvsm-igvm}
 REF="python3 tests/tools/igvm_ref.py"
 DEB_OVMF=/usr/share/ovmf/OVMF.fd
 ELF=build/csvsm.elf
-[ -f build/csvsm-snp.elf ] && ELF=build/csvsm-snp.elf
+
 IMG=build/csvsm.igvm
 SIG_EPYC=0x800f12
 

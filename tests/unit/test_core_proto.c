@@ -105,7 +105,6 @@ static void t_flush(void)
 
 static const struct platform_ops test_ops = {
     .name = "test",
-    .rmp_model = true,
     .pvalidate = host_sim_pvalidate,
     .rmpadjust = t_rmpadjust,
     .flush_guest_tlb = t_flush,

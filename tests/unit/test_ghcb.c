@@ -21,7 +21,6 @@
 #include "tests/fake/insn_fake.h"
 
 /* detect.c refers to the sim ops; this test only needs its address. */
-const struct platform_ops platform_sim = {.name = "sim-test"};
 
 static struct ghcb *new_ghcb(void)
 {
@@ -509,29 +508,18 @@ static void test_detect(void **state)
 	cpu_sev_eax = 0;
 	wrmsr(MSR_SEV_STATUS, 7); /* must not be consulted without the SEV CPUID bit */
 	assert_false(snp_platform_detect());
-	assert_true(platform_detect_sim());
-	assert_ptr_equal(platform_detect(), &platform_sim);
 
 	/* SNP guest: SEV bit in CPUID, SEV_STATUS = SEV|ES|SNP. */
 	cpu_ext_max = 0x8000001F;
 	cpu_sev_eax = 1u << 1;
 	assert_true(snp_platform_detect());
-	assert_false(platform_detect_sim());
-	assert_ptr_equal(platform_detect(), &platform_snp);
 
-	/* SEV-capable host CPU, unencrypted VM: sim. */
+	/* SEV-capable host CPU, unencrypted VM: not SNP. */
 	wrmsr(MSR_SEV_STATUS, 0);
 	assert_false(snp_platform_detect());
-	assert_true(platform_detect_sim());
-
-	/* No nested paging: neither. */
-	cpu_np_edx = 0;
-	assert_false(platform_detect_sim());
-	assert_null(platform_detect());
-	/* No SVM. */
-	cpu_np_edx = 1;
-	cpu_svm_ecx = 0;
-	assert_false(platform_detect_sim());
+	/* SEV but not SNP (SEV_STATUS = SEV|ES). */
+	wrmsr(MSR_SEV_STATUS, 3);
+	assert_false(snp_platform_detect());
 
 	fake_cpuid = NULL;
 	fake_msr_reset();

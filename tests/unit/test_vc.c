@@ -21,7 +21,6 @@
 #include "csvsm/platform.h"
 #include "tests/fake/insn_fake.h"
 
-const struct platform_ops platform_sim = {.name = "sim-test"};
 
 /* --- decoder + exit_info_1 --- */
 

@@ -1,7 +1,7 @@
 /*
- * sim platform internals: csvsm as an AMD-SVM host for the guest firmware
- * (sim_svm.c: VMCB, nested page tables, exit loop; sim_io.c: the guest's
- * device view). Not used by the snp platform.
+ * The SNP machine's hypervisor core (tests/snpm/hv/): svm.c (VMCBs, nested
+ * page tables, exit loop), snp.c (SEV-SNP view, #VC, GHCB host side), io.c
+ * (the guests' device view). Not in csvsm's image.
  */
 #ifndef SIM_SVM_H
 #define SIM_SVM_H

@@ -1,10 +1,10 @@
 /*
- * sim platform: csvsm as an AMD-SVM host running the guest firmware (OVMF)
- * at an emulated VMPL (sim notes §3, §5). Nested page tables stand in for
+ * The SNP machine's hypervisor core (first written as csvsm's sim platform):
+ * an AMD-SVM host running each VMPL of each vCPU (sim notes §3, §5). Nested page tables stand in for
  * the RMP's VMPL permissions and are derived from the RMP model, so a guest
  * CPU access to csvsm memory (or any page not granted to its VMPL) exits as
  * #NPF and gets #GP(0) injected. VMGEXIT (`rep vmmcall`, 4 bytes: no NRIP on
- * TCG, pitfall 1) reaches the same SVSM request code the snp platform uses.
+ * TCG, pitfall 1) is the GHCB exit to the host.
  */
 #include "arch/x86/insn.h"
 #include "arch/x86/svm.h"
@@ -22,7 +22,7 @@
 #include "mm/memmap.h"
 #include "mm/pool.h"
 #include "mm/rmp.h"
-#include "sim_svm.h"
+#include "svm.h"
 #include "snp/ghcb.h"
 #include "snp/svsm.h"
 #include "snp/vmsa.h"

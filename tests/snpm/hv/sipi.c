@@ -1,7 +1,6 @@
 /*
- * Secondary CPUs of a plain x86 machine (the sim platform; the SNP
- * machine's own CPUs): INIT-SIPI-SIPI into the real-mode trampoline of
- * src/boot.S copied below 1 MiB, which enters ap_entry64 with this CPU's
+ * The SNP machine's own secondary CPUs: INIT-SIPI-SIPI into the real-mode
+ * trampoline of src/pvh_entry.S copied below 1 MiB, which enters ap_entry64 with this CPU's
  * stack and percpu.
  */
 #include "arch/x86/insn.h"

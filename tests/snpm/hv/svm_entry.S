@@ -1,5 +1,5 @@
 /*
- * sim platform: one guest entry/exit. svm_vmrun(struct svm_vcpu *v):
+ * The SNP machine: one guest entry/exit. svm_vmrun(struct svm_vcpu *v):
  * saves csvsm's callee-saved registers, loads the guest GPRs (RAX and RSP
  * are in the VMCB), VMLOAD/VMRUN/VMSAVE around the guest (QEMU's VMRUN
  * switches only ES/CS/SS/DS/CRs: FS/GS/TR/LDTR/KernelGSBase/STAR/... need
@@ -11,7 +11,7 @@
  * guest's state (XSAVE) and sets V_FPU_SAVED, and the next entry restores
  * it (XRSTOR) here. The mask is XCR0, exactly the components csvsm enabled
  * (boot.S).
- * struct svm_vcpu layout: see SVM_VCPU_* offsets in src/platform/sim_svm.h.
+ * struct svm_vcpu layout: see SVM_VCPU_* offsets in tests/snpm/hv/svm.h.
  */
 #define V_GPRS      0   /* struct guest_gprs: rbx rcx rdx rsi rdi rbp r8..r15 */
 #define V_VMCB_PA   112

@@ -1,6 +1,6 @@
 /*
- * sim platform: the guest's device view, default deny for ports and MMIO
- * (the rules: src/platform/devpolicy.c; the list: docs/sim-platform.md).
+ * The SNP machine: the guests' device view, default deny for ports and MMIO
+ * (the rules: src/platform/devpolicy.c; the list: docs/snp-machine-devices.md).
  * Device DMA is not confined by nested paging (sim notes §4 pitfall 10),
  * and under TCG an INIT or SMI reaches a CPU even in host mode, so every
  * guest port access exits (IOPM all ones) and every guest access outside
@@ -19,7 +19,7 @@
 #include "csvsm/percpu.h"
 #include "csvsm/string.h"
 #include "mm/memmap.h"
-#include "sim_svm.h"
+#include "svm.h"
 
 volatile int sim_guest_power_event;
 static struct sim_io_config cfg;

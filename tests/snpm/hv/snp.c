@@ -1,8 +1,7 @@
 /*
- * sim platform: what SEV-SNP hardware and a KVM host with SVSM support show
- * a guest, for an SVSM-aware firmware (OVMF with AmdSvsmLib) and the Linux
- * kernel running at the guest VMPL. QEMU 7.2 TCG has no SEV: csvsm, the
- * SVM host, supplies it.
+ * The SNP machine: what SEV-SNP hardware and a KVM host with SVSM support
+ * show csvsm at VMPL0 and its guests (OVMF with AmdSvsmLib, Linux) at the
+ * guest VMPL. QEMU 7.2 TCG has no SEV: the machine, the SVM host, supplies it.
  *
  *  - The hardware side: SEV_STATUS (sim_msr_access), the CPUID view and
  *    page (snp_cpuid.c), #VC for the events a KVM host intercepts (IOIO,
@@ -37,7 +36,7 @@
 #include "csvsm/svsm_call.h"
 #include "mm/memmap.h"
 #include "mm/rmp.h"
-#include "sim_svm.h"
+#include "svm.h"
 #include "snp/cpuid_view.h"
 #include "snp/ghcb.h"
 
