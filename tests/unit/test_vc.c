@@ -21,7 +21,6 @@
 #include "csvsm/platform.h"
 #include "tests/fake/insn_fake.h"
 
-
 /* --- decoder + exit_info_1 --- */
 
 static void decode_ok(const uint8_t *b, size_t n, struct vc_ioio_insn *io)

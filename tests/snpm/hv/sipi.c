@@ -62,4 +62,3 @@ void sipi_trampoline_scrub(void)
 {
 	memzero_explicit((void *)(uintptr_t)TRAMPOLINE_BASE, (size_t)(tramp_end - tramp_start));
 }
-

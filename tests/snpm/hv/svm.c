@@ -1,10 +1,9 @@
 /*
  * The SNP machine's hypervisor core (first written as csvsm's sim platform):
- * an AMD-SVM host running each VMPL of each vCPU (sim notes §3, §5). Nested page tables stand in for
- * the RMP's VMPL permissions and are derived from the RMP model, so a guest
- * CPU access to csvsm memory (or any page not granted to its VMPL) exits as
- * #NPF and gets #GP(0) injected. VMGEXIT (`rep vmmcall`, 4 bytes: no NRIP on
- * TCG, pitfall 1) is the GHCB exit to the host.
+ * an AMD-SVM host running each VMPL of each vCPU (sim notes §3, §5). Nested page tables stand in
+ * for the RMP's VMPL permissions and are derived from the RMP model, so a guest CPU access to csvsm
+ * memory (or any page not granted to its VMPL) exits as #NPF and gets #GP(0) injected. VMGEXIT
+ * (`rep vmmcall`, 4 bytes: no NRIP on TCG, pitfall 1) is the GHCB exit to the host.
  */
 #include "arch/x86/insn.h"
 #include "arch/x86/svm.h"

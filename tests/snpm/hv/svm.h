@@ -45,7 +45,8 @@ struct hv_vcpu; /* the SNP machine's vCPU (tests/snpm/vmpl.c) */
 extern bool hv_machine;
 /* Who prints the hypervisor's messages: "csvsm" (the sim) or "snpm" (the machine). */
 extern const char *hv_tag;
-/* Host address of guest-physical gpa (machine: RAM, or the launch image's backing), or HV_NO_HPA. */
+/* Host address of guest-physical gpa (machine: RAM, or the launch image's backing), or HV_NO_HPA.
+ */
 #define HV_NO_HPA UINT64_MAX
 uint64_t hv_hpa(gpa_t gpa);
 /* Machine: back [gpa, gpa + size) (2 MiB aligned, outside RAM) with host memory at hpa. */
