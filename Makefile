@@ -54,10 +54,10 @@ HOST_LIB     := $(BUILD)/libcsvsm-host.a
 
 all:
 
-include src/build.mk mm/build.mk tpm/build.mk attest/build.mk tools/build.mk \
+include base/build.mk src/build.mk mm/build.mk tpm/build.mk attest/build.mk tools/build.mk \
         tests/build.mk bench/build.mk
 # Optional fragments of areas that build their own artefacts.
-include $(wildcard attest/measure.mk attest/attest.mk tpm/libc.mk tests/guest/build.mk tests/fuzz/fuzz.mk \
+include $(wildcard attest/measure.mk attest/attest.mk base/libc.mk tests/guest/build.mk tests/fuzz/fuzz.mk \
                    attest/igvm.mk tests/linux/linux.mk tests/snpm/snpm.mk)
 
 IMAGE_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(IMAGE_SRCS) $(CORE_SRCS)))
@@ -139,3 +139,8 @@ clean:
 
 .PHONY: all deps test run bench format clean
 -include $(shell find $(BUILD) -path $(BUILD)/guests -prune -o -name '*.d' -type f -print 2>/dev/null)
+
+# The objects of csvsm's image, for tests/tools/layers.sh.
+print-image-objs:
+	@echo $(CSVSM_IMAGE_OBJS)
+.PHONY: print-image-objs

@@ -5,7 +5,7 @@
 
 # Core (image + host library). In the image, mbedTLS headers come from the
 # system include directories after the freestanding ones; the functions are
-# linked from libmbedcrypto.a (tpm/libc.mk).
+# linked from libmbedcrypto.a (base/libc.mk).
 ATTEST_SRCS := attest/guest_req.c attest/sim_psp.c attest/attest_proto.c attest/manifest.c
 CORE_SRCS += $(ATTEST_SRCS)
 $(patsubst %.c,$(IMGOBJ)/%.o,$(ATTEST_SRCS)): \
@@ -34,7 +34,7 @@ ATTEST_FUZZ_CC   ?= clang
 FUZZ_ATTEST      := $(BUILD)/fuzz/fuzz_attest_proto
 FUZZ_ATTEST_SRCS := tests/fuzz/fuzz_attest_proto.c attest/attest_proto.c attest/manifest.c \
                     attest/guest_req.c attest/sim_psp.c attest/certtable.c attest/report.c \
-                    mm/guest_mem.c mm/memmap.c mm/cmdline.c src/ghcb.c tests/fake/console_host.c
+                    mm/guest_mem.c mm/memmap.c mm/cmdline.c base/ghcb.c base/secret.c tests/fake/console_host.c
 $(FUZZ_ATTEST): $(FUZZ_ATTEST_SRCS) include/attest/attest_proto.h include/attest/guest_req.h
 	@mkdir -p $(dir $@)
 	$(ATTEST_FUZZ_CC) -std=gnu11 -O1 -g $(WARN) $(INCS) -DCSVSM_HOST \

@@ -15,8 +15,8 @@
 
 #include "attest/attest_proto.h"
 #include "attest/guest_req.h"
-#include "csvsm/percpu.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/string.h"
 #include "mm/guest_mem.h"
 #include "snp/svsm.h"
 

@@ -3,7 +3,7 @@
  * the table comes from the hypervisor (module) or a file (csvsm-verify).
  */
 #include <attest/certtable.h>
-#include <csvsm/string.h>
+#include <base/string.h>
 
 const uint8_t certtable_guid_vcek[CERTTABLE_GUID_LEN] = {
     0x63, 0xda, 0x75, 0x8d, 0xe6, 0x64, 0x45, 0x64, 0xad, 0xc5, 0xf4, 0xb9, 0x3b, 0xe8, 0xac, 0xcd};

@@ -4,7 +4,7 @@
  * memcpy at fixed offsets, so no alignment is assumed.
  */
 #include "attest/elf_load.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 
 #define EHDR_SIZE 64
 #define PHDR_SIZE 56

@@ -12,10 +12,10 @@
 
 #include "attest/certtable.h"
 #include "attest/guest_req.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
-#include "csvsm/secret.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/platform.h"
+#include "base/secret.h"
+#include "base/string.h"
 #include "snp/ghcb.h"
 
 /* BUSY answers tolerated for one message before giving up (never wait forever). */

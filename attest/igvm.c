@@ -16,7 +16,7 @@
  * says (overlapping pages, unreferenced file data, ignored initial data).
  */
 #include <attest/igvm.h>
-#include <csvsm/string.h>
+#include <base/string.h>
 
 static uint16_t rd16(const uint8_t *p)
 {

@@ -10,7 +10,7 @@
  * Core code: no heap, no stdio; 4 KiB scratch pages live on the stack.
  */
 #include <attest/launch_digest.h>
-#include <csvsm/string.h>
+#include <base/string.h>
 
 static void wr16(uint8_t *p, uint16_t v)
 {

@@ -7,7 +7,7 @@
  * them.
  */
 #include "attest/attest_proto.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 
 #define MANIFEST_HDR_LEN   24u
 #define MANIFEST_ENTRY_LEN 24u

@@ -15,7 +15,7 @@
  * raises or silently slices).
  */
 #include <attest/ovmf_meta.h>
-#include <csvsm/string.h>
+#include <base/string.h>
 
 #define FOOTER_SKIP   32 /* bytes after the footer GUID (reset vector) */
 #define ENTRY_TRAILER (2 + OVMF_GUID_LEN)

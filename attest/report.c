@@ -7,7 +7,7 @@
  * copy, and each rule is a separate error code so a verifier can name it.
  */
 #include <attest/report.h>
-#include <csvsm/string.h>
+#include <base/string.h>
 
 int snp_report_decode(const void *buf, size_t len, struct snp_report *out)
 {

@@ -18,9 +18,9 @@
 #include "attest/guest_req.h"
 #include "attest/report.h"
 #include "attest/sim_psp.h"
-#include "csvsm/percpu.h"
-#include "csvsm/secret.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/secret.h"
+#include "base/string.h"
 #include "snp/ghcb.h"
 
 /* Firmware version the simulated PSP reports (CURRENT/COMMITTED_{MAJOR,MINOR,BUILD}). */
@@ -119,7 +119,7 @@ int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 	if (!vmpck0 || !keys || !measurement || !rng || keys->cert_table_len > SIM_PSP_CERTS_MAX ||
 	    (keys->cert_table_len && !keys->cert_table))
 		return -1;
-	/* The PSP's own state: wiped on every termination path (src/secret.c). */
+	/* The PSP's own state: wiped on every termination path (base/secret.c). */
 	secret_register(&psp, sizeof(psp));
 	memcpy(psp.vmpck[0], vmpck0, SNP_VMPCK_LEN);
 	psp.keys = *keys;

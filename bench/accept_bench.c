@@ -18,7 +18,7 @@
 #include <valgrind/callgrind.h>
 
 #include "tests/fake/host_sim.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 #include "csvsm/sim_hv.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"

@@ -14,9 +14,9 @@
  * which means someone validated it behind our back), terminates the VM.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
-#include "csvsm/platform.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/platform.h"
+#include "base/string.h"
 #include "mm/accept.h"
 
 static struct {

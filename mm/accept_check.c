@@ -3,7 +3,7 @@
  * (mm/rmp.c). Only where the RMP is that model: the unit tests and
  * benchmarks; not in csvsm's image (the SNP machine audits its own RMP).
  */
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/accept.h"
 #include "mm/rmp.h"
 

@@ -10,7 +10,7 @@
  * keep every 2 MiB block (one RMP 2M entry, one PSMASH) with a single vCPU,
  * which is what lets the RMP model and the pre-accepted bitmap go lock-free.
  */
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "mm/accept.h"
 
 /* Guest-physical address at RAM byte offset `off` (off < total). */

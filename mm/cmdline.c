@@ -3,7 +3,7 @@
  * the options csvsm reads (include/mm/cmdline.h). The command line is
  * hypervisor-provided text: every read is bounded by the caller's length.
  */
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/cmdline.h"
 
 static bool is_space(char c)

@@ -3,7 +3,7 @@
  * list and csvsm's region come from the validated memory map; lengths are
  * checked with overflow-safe arithmetic before any address is formed.
  */
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 

@@ -10,8 +10,8 @@
  * csvsm's memory is anything but RAM, is refused with an error code; the
  * caller prints memmap_strerror() and terminates.
  */
-#include "csvsm/console.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/string.h"
 #include "mm/cmdline.h"
 #include "mm/memmap.h"
 

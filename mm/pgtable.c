@@ -5,7 +5,7 @@
  * come from the page pool.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "mm/pgtable.h"
 #include "mm/pool.h"
 
@@ -15,14 +15,18 @@
 #define PTE_PS	      0x80ULL
 #define PTE_ADDR_MASK 0x000FFFFFFFFFF000ULL
 
-extern uint64_t boot_pml4[512];
-
 /* The C-bit of every private mapping (snp; 0 on sim), set by the snp boot path. */
 uint64_t pgtable_cbit;
 
+/* The page tables in use: CR3's root (identity-mapped, C-bit masked off). */
+static uint64_t *root(void)
+{
+	return (uint64_t *)(uintptr_t)(read_cr3() & PTE_ADDR_MASK & ~pgtable_cbit);
+}
+
 void pgtable_identity_map_to(uint64_t top)
 {
-	uint64_t *pml4 = boot_pml4;
+	uint64_t *pml4 = root();
 	if (top > (512ULL << 30) * 512)
 		panic("identity map: top 0x%llx beyond 4-level paging", (unsigned long long)top);
 	for (uint64_t va = 4ULL << 30; va < top; va += PAGE_SIZE_2M) {
@@ -50,7 +54,7 @@ void pgtable_identity_map_to(uint64_t top)
 int pgtable_set_shared(vaddr_t va, bool shared)
 {
 	uint64_t mask = ~pgtable_cbit & PTE_ADDR_MASK;
-	uint64_t *pml4 = boot_pml4, e;
+	uint64_t *pml4 = root(), e;
 	if (!pgtable_cbit)
 		return 0; /* sim: there is no C-bit */
 	e = pml4[(va >> 39) & 511];

@@ -3,8 +3,8 @@
  * right after the image, inside csvsm's own region; pages are handed out
  * zeroed, and pages given back are scrubbed (STYLE.md rule 7).
  */
-#include "csvsm/console.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/string.h"
 #include "mm/pool.h"
 
 static uint64_t pool_base, pool_end, pool_next;

@@ -10,7 +10,7 @@
  * work on disjoint 2 MiB ranges, as pre-acceptance does).
  */
 #include "arch/x86/insn.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/rmp.h"
 
 struct rmp_range {

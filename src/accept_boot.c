@@ -7,9 +7,9 @@
  * double=<n>
  */
 #include "csvsm/boot.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 #include "mm/accept.h"
 #include "mm/pool.h"
 

@@ -1,9 +1,10 @@
-# src/: boot, CPU set-up, console, exceptions, SMP, the snp platform, request loop.
-IMAGE_SRCS += src/boot.S src/snp_entry.S src/exception.S src/idt.c src/console.c src/cpu.c \
+# src/: the top layer: the SNP entry and boot sequence, CPU set-up, exceptions,
+# SMP, the snp platform, the request loop and the protocols' core.
+IMAGE_SRCS += src/boot.S src/snp_entry.S src/exception.S src/idt.c src/cpu.c \
               src/smp.c src/boot_info.c src/snp_boot.c src/accept_boot.c src/guest.c src/guest_snp.c \
               mm/pool.c mm/pgtable.c
-CORE_SRCS  += src/fmt.c src/platform/insn_decode.c src/requests.c \
-              src/core_proto.c src/vcpu.c src/secret.c src/platform/snp_cpuid.c mm/guest_mem.c \
+CORE_SRCS  += src/platform/insn_decode.c src/requests.c \
+              src/core_proto.c src/vcpu.c src/platform/snp_cpuid.c mm/guest_mem.c \
               mm/guest_walk.c
 include src/snp.mk
 # Models of what is outside csvsm (the RMP, the hypervisor's page-state

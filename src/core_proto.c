@@ -5,9 +5,9 @@
  */
 #include "arch/x86/insn.h"
 #include "csvsm/boot.h"
-#include "csvsm/platform.h"
-#include "csvsm/string.h"
-#include "csvsm/svsm_call.h"
+#include "base/platform.h"
+#include "base/string.h"
+#include "base/svsm_call.h"
 #include "csvsm/vcpu.h"
 #include "mm/accept.h"
 #include "mm/guest_mem.h"

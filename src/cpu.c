@@ -1,17 +1,14 @@
 /*
- * Per-vCPU set-up, TSC timing, RDRAND entropy and the fw_cfg port
- * interface. The Debian archives linked later read the stack-protector
- * canary at %fs:0x28 (glibc-abi-notes.md §3.3): every vCPU gets a TCB with a
- * random canary before any library code runs.
+ * Per-vCPU set-up and the fw_cfg port interface (timing, entropy and the
+ * per-CPU data are base services: base/cpu.c). The Debian archives linked later read the
+ * stack-protector canary at %fs:0x28 (glibc-abi-notes.md §3.3): every vCPU gets a TCB with a random
+ * canary before any library code runs.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/exception.h"
-#include "csvsm/string.h"
-
-struct percpu percpus[MAX_CPUS];
-unsigned cpu_count = 1;
+#include "base/string.h"
 
 struct tcb {
 	struct tcb *self; /* %fs:0 */
@@ -24,11 +21,6 @@ _Static_assert(__builtin_offsetof(struct tcb, canary) == 0x28,
 	       "glibc x86_64 TCB: canary at fs:0x28");
 static struct tcb tcbs[MAX_CPUS];
 
-struct percpu *this_cpu(void)
-{
-	return read_gs0();
-}
-
 void cpu_init_self(struct percpu *cpu)
 {
 	struct tcb *t = &tcbs[cpu->id];
@@ -40,70 +32,6 @@ void cpu_init_self(struct percpu *cpu)
 		panic("no entropy for the stack canary");
 	t->canary &= ~0xFFULL; /* glibc keeps a zero low byte to stop string overruns */
 	wrmsr(MSR_FS_BASE, (uint64_t)(uintptr_t)t);
-}
-
-/* ---- TSC timing, calibrated against PIT channel 2 ---- */
-static uint64_t tsc_hz = 1000000000ULL, tsc_boot;
-
-void timer_init(void)
-{
-	const uint32_t pit_hz = 1193182, ms = 20, count = pit_hz * ms / 1000;
-	tsc_boot = rdtsc();
-	outb(0x61, (uint8_t)((inb(0x61) & ~0x02) | 0x01));
-	outb(0x43, 0xB0); /* channel 2, lobyte/hibyte, mode 0 */
-	outb(0x42, (uint8_t)count);
-	outb(0x42, (uint8_t)(count >> 8));
-	uint64_t t0 = rdtsc();
-	for (uint64_t spins = 0; !(inb(0x61) & 0x20); spins++)
-		if (spins > 100000000ULL)
-			return; /* no PIT: keep the 1 GHz default */
-	uint64_t t1 = rdtsc();
-	if (t1 > t0)
-		tsc_hz = (t1 - t0) * (1000 / ms);
-}
-
-uint64_t timer_tsc_hz(void)
-{
-	return tsc_hz;
-}
-uint64_t timer_us(void)
-{
-	return (rdtsc() - tsc_boot) * 1000000ULL / tsc_hz;
-}
-
-/* ---- entropy ---- */
-bool random_available(void)
-{
-	struct cpuid_regs r;
-	cpuid(1, &r);
-	return r.ecx & (1u << 30);
-}
-
-static bool have_rdseed(void)
-{
-	struct cpuid_regs r;
-	cpuid_count(7, 0, &r);
-	return r.ebx & (1u << 18);
-}
-
-bool random_bytes(void *buf, size_t n)
-{
-	uint8_t *p = buf;
-	bool seed = have_rdseed();
-	if (!random_available())
-		return false;
-	while (n) {
-		uint64_t v;
-		int tries = 0;
-		while (!(seed ? rdseed64(&v) : rdrand64(&v)))
-			if (++tries > 100) /* the vendor's retry guidance is 10 for RDRAND */
-				return false;
-		size_t k = n < 8 ? n : 8;
-		memcpy(p, &v, k);
-		p += k;
-		n -= k;
-	}
-	return true;
 }
 
 /* ---- fw_cfg (QEMU docs/specs/fw_cfg.txt), port interface ---- */

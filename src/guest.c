@@ -8,19 +8,21 @@
  */
 #include "attest/ovmf_meta.h"
 #include "csvsm/boot.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/igvm_boot.h"
 #include "csvsm/cpu.h"
-#include "csvsm/platform.h"
-#include "csvsm/secret.h"
+#include "base/platform.h"
+#include "base/secret.h"
 #include "csvsm/vcpu.h"
 #include "snp/cpuid_view.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
 #include "snp/secrets.h"
 #include "tpm/boot.h"
+#include "tpm/vtpm_svsm.h"
+#include "base/svsm_call.h"
 #include "attest/attest_proto.h"
 #include "attest/guest_req.h"
 
@@ -180,8 +182,10 @@ __noreturn void boot_guest(void)
 		   (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
 		   (unsigned long long)gl.caa);
 	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
-	if (tpm_boot(fw, size, gl.fw_gpa) != 0)
+	extern uint64_t boot_stack[]; /* src/boot.S: the stack this runs on */
+	if (tpm_boot(fw, size, gl.fw_gpa, boot_stack, BOOT_STACK_BYTES) != 0)
 		panic("vTPM start-up or firmware measurement failed");
+	svsm_vtpm_protocol = &vtpm_svsm_protocol;
 	gl.fw_info = &fw_info;
 	attest_boot();
 	/* The channel and the PSP have VMPCK0, the guest its copy: csvsm's goes. */

@@ -4,10 +4,10 @@
  * a failure status. The snp #VC (29) is routed to its handler.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/exception.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
+#include "base/percpu.h"
+#include "base/platform.h"
 
 struct idt_entry {
 	uint16_t off_lo, sel;

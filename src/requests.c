@@ -3,12 +3,12 @@
  * dispatch by protocol number. Called by the platform's guest loop (sim:
  * the VMGEXIT exit handler; snp: after the VMPL switch back to VMPL0).
  */
-#include "csvsm/svsm_call.h"
+#include "base/svsm_call.h"
 #include "mm/guest_mem.h"
 #include "snp/svsm.h"
 
-#include "csvsm/console.h"
-#include "csvsm/platform.h"
+#include "base/console.h"
+#include "base/platform.h"
 
 struct svsm_stats svsm_stats;
 

@@ -5,9 +5,9 @@
  * function on every online vCPU (the boot vCPU included) and waits for all.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 #include "mm/pool.h"
 
 #define AP_STACK_SIZE (64 * 1024)

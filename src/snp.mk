@@ -1,4 +1,4 @@
-# src/snp.mk: the snp platform (GHCB helpers, #VC handling, platform ops,
-# detection). Included from src/build.mk. All of it is CORE: the hardware
-# access goes through arch/x86/insn.h, which the host build fakes.
-CORE_SRCS += src/ghcb.c src/vc.c src/platform/snp.c src/platform/detect.c
+# src/snp.mk: the snp platform (#VC handling, platform ops, detection).
+# Included from src/build.mk. All of it is CORE: the hardware access goes
+# through arch/x86/insn.h, which the host build fakes.
+CORE_SRCS += src/vc.c src/platform/snp.c src/platform/detect.c

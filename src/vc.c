@@ -15,11 +15,11 @@
 #include "snp/vc.h"
 #include "snp/ghcb.h"
 #include "snp/snp.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/exception.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/platform.h"
+#include "base/string.h"
 
 #define VC_MSR_GS_BASE	0xC0000101u
 #define X86_CR4_OSXSAVE (1ULL << 18)

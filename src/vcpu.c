@@ -10,7 +10,7 @@
  */
 #include "arch/x86/insn.h"
 #include "csvsm/cpu.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 #include "csvsm/vcpu.h"
 #include "mm/guest_mem.h"
 #include "snp/svsm.h"

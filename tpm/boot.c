@@ -8,13 +8,12 @@
  *
  * Image only: the dashboard reports the glibc-ABI layer's heap.
  */
-#include "csvsm/boot.h"
-#include "csvsm/console.h"
-#include "csvsm/cpu.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/cpu.h"
+#include "base/string.h"
 #include "tpm/boot.h"
 #include "tpm/event_log.h"
-#include "tpm/libc/libc.h"
+#include "base/libc/libc.h"
 #include "tpm/vtpm.h"
 #include "tpm/vtpm_svsm.h"
 
@@ -86,41 +85,40 @@ static int read_pcr0(struct event_log_digests *pcr0)
 }
 
 /*
- * Stack depth of the vTPM phase (libtpms and OpenSSL on the boot stack,
- * src/boot.S): paint the unused part below this frame, find the deepest
- * overwritten word afterwards. Request handling runs the same library code
- * on the serving vCPU's stack, so this is the number to size those by.
+ * Stack depth of the vTPM phase (libtpms and OpenSSL on the caller's stack,
+ * [stack, stack + stack_bytes)): paint the unused part below this frame,
+ * find the deepest overwritten word afterwards. Request handling runs the
+ * same library code on the serving vCPU's stack, so this is the number to
+ * size those by.
  */
-#define STACK_PAINT	0x5A5A5A5A5A5A5A5AULL
-#define BOOT_STACK_SIZE (64 * 1024) /* src/boot.S */
-extern uint64_t boot_stack[];
+#define STACK_PAINT 0x5A5A5A5A5A5A5A5AULL
 
-static uint64_t *stack_paint(void)
+static uint64_t *stack_paint(uint64_t *base, size_t bytes)
 {
 	uint64_t *sp = __builtin_frame_address(0);
-	uint64_t *lo = boot_stack + 64; /* leave the bottom 512 bytes alone */
-	if (sp <= lo || sp > boot_stack + BOOT_STACK_SIZE / 8)
-		return NULL; /* not on the boot stack: do not measure */
+	uint64_t *lo = base + 64; /* leave the bottom 512 bytes alone */
+	if (!base || sp <= lo || sp > base + bytes / 8)
+		return NULL; /* not on that stack: do not measure */
 	for (uint64_t *p = lo; p < sp - 64; p++)
 		*p = STACK_PAINT;
 	return sp;
 }
 
-static size_t stack_used(const uint64_t *top)
+static size_t stack_used(const uint64_t *base, size_t bytes, const uint64_t *top)
 {
-	const uint64_t *p = boot_stack + 64;
+	const uint64_t *p = base + 64;
 	if (!top)
 		return 0;
 	while (p < top && *p == STACK_PAINT)
 		p++;
-	return (size_t)((const char *)(boot_stack + BOOT_STACK_SIZE / 8) - (const char *)p);
+	return (size_t)((const char *)(base + bytes / 8) - (const char *)p);
 }
 
-int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa)
+int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack, size_t stack_bytes)
 {
 	static const struct vtpm_options opt = {.no_startup = false};
 	struct event_log_digests pcr0;
-	uint64_t *stack_top = stack_paint();
+	uint64_t *stack_top = stack_paint(stack, stack_bytes);
 	uint64_t t0 = timer_us();
 
 	if (booted || vtpm_init(&opt) != 0) {
@@ -144,14 +142,13 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa)
 		return -1;
 	}
 	booted = true;
-	svsm_vtpm_protocol = &vtpm_svsm_protocol;
 
 	uint16_t banks[VTPM_MAX_BANKS];
 	unsigned nb = vtpm_banks(banks, VTPM_MAX_BANKS);
 	uint8_t ek_sha256[HASH_SHA256_SIZE];
 	char h[2 * HASH_SHA384_SIZE + 1];
 	struct libc_heap_stats hs;
-	size_t stack = stack_used(stack_top);
+	size_t stack_depth = stack_used(stack, stack_bytes, stack_top);
 
 	boot_phase("vtpm", "libtpms TPM 2.0 manufactured, %u PCR banks (%s), Startup(CLEAR) sent",
 		   nb, nb == 2 ? "SHA-256, SHA-384" : "unexpected");
@@ -171,7 +168,7 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa)
 		   "heap high water %zu KiB of %zu KiB (live %zu KiB, peak live %zu KiB); "
 		   "boot stack used %zu KiB",
 		   hs.high_water >> 10, hs.arena_size >> 10, hs.in_use >> 10, hs.peak_in_use >> 10,
-		   stack >> 10);
+		   stack_depth >> 10);
 	boot_phase("vtpm", "init %llu ms, measure %zu KiB %llu ms, EK %llu ms, total %llu ms",
 		   (unsigned long long)(t_init - t0) / 1000, fw_len >> 10,
 		   (unsigned long long)(t_measure - t_init) / 1000,
@@ -179,7 +176,7 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa)
 		   (unsigned long long)(t_ek - t0) / 1000);
 	con_printf("csvsm: vtpm: banks=%u log_bytes=%zu ek_bytes=%zu heap_high_water=%zu "
 		   "stack_bytes=%zu init_us=%llu measure_us=%llu ek_us=%llu\n",
-		   nb, event_log.len, ek_len, hs.high_water, stack,
+		   nb, event_log.len, ek_len, hs.high_water, stack_depth,
 		   (unsigned long long)(t_init - t0), (unsigned long long)(t_measure - t_init),
 		   (unsigned long long)(t_ek - t_measure));
 	return 0;

@@ -8,7 +8,7 @@
 # headers they pull (<sys/types.h>, <netinet/in.h>); mbedTLS's config
 # headers also want glibc's <limits.h> chain (macros only). Library code is
 # linked from Debian's static archives through the glibc-ABI layer
-# (tpm/libc.mk). The hash backend differs: mbedTLS in the image, OpenSSL on
+# (base/libc.mk). The hash backend differs: mbedTLS in the image, OpenSSL on
 # the host (the library libtpms already links there).
 TPM_CORE_SRCS := tpm/vtpm.c tpm/vtpm_proto.c tpm/event_log.c tpm/vtpm_svsm.c
 CORE_SRCS  += $(TPM_CORE_SRCS)

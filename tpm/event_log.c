@@ -3,7 +3,7 @@
  * Layouts: TCG PC Client PFP spec, TCG_PCR_EVENT / TCG_EfiSpecIDEventStruct /
  * TCG_PCR_EVENT2 (shared/reference/snp-svsm-interfaces.md §9).
  */
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "tpm/event_log.h"
 
 static void put_le16(uint8_t *p, uint16_t v)

@@ -7,8 +7,8 @@
  */
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
-#include "csvsm/console.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/string.h"
 #include "tpm/hash.h"
 
 void hash_sha256(const void *data, size_t len, uint8_t out[HASH_SHA256_SIZE])

@@ -4,7 +4,7 @@
  * means the library is broken, not bad input: panic.
  */
 #include <openssl/evp.h>
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "tpm/hash.h"
 
 static void hash_evp(const EVP_MD *md, const void *data, size_t len, uint8_t *out, unsigned want)

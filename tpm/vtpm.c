@@ -8,14 +8,14 @@
  * include path for this file only (tpm/build.mk). Nothing else here needs
  * libc beyond malloc/free, which must be the same allocator libtpms uses
  * (it frees what nvram_loaddata returns): glibc's on the host, the
- * glibc-ABI layer's (tpm/libc) in the image.
+ * glibc-ABI layer's (base/libc) in the image.
  */
 #include <libtpms/tpm_library.h>
 #include <libtpms/tpm_error.h>
 #include <libtpms/tpm_nvfilename.h>
 
-#include "csvsm/console.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/string.h"
 #include "tpm/hash.h"
 #include "tpm/vtpm.h"
 

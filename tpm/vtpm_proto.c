@@ -3,7 +3,7 @@
  * Decode, then act (STYLE.md): vtpm_proto_decode() checks the whole request
  * on the private page copy before the vTPM sees anything.
  */
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "tpm/vtpm.h"
 #include "tpm/vtpm_proto.h"
 

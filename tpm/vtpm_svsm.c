@@ -10,7 +10,7 @@
  * vCPUs are served one after the other.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/guest_mem.h"
 #include "tpm/vtpm_proto.h"
 #include "tpm/vtpm_svsm.h"

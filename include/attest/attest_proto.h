@@ -13,8 +13,8 @@
 #ifndef ATTEST_ATTEST_PROTO_H
 #define ATTEST_ATTEST_PROTO_H
 
-#include "csvsm/svsm_call.h"
-#include "csvsm/types.h"
+#include "base/svsm_call.h"
+#include "base/types.h"
 
 #define ATTEST_GUID_LEN	    16u
 #define ATTEST_NONCE_LEN    64u /* Linux SNP_REPORT_USER_DATA_SIZE; coconut requires it */

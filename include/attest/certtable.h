@@ -14,7 +14,7 @@
 #ifndef ATTEST_CERTTABLE_H
 #define ATTEST_CERTTABLE_H
 
-#include <csvsm/types.h>
+#include <base/types.h>
 
 #define CERTTABLE_ENTRY_SIZE  24u
 #define CERTTABLE_GUID_LEN    16u

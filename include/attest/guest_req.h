@@ -18,7 +18,7 @@
 #ifndef ATTEST_GUEST_REQ_H
 #define ATTEST_GUEST_REQ_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct ghcb;
 struct percpu;

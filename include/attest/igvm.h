@@ -19,7 +19,7 @@
 #ifndef ATTEST_IGVM_H
 #define ATTEST_IGVM_H
 
-#include <csvsm/types.h>
+#include <base/types.h>
 #include <attest/launch_digest.h>
 
 #define IGVM_MAGIC	       0x4D564749u /* "IGVM" little-endian */

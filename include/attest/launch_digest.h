@@ -12,7 +12,7 @@
 #ifndef ATTEST_LAUNCH_DIGEST_H
 #define ATTEST_LAUNCH_DIGEST_H
 
-#include <csvsm/types.h>
+#include <base/types.h>
 #include <attest/ovmf_meta.h>
 
 #define LD_SHA384_LEN	 48

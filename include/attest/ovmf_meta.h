@@ -12,7 +12,7 @@
 #ifndef ATTEST_OVMF_META_H
 #define ATTEST_OVMF_META_H
 
-#include <csvsm/types.h>
+#include <base/types.h>
 
 #define OVMF_GUID_LEN		16
 #define OVMF_FOOTER_MAX_ENTRIES 32

@@ -11,7 +11,7 @@
 #ifndef ATTEST_REPORT_H
 #define ATTEST_REPORT_H
 
-#include <csvsm/types.h>
+#include <base/types.h>
 
 #define SNP_REPORT_SIZE		       0x4A0u /* 1184 bytes */
 #define SNP_REPORT_SIGNED_LEN	       0x2A0u /* signature covers bytes 0x000-0x29F */

@@ -24,7 +24,7 @@
 #ifndef ATTEST_SIM_PSP_H
 #define ATTEST_SIM_PSP_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct ghcb;
 struct percpu;

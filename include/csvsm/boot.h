@@ -2,7 +2,11 @@
 #ifndef CSVSM_BOOT_H
 #define CSVSM_BOOT_H
 
-#include "csvsm/types.h"
+#include "base/console.h"
+#include "base/types.h"
+
+/* The boot vCPU's stack (src/boot.S BOOT_STACK_SIZE). */
+#define BOOT_STACK_BYTES (64 * 1024)
 
 struct memmap;
 struct ovmf_info;
@@ -18,7 +22,6 @@ struct boot_info {
 };
 extern struct boot_info boot;
 
-void boot_phase(const char *phase, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Bytes of pool the later phases need (the libraries' heap); 0 until then. */
 uint64_t boot_heap_bytes(void);
 /* Pre-accept guest memory (guest RAM less what the launch validated) on all

@@ -1,9 +1,10 @@
-/* CPU set-up, timing, entropy and firmware-config helpers of the image. */
+/* CPU set-up, firmware-config and SMP helpers of the image (src/cpu.c, src/smp.c). */
 #ifndef CSVSM_CPU_H
 #define CSVSM_CPU_H
 
-#include "csvsm/types.h"
-#include "csvsm/percpu.h"
+#include "base/cpu.h"
+#include "base/types.h"
+#include "base/percpu.h"
 
 #define MSR_FS_BASE   0xC0000100u
 #define MSR_GS_BASE   0xC0000101u
@@ -13,15 +14,6 @@
 
 /* Per-vCPU set-up run by each vCPU on itself: GS = percpu, FS = TCB, IDT. */
 void cpu_init_self(struct percpu *cpu);
-
-/* TSC-based time since boot. */
-void timer_init(void);
-uint64_t timer_us(void);
-uint64_t timer_tsc_hz(void);
-
-/* Entropy: RDRAND (RDSEED only where CPUID offers it). false = none available. */
-bool random_available(void);
-bool random_bytes(void *buf, size_t n);
 
 /* QEMU fw_cfg, port interface only (no DMA). */
 bool fw_cfg_present(void);

@@ -15,7 +15,7 @@
 #ifndef CSVSM_DEVPOLICY_H
 #define CSVSM_DEVPOLICY_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 /* ---- port I/O ---- */
 enum devpolicy_port {

@@ -2,7 +2,7 @@
 #ifndef CSVSM_EXCEPTION_H
 #define CSVSM_EXCEPTION_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct exc_frame {
 	uint64_t r15, r14, r13, r12, r11, r10, r9, r8;

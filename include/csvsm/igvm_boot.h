@@ -22,7 +22,7 @@
 #ifndef CSVSM_IGVM_BOOT_H
 #define CSVSM_IGVM_BOOT_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define CSVSM_IGVM_ENTRY_SYMBOL "snp_entry32"
 

@@ -10,7 +10,7 @@
 #ifndef CSVSM_INSN_DECODE_H
 #define CSVSM_INSN_DECODE_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 enum mmio_kind { MMIO_LOAD, MMIO_STORE };
 

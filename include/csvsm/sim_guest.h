@@ -2,7 +2,7 @@
 #ifndef CSVSM_SIM_GUEST_H
 #define CSVSM_SIM_GUEST_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct memmap;
 

@@ -8,7 +8,7 @@
 #ifndef CSVSM_SIM_HV_H
 #define CSVSM_SIM_HV_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct ghcb;
 struct percpu;

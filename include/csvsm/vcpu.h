@@ -6,7 +6,7 @@
 #ifndef CSVSM_VCPU_H
 #define CSVSM_VCPU_H
 
-#include "csvsm/svsm_call.h"
+#include "base/svsm_call.h"
 
 #define MAX_GUEST_VCPUS 16
 

@@ -19,8 +19,8 @@
 #ifndef MM_ACCEPT_H
 #define MM_ACCEPT_H
 
-#include "csvsm/percpu.h"
-#include "csvsm/types.h"
+#include "base/percpu.h"
+#include "base/types.h"
 #include "mm/memmap.h"
 #include "snp/ghcb.h"
 

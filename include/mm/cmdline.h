@@ -6,7 +6,7 @@
 #ifndef MM_CMDLINE_H
 #define MM_CMDLINE_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 /*
  * Find the whitespace-separated token "key=value" (key given without '=').

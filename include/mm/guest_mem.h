@@ -7,7 +7,7 @@
 #ifndef MM_GUEST_MEM_H
 #define MM_GUEST_MEM_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct memmap;
 

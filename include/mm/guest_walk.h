@@ -12,7 +12,7 @@
 #ifndef MM_GUEST_WALK_H
 #define MM_GUEST_WALK_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 enum gw_access { GW_READ, GW_WRITE, GW_FETCH };
 

@@ -11,8 +11,8 @@
 #ifndef MM_MEMMAP_H
 #define MM_MEMMAP_H
 
-#include "csvsm/pvh.h"
-#include "csvsm/types.h"
+#include "arch/x86/pvh.h"
+#include "base/types.h"
 
 #define MEMMAP_MAX_ENTRIES 128
 /* RAM ranges after carving: one entry may be split in two by csvsm. */

@@ -2,7 +2,7 @@
 #ifndef MM_POOL_H
 #define MM_POOL_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 void pool_init(uint64_t base, uint64_t end);
 /* Zeroed, page-granular; panics when the pool is exhausted (sized at boot). */

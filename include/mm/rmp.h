@@ -21,7 +21,7 @@
 #define MM_RMP_H
 
 #include "arch/x86/insn.h" /* RMP_PG_SIZE_*, PVALIDATE_* / RMPADJUST_* codes */
-#include "csvsm/types.h"
+#include "base/types.h"
 
 /* Entry layout (csvsm-private encoding, not the hardware's 16-byte entry). */
 #define RMPE_ASSIGNED	      (1u << 0)

@@ -7,7 +7,7 @@
 #ifndef SNP_CPUID_PAGE_H
 #define SNP_CPUID_PAGE_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define SNP_CPUID_COUNT_MAX 64 /* Linux SNP_CPUID_COUNT_MAX */
 

@@ -7,7 +7,7 @@
 #ifndef SNP_GHCB_H
 #define SNP_GHCB_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define MSR_GHCB       0xC0010130u
 #define MSR_SEV_STATUS 0xC0010131u
@@ -152,7 +152,7 @@ static inline uint64_t psc_entry(gpa_t gpa, uint64_t op, bool size2m)
 #define SNP_GHCB_PROTO
 struct percpu;
 /*
- * Page-state change through this vCPU's GHCB (src/ghcb_psc.c): sends
+ * Page-state change through this vCPU's GHCB (mm/ghcb_psc.c): sends
  * `entries[0..n)` (n <= PSC_MAX_ENTRIES) and resumes until the hypervisor has
  * processed all of them, checking after every round trip that it did not
  * move backwards (Linux vmgexit_psc). Adds the round trips to *round_trips.
@@ -164,7 +164,7 @@ int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *
 #ifndef SNP_GHCB_HELPERS
 #define SNP_GHCB_HELPERS
 /*
- * GHCB helpers (src/ghcb.c). Every exchange with the hypervisor is split in
+ * GHCB helpers (base/ghcb.c). Every exchange with the hypervisor is split in
  * a pure "fill" function (writes the request into the GHCB or builds the MSR
  * value) and a "check" function (validates the hypervisor's reply, which is
  * hostile input), so that both run in host unit tests. The VMGEXIT itself

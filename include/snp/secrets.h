@@ -9,7 +9,7 @@
 #ifndef SNP_SECRETS_H
 #define SNP_SECRETS_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define SNP_VMPCK_COUNT 4
 #define SNP_VMPCK_SIZE	32

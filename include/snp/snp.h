@@ -1,12 +1,12 @@
 /*
  * The snp platform (src/platform/snp.c) and platform detection
  * (src/platform/detect.c): helpers other csvsm code and the unit tests call
- * directly, beyond the `platform_snp` ops table of csvsm/platform.h.
+ * directly, beyond the `platform_snp` ops table of base/platform.h.
  */
 #ifndef SNP_SNP_H
 #define SNP_SNP_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 #include "snp/vmsa.h"
 
 struct ghcb;

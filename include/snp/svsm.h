@@ -8,7 +8,7 @@
 #ifndef SNP_SVSM_H
 #define SNP_SVSM_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 /* 58019 §1.1: RAX = (protocol << 32) | call id (Linux SVSM_CORE_CALL). */
 #define SVSM_PROTOCOL_SHIFT  32

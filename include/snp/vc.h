@@ -6,7 +6,7 @@
 #ifndef SNP_VC_H
 #define SNP_VC_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 #include "arch/x86/insn.h"
 #include "snp/cpuid_page.h"
 

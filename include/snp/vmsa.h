@@ -9,7 +9,7 @@
 #ifndef SNP_VMSA_H
 #define SNP_VMSA_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct vmsa_seg {
 	uint16_t selector; /* 0x0 */

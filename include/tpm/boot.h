@@ -10,15 +10,19 @@
 #ifndef TPM_BOOT_H
 #define TPM_BOOT_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 /*
  * fw/fw_len: csvsm's copy of the firmware image, exactly the bytes the guest
  * will see at fw_gpa (EV_EFI_PLATFORM_FIRMWARE_BLOB2 {"OVMF", fw_gpa,
- * fw_len}). Prints the dashboard lines. Returns 0, or -1 when the vTPM could
- * not be started or the measurement failed (the guest must not run then).
+ * fw_len}). Prints the dashboard lines, with how deep the vTPM's start-up
+ * went into [stack, stack + stack_bytes), the stack it runs on (NULL: not
+ * measured). Returns 0, or -1 when the vTPM could not be started or the
+ * measurement failed (the guest must not run then). The caller registers
+ * the vTPM protocol (vtpm_svsm_protocol) once it returned 0.
  */
-int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa);
+int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
+	     size_t stack_bytes);
 
 /* The TCG crypto-agile event log of csvsm's measurements; NULL before tpm_boot. */
 const uint8_t *tpm_event_log(size_t *len);

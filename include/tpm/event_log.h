@@ -13,7 +13,7 @@
 #ifndef TPM_EVENT_LOG_H
 #define TPM_EVENT_LOG_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 #include "tpm/hash.h"
 
 /* TCG algorithm IDs (TCG Algorithm Registry; reference §9). */

@@ -7,7 +7,7 @@
 #ifndef TPM_HASH_H
 #define TPM_HASH_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define HASH_SHA256_SIZE 32
 #define HASH_SHA384_SIZE 48

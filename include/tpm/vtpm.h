@@ -22,7 +22,7 @@
 #ifndef TPM_VTPM_H
 #define TPM_VTPM_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 #include "tpm/event_log.h"
 
 /* TPM 2.0 constants used by the callers and the tests (TPM 2.0 Part 2). */

@@ -13,7 +13,7 @@
 #ifndef TPM_VTPM_PROTO_H
 #define TPM_VTPM_PROTO_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 #include "snp/svsm.h"
 
 #define VTPM_PROTO_PAGE_SIZE 4096

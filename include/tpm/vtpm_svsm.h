@@ -19,7 +19,7 @@
 #ifndef TPM_VTPM_SVSM_H
 #define TPM_VTPM_SVSM_H
 
-#include "csvsm/svsm_call.h"
+#include "base/svsm_call.h"
 
 /* Register with `svsm_vtpm_protocol = &vtpm_svsm_protocol` once the vTPM runs. */
 extern const struct svsm_protocol vtpm_svsm_protocol;

@@ -10,7 +10,7 @@
 #include "snp/snp.h"
 #include "snp/ghcb.h"
 #include "arch/x86/insn.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 
 #define CPUID_EXT_MAX	       0x80000000u
 #define CPUID_SEV_FEATURES     0x8000001Fu

@@ -9,7 +9,7 @@
  * reason, never a crash.
  */
 #include "attest/sim_psp.h"
-#include "csvsm/percpu.h"
+#include "base/percpu.h"
 #include "csvsm/sim_hv.h"
 #include "mm/rmp.h"
 #include "snp/ghcb.h"

@@ -18,12 +18,12 @@
 #include "snp/ghcb.h"
 #include "arch/x86/insn.h"
 #include "csvsm/boot.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
-#include "csvsm/secret.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/platform.h"
+#include "base/secret.h"
+#include "base/string.h"
 #include "mm/pgtable.h"
 
 /* Reset values every VMSA starts from (APM vol. 2 table 14-1; coconut init_svsm_vmsa). */
@@ -263,7 +263,7 @@ static int snp_set_vmsa(struct vmsa *v, bool make)
 /*
  * Start `cpu` at csvsm's AP entry: VMSA, RMPADJUST(VMSA), then GHCB AP
  * creation (CREATE, VMPL0, its APIC ID) through the calling vCPU's GHCB.
- * csvsm is identity-mapped (csvsm/types.h), so the VMSA GPA is its address.
+ * csvsm is identity-mapped (base/types.h), so the VMSA GPA is its address.
  */
 static int snp_start_ap(struct percpu *cpu)
 {

@@ -17,7 +17,7 @@
  * hidden with XSAVE. Nothing is claimed that the vCPU does not do.
  */
 #include "snp/cpuid_view.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 
 #define L1_ECX_MONITOR (1u << 3)
 #define L1_ECX_X2APIC  (1u << 21)

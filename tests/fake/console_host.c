@@ -2,9 +2,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
-#include "csvsm/percpu.h"
+#include "base/percpu.h"
 
 void con_write(const char *s, size_t n)
 {

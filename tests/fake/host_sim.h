@@ -7,7 +7,7 @@
 #ifndef TESTS_FAKE_HOST_SIM_H
 #define TESTS_FAKE_HOST_SIM_H
 
-#include "csvsm/platform.h"
+#include "base/platform.h"
 
 int host_sim_pvalidate(vaddr_t va, unsigned size, bool validate, bool *unchanged);
 int host_sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs);

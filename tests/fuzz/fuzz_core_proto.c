@@ -34,10 +34,10 @@
 
 #include "tests/fake/host_sim.h"
 #include "arch/x86/insn.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
+#include "base/percpu.h"
+#include "base/platform.h"
 #include "csvsm/sim_hv.h"
-#include "csvsm/svsm_call.h"
+#include "base/svsm_call.h"
 #include "csvsm/vcpu.h"
 #include "mm/accept.h"
 #include "mm/guest_mem.h"

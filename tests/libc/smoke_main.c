@@ -1,5 +1,5 @@
 /*
- * libc-smoke: boots the glibc-ABI layer (tpm/libc) with Debian's unmodified
+ * libc-smoke: boots the glibc-ABI layer (base/libc) with Debian's unmodified
  * libtpms.a, libcrypto.a and libmbedcrypto.a, without the rest of csvsm.
  * Checks the layer's own functions, RAND_status(), a TPM 2.0 lifecycle
  * (manufacture, Startup, GetRandom, PCR_Read/Extend, restart from the NV
@@ -9,13 +9,13 @@
  */
 #include <stdarg.h>
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/exception.h"
-#include "csvsm/platform.h"
-#include "csvsm/pvh.h"
-#include "csvsm/string.h"
-#include "tpm/libc/libc.h"
+#include "base/platform.h"
+#include "arch/x86/pvh.h"
+#include "base/string.h"
+#include "base/libc/libc.h"
 
 /* panic() ends the run at once instead of halting until the script's timeout. */
 static __noreturn void smoke_terminate(bool success, unsigned set, unsigned code)

@@ -13,7 +13,7 @@
  */
 #include "igvm_load.h"
 
-#include <csvsm/string.h>
+#include <base/string.h>
 #include <mbedtls/sha512.h>
 #include <mbedtls/version.h>
 

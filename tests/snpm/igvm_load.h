@@ -19,7 +19,7 @@
 #ifndef SNPM_IGVM_LOAD_H
 #define SNPM_IGVM_LOAD_H
 
-#include <csvsm/types.h>
+#include <base/types.h>
 
 #define SNPM_IGVM_DIGEST_LEN 48
 /* KVM's fixed GPA for a measured VMSA (QEMU check_vmsa_supported). */

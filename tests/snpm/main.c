@@ -30,14 +30,14 @@
 #include "arch/x86/insn.h"
 #include "attest/sim_psp.h"
 #include "csvsm/boot.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/exception.h"
-#include "csvsm/platform.h"
-#include "csvsm/pvh.h"
-#include "csvsm/secret.h"
+#include "base/platform.h"
+#include "arch/x86/pvh.h"
+#include "base/secret.h"
 #include "csvsm/sim_guest.h"
-#include "csvsm/string.h"
+#include "base/string.h"
 #include "mm/cmdline.h"
 #include "mm/memmap.h"
 #include "mm/pgtable.h"
@@ -48,7 +48,7 @@
 #include "snp/vmsa.h"
 #include "tests/snpm/hv/svm.h"
 #include "tests/snpm/hv/sipi.h"
-#include "tpm/libc/libc.h"
+#include "base/libc/libc.h"
 #include "igvm_load.h"
 #include "snpm.h"
 
@@ -62,7 +62,6 @@
 #define DEV_START 0xFEC00000ULL /* IOAPIC, HPET, local APIC, ... */
 #define DEV_END	  0xFF000000ULL
 
-const struct platform_ops *platform;
 struct boot_info boot;
 __noreturn void boot_main(uint32_t start_info_pa);
 void con_init(void);
@@ -108,7 +107,7 @@ static __noreturn void fail(const char *fmt, ...)
 	snpm_terminate(false, 0, 1);
 }
 
-void boot_phase(const char *phase, const char *fmt, ...)
+static void snpm_phase(const char *phase, const char *fmt, ...)
 {
 	char buf[256];
 	va_list ap;
@@ -425,7 +424,7 @@ static void machine_options(void)
 			mm_override[n_mm_override++] = (struct igvm_mm_entry){
 			    .gpa_page = pg, .pages = np, .type = (uint16_t)type};
 		}
-		boot_phase("options", "a hostile memory map of %u entries", n_mm_override);
+		snpm_phase("options", "a hostile memory map of %u entries", n_mm_override);
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
 		const char *stop = v + vlen;
@@ -434,7 +433,7 @@ static void machine_options(void)
 		    cmdline_parse_hex(&v, stop, &e) || v != stop || s >= e ||
 		    rmp_hv_set_4k_only(s, e) != 0)
 			fail("bad snpm.4k_only= value (want START-END in hex)");
-		boot_phase("options", "the host backs 0x%llx-0x%llx with 4K pages only",
+		snpm_phase("options", "the host backs 0x%llx-0x%llx with 4K pages only",
 			   (unsigned long long)s, (unsigned long long)e);
 	}
 }
@@ -566,7 +565,7 @@ static void launch(void)
 	char h[2 * SNPM_IGVM_DIGEST_LEN + 1];
 	hex(h, digest, sizeof(digest));
 	con_printf("snpm: launch: measurement=%s pages=%u vmsas=%u\n", h, L.pages, L.vmsas);
-	boot_phase("launch",
+	snpm_phase("launch",
 		   "%u KiB image: %u pages (%u zero, %u unmeasured, %u CPUID), %llu KiB required "
 		   "memory, policy 0x%llx",
 		   size >> 10, L.pages, L.zero, L.unmeasured, L.cpuid,
@@ -578,7 +577,7 @@ static void launch(void)
 	uint32_t blen = 0;
 	if (!fw_cfg_load_file(SIM_PSP_KEYS_FW_CFG, blob, sizeof(blob), &blen) ||
 	    sim_psp_keys_parse(blob, blen, &keys) != 0) {
-		boot_phase("psp", "no test VCEK (fw_cfg %s): guest requests are refused",
+		snpm_phase("psp", "no test VCEK (fw_cfg %s): guest requests are refused",
 			   SIM_PSP_KEYS_FW_CFG);
 	} else {
 		sim_fpu_enter();
@@ -587,7 +586,7 @@ static void launch(void)
 			rc = sim_psp_set_vmpck(i, L.vmpck[i]);
 		if (rc != 0)
 			fail("PSP model: bad keys");
-		boot_phase("psp", "VCEK and certificate table loaded; VMPCK0..3 installed");
+		snpm_phase("psp", "VCEK and certificate table loaded; VMPCK0..3 installed");
 	}
 	memzero_explicit(&keys, sizeof(keys));
 	memzero_explicit(blob, sizeof(blob));
@@ -629,7 +628,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	struct sim_guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
 	hv_tag = "snpm";
 	svm_host_init(&gc, true);
-	boot_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,
+	snpm_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,
 		   (unsigned long long)(memmap_ram_bytes(&mm) >> 20),
 		   (unsigned long long)mm.csvsm_start, (unsigned long long)mm.csvsm_end);
 
@@ -645,7 +644,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 		io.probe_size = probe_size;
 	}
 	sim_io_init(&io);
-	boot_phase("run", "vCPU 0 at VMPL0 from the launch VMSA (RIP 0x%llx)",
+	snpm_phase("run", "vCPU 0 at VMPL0 from the launch VMSA (RIP 0x%llx)",
 		   (unsigned long long)L.bsp_vmsa.rip);
 	snpm_run(&L.bsp_vmsa);
 }

@@ -2,7 +2,7 @@
 #ifndef SNPM_H
 #define SNPM_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct vmsa;
 

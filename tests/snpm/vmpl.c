@@ -25,10 +25,10 @@
  */
 #include "arch/x86/insn.h"
 #include "arch/x86/svm.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
-#include "csvsm/platform.h"
-#include "csvsm/string.h"
+#include "base/platform.h"
+#include "base/string.h"
 #include "mm/rmp.h"
 #include "snp/ghcb.h"
 #include "snp/vmsa.h"

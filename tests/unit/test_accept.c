@@ -2,7 +2,7 @@
  * Unit tests of pre-acceptance: the planner (mm/accept_plan.c), the executor
  * and audit (mm/accept.c) end to end against the software RMP model and the
  * sim hypervisor (src/platform/sim_hv.c), the GHCB page-state change
- * (src/ghcb_psc.c) with well-behaved and hostile hypervisors, and the sim
+ * (mm/ghcb_psc.c) with well-behaved and hostile hypervisors, and the sim
  * hypervisor's own checks. A local platform ops table routes PVALIDATE and
  * RMPADJUST to the model; its terminate() longjmps back into the test.
  */
@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "arch/x86/insn.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 #include "csvsm/sim_hv.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"

@@ -1,5 +1,5 @@
 /*
- * GHCB helpers (src/ghcb.c), the snp platform ops (src/platform/snp.c) and
+ * GHCB helpers (base/ghcb.c), the snp platform ops (src/platform/snp.c) and
  * platform detection (src/platform/detect.c). Expected encodings are
  * transcribed from shared/reference/snp-svsm-interfaces.md §4 (GHCB spec
  * 56421 as encoded by Linux sev-common.h / core.c and coconut ghcb.rs).
@@ -16,8 +16,8 @@
 
 #include "snp/ghcb.h"
 #include "snp/snp.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
+#include "base/percpu.h"
+#include "base/platform.h"
 #include "tests/fake/insn_fake.h"
 
 /* detect.c refers to the sim ops; this test only needs its address. */

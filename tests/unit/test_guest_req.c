@@ -26,8 +26,8 @@
 #include "attest/guest_req.h"
 #include "attest/report.h"
 #include "attest/sim_psp.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
+#include "base/percpu.h"
+#include "base/platform.h"
 #include "snp/ghcb.h"
 
 /* ---- test platform: the GHCB call goes to the sim PSP, with hooks ---- */

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the secret registry (src/secret.c) and of the snp platform's
+ * Unit tests of the secret registry (base/secret.c) and of the snp platform's
  * termination path (src/platform/snp.c): every registered secret is zero
  * before the hypervisor hears that the VM ends (issue 8 item 7).
  */
@@ -10,8 +10,8 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "csvsm/platform.h"
-#include "csvsm/secret.h"
+#include "base/platform.h"
+#include "base/secret.h"
 #include "tests/fake/insn_fake.h"
 
 const struct platform_ops *platform = &platform_snp;

@@ -28,8 +28,8 @@
 #include "attest/guest_req.h"
 #include "attest/report.h"
 #include "attest/sim_psp.h"
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
+#include "base/percpu.h"
+#include "base/platform.h"
 #include "snp/ghcb.h"
 
 /* guest_req.o (linked for the message functions) calls through it; unused here. */

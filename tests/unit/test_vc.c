@@ -16,9 +16,9 @@
 #include "snp/vc.h"
 #include "snp/ghcb.h"
 #include "snp/snp.h"
-#include "csvsm/percpu.h"
+#include "base/percpu.h"
 #include "csvsm/exception.h"
-#include "csvsm/platform.h"
+#include "base/platform.h"
 #include "tests/fake/insn_fake.h"
 
 /* --- decoder + exit_info_1 --- */

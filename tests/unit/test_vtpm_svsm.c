@@ -26,7 +26,7 @@
 void hash_sha256(const void *data, size_t len, uint8_t out[HASH_SHA256_SIZE]);
 void hash_sha384(const void *data, size_t len, uint8_t out[HASH_SHA384_SIZE]);
 
-#include "csvsm/pvh.h"
+#include "arch/x86/pvh.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "tpm/vtpm.h"

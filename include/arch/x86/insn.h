@@ -7,7 +7,7 @@
 #ifndef ARCH_X86_INSN_H
 #define ARCH_X86_INSN_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct cpuid_regs {
 	uint32_t eax, ebx, ecx, edx;
@@ -304,7 +304,7 @@ static inline void lidt(const void *desc)
 }
 /*
  * REP string moves for the glibc-ABI layer's memcpy/memmove/memset
- * (tpm/libc/string.c; image only). Each advances the pointers it is given.
+ * (base/libc/string.c; image only). Each advances the pointers it is given.
  */
 static inline void rep_movsq(void **d, const void **s, size_t n)
 {

@@ -6,7 +6,7 @@
 #ifndef ARCH_X86_SVM_H
 #define ARCH_X86_SVM_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct vmcb_seg {
 	uint16_t sel;

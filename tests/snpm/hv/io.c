@@ -13,11 +13,11 @@
  * CPU. Reset and power-off requests end the VM.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
+#include "base/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/devpolicy.h"
-#include "csvsm/percpu.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/string.h"
 #include "mm/memmap.h"
 #include "svm.h"
 

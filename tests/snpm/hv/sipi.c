@@ -5,8 +5,8 @@
  */
 #include "arch/x86/insn.h"
 #include "csvsm/cpu.h"
-#include "csvsm/percpu.h"
-#include "csvsm/string.h"
+#include "base/percpu.h"
+#include "base/string.h"
 #include "sipi.h"
 
 #define TRAMPOLINE_BASE 0x8000

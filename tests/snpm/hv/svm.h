@@ -7,7 +7,7 @@
 #define SIM_SVM_H
 
 #include "arch/x86/svm.h"
-#include "csvsm/svsm_call.h"
+#include "base/svsm_call.h"
 
 struct memmap;
 

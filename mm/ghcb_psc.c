@@ -10,8 +10,8 @@
  * A hypervisor that keeps returning without progress is cut off after
  * GHCB_PSC_MAX_STALLS round trips instead of being waited on forever.
  */
-#include "csvsm/percpu.h"
-#include "csvsm/platform.h"
+#include "base/percpu.h"
+#include "base/platform.h"
 #include "snp/ghcb.h"
 
 #define GHCB_PSC_MAX_STALLS 8
@@ -21,7 +21,7 @@
 
 /*
  * (Re)write the request fields before each round trip: the hypervisor may
- * have clobbered them. ghcb_prepare (src/ghcb.c) clears the GHCB up to the
+ * have clobbered them. ghcb_prepare (base/ghcb.c) clears the GHCB up to the
  * shared buffer, sets protocol_version = 2, ghcb_usage = 0, sw_exit_code and
  * exit_info_1/2 with their valid bits (bit = offset / 8).
  */

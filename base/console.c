@@ -5,10 +5,11 @@
  * whole.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
-#include "csvsm/platform.h"
-#include "csvsm/percpu.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/cpu.h"
+#include "base/platform.h"
+#include "base/percpu.h"
+#include "base/string.h"
 
 #define COM1 0x3F8
 
@@ -123,4 +124,17 @@ void con_guest_putc(char c)
 	lock();
 	putc_raw(c);
 	unlock();
+}
+
+/* A dashboard line: "[   t.ttt ms] phase      text" (time since boot). */
+void boot_phase(const char *phase, const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+	va_start(ap, fmt);
+	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	uint64_t us = timer_us();
+	con_printf("[%5llu.%03llu ms] %-10s %s\n", (unsigned long long)(us / 1000),
+		   (unsigned long long)(us % 1000), phase, buf);
 }

@@ -1,10 +1,10 @@
 /*
  * The C string/memory functions csvsm's own code uses. The image gets them
- * from the glibc-ABI layer (tpm/libc); the host build from its libc. Same
+ * from the glibc-ABI layer (base/libc); the host build from its libc. Same
  * signatures as ISO C, so the two are interchangeable.
  */
-#ifndef CSVSM_STRING_H
-#define CSVSM_STRING_H
+#ifndef BASE_STRING_H
+#define BASE_STRING_H
 
 #include <stddef.h>
 

@@ -9,12 +9,12 @@
  * heap, pthread keys and the no-op locks are global).
  *
  * The layer depends on the image for: con_write(), panic(), timer_us(),
- * random_bytes() (tpm/libc/check-undefined.sh lists exactly these).
+ * random_bytes() (base/libc/check-undefined.sh lists exactly these).
  */
-#ifndef CSVSM_TPM_LIBC_H
-#define CSVSM_TPM_LIBC_H
+#ifndef BASE_LIBC_H
+#define BASE_LIBC_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 /* The one heap arena the libraries allocate from: [base, base + size).
  * Must be called once, before any library code runs. */
@@ -38,7 +38,7 @@ bool libc_heap_check(void);
 #define LIBC_DEFAULT_EPOCH 1767225600ULL /* 2026-01-01T00:00:00Z */
 void libc_set_realtime(uint64_t unix_seconds);
 
-/* ---- internal to tpm/libc ---- */
+/* ---- internal to base/libc ---- */
 extern int libc_errno;
 #define LIBC_SET_ERRNO(e) (libc_errno = (e))
 

@@ -1,6 +1,6 @@
 /* csvsm: basic types shared by the image and the host build. */
-#ifndef CSVSM_TYPES_H
-#define CSVSM_TYPES_H
+#ifndef BASE_TYPES_H
+#define BASE_TYPES_H
 
 #include <stdbool.h>
 #include <stddef.h>

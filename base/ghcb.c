@@ -13,8 +13,8 @@
  * kernel/src/sev/{ghcb,msr_protocol}.rs.
  */
 #include "snp/ghcb.h"
-#include "csvsm/console.h"
-#include "csvsm/string.h"
+#include "base/console.h"
+#include "base/string.h"
 
 /* The hypervisor may rewrite the shared page at any time: read each field once. */
 static inline uint64_t ghcb_read_once(const uint64_t *p)

@@ -5,7 +5,7 @@
  * (for %s and %.*s). No floating point.
  */
 #include <stdarg.h>
-#include "csvsm/console.h"
+#include "base/console.h"
 
 struct out {
 	char *buf;

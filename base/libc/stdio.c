@@ -3,7 +3,7 @@
  * the __*printf_chk fortify family, snprintf, fwrite/fputs/fputc/puts,
  * perror, write. stdin/stdout/stderr are data symbols (glibc's
  * `extern FILE *stderr`); only stdout and stderr lead anywhere: the serial
- * console. There are no other FILEs (fopen always fails, tpm/libc/stubs.c).
+ * console. There are no other FILEs (fopen always fails, base/libc/stubs.c).
  *
  * The formatter covers C99 integer, character, string and pointer
  * conversions with all flags, width, precision and length modifiers. It has
@@ -11,9 +11,9 @@
  * %a skip their double argument and print "<float>".
  */
 #include <stdarg.h>
-#include "csvsm/console.h"
-#include "csvsm/string.h"
-#include "tpm/libc/libc.h"
+#include "base/console.h"
+#include "base/string.h"
+#include "base/libc/libc.h"
 
 void *malloc(size_t n);
 void free(void *p);

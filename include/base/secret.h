@@ -2,13 +2,13 @@
  * Secrets csvsm holds (VMPCK0, the vTPM's state in the libraries' heap, the
  * simulated PSP's keys) are registered here once, and every termination
  * path (platform terminate, panic, fatal exception) wipes them all before
- * the VM ends (src/secret.c). A secret that is no longer needed is wiped
+ * the VM ends (base/secret.c). A secret that is no longer needed is wiped
  * by its owner at once; this is the backstop for the paths that end early.
  */
-#ifndef CSVSM_SECRET_H
-#define CSVSM_SECRET_H
+#ifndef BASE_SECRET_H
+#define BASE_SECRET_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define SECRET_MAX_REGIONS 16
 

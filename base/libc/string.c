@@ -6,9 +6,9 @@
  * cannot turn them back into calls to the function being defined.
  */
 #include "arch/x86/insn.h"
-#include "csvsm/console.h"
-#include "csvsm/string.h"
-#include "tpm/libc/libc.h"
+#include "base/console.h"
+#include "base/string.h"
+#include "base/libc/libc.h"
 
 void *malloc(size_t n);
 int snprintf(char *buf, size_t size, const char *fmt, ...);

@@ -15,9 +15,9 @@
  * Misuse (double free, a pointer outside the arena, a smashed header)
  * panics: it is a broken invariant inside csvsm, not bad input.
  */
-#include "csvsm/console.h"
-#include "csvsm/string.h"
-#include "tpm/libc/libc.h"
+#include "base/console.h"
+#include "base/string.h"
+#include "base/libc/libc.h"
 
 #define HDR	  16u
 #define MIN_CHUNK 32u

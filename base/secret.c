@@ -2,8 +2,8 @@
  * The secret registry (include/csvsm/secret.h): a fixed table, filled at
  * boot, wiped with memzero_explicit on every way the VM ends.
  */
-#include "csvsm/secret.h"
-#include "csvsm/string.h"
+#include "base/secret.h"
+#include "base/string.h"
 
 static struct {
 	void *p;

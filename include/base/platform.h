@@ -4,10 +4,10 @@
  * machine that plays it); the unit tests and the SNP machine fill their
  * own. Core logic calls through `platform` and never tests which one it is.
  */
-#ifndef CSVSM_PLATFORM_H
-#define CSVSM_PLATFORM_H
+#ifndef BASE_PLATFORM_H
+#define BASE_PLATFORM_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct ghcb;
 struct percpu;

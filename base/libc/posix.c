@@ -3,10 +3,10 @@
  * single-threaded pthread once/keys/locks, time from the TSC, and entropy
  * from RDRAND (glibc-abi-notes.md §3.2-3.3, §4).
  */
-#include "csvsm/console.h"
-#include "csvsm/cpu.h"
-#include "csvsm/string.h"
-#include "tpm/libc/libc.h"
+#include "base/console.h"
+#include "base/cpu.h"
+#include "base/string.h"
+#include "base/libc/libc.h"
 
 /* ---- errno ---- */
 int libc_errno;

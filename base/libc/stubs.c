@@ -6,9 +6,9 @@
  * ordinary "not available" paths (glibc-abi-notes.md §3.8, §4). The first
  * call of each stub is logged to the console.
  */
-#include "csvsm/console.h"
-#include "csvsm/string.h"
-#include "tpm/libc/libc.h"
+#include "base/console.h"
+#include "base/string.h"
+#include "base/libc/libc.h"
 
 struct libc_file;
 extern struct libc_file *stdin, *stdout, *stderr;

@@ -5,7 +5,7 @@
 #ifndef CSVSM_PVH_H
 #define CSVSM_PVH_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define HVM_START_MAGIC 0x336ec578u
 

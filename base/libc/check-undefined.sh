@@ -6,22 +6,22 @@
 # provided by neither the layer nor libgcc. The only symbols allowed to stay
 # undefined are the image services the layer itself imports.
 #
-# Usage: tpm/libc/check-undefined.sh [layer objects...]
-#   (default: build/image/tpm/libc/*.o, built first through make)
+# Usage: base/libc/check-undefined.sh [layer objects...]
+#   (default: build/image/base/libc/*.o, built first through make)
 # Output: TAP lines; exit status non-zero on a missing symbol.
 set -u
 cd "$(dirname "$0")/../.."
 LIBDIR=${LIBC_LIBDIR:-/usr/lib/x86_64-linux-gnu}
 ARCHIVES=("$LIBDIR/libtpms.a" "$LIBDIR/libcrypto.a" "$LIBDIR/libmbedcrypto.a")
 LIBGCC=$(${CC:-gcc} -print-libgcc-file-name)
-# What tpm/libc takes from the rest of the image (tpm/libc/libc.h).
+# What base/libc takes from the rest of the image (base/libc/libc.h).
 IMAGE_IMPORTS="con_write con_printf panic timer_us random_bytes"
 # Linker-defined in a final link.
 LINKER_DEFINED="_GLOBAL_OFFSET_TABLE_"
 
 if [ $# -eq 0 ]; then
-	objs=(build/image/tpm/libc/string.o build/image/tpm/libc/malloc.o build/image/tpm/libc/stdio.o
-	      build/image/tpm/libc/posix.o build/image/tpm/libc/stubs.o build/image/tpm/libc/setjmp.o)
+	objs=(build/image/base/libc/string.o build/image/base/libc/malloc.o build/image/base/libc/stdio.o
+	      build/image/base/libc/posix.o build/image/base/libc/stubs.o build/image/base/libc/setjmp.o)
 	if ! make -s "${objs[@]}" >/dev/null; then
 		echo "not ok 1 - libc ABI check: building the layer failed"
 		exit 1

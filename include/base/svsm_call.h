@@ -8,7 +8,7 @@
 #ifndef CSVSM_SVSM_CALL_H
 #define CSVSM_SVSM_CALL_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 struct svsm_regs {
 	uint64_t rax, rcx, rdx, r8, r9;

@@ -1,8 +1,8 @@
 /* Per-vCPU data: identity, stack, GHCB, and the acceptance share. */
-#ifndef CSVSM_PERCPU_H
-#define CSVSM_PERCPU_H
+#ifndef BASE_PERCPU_H
+#define BASE_PERCPU_H
 
-#include "csvsm/types.h"
+#include "base/types.h"
 
 #define MAX_CPUS 64
 

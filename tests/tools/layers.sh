@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# csvsm's layers (docs/architecture.md "Layers"), checked in the built image
+# and in the sources:
+#   0 base/    console, panic, dashboard, formatting, per-CPU data, time,
+#              entropy, secrets registry, platform pointer, GHCB accessors,
+#              and base/libc (the glibc-ABI runtime); headers include/base/,
+#              with the spec headers include/snp/ and include/arch/
+#   1 mm/ tpm/ attest/   memory and acceptance, the vTPM, attestation
+#   2 src/     the SNP entry and boot sequence, the request loop, the snp
+#              platform, the core protocol
+# Nothing calls up: an undefined symbol of a layer-0 object of
+# build/csvsm.elf is never defined by a layer-1 or layer-2 object, and one
+# of a layer-1 object never by a layer-2 object. Nothing includes up: files
+# of layers 0 and 1 include no header of src/ (include/csvsm/) and layer-0
+# files include no layer-1 header. TAP; run after `make`.
+set -u
+cd "$(dirname "$0")/../.."
+n=0 fails=0
+ok() { n=$((n + 1)); echo "ok $n - $*"; }
+nok() { n=$((n + 1)); fails=$((fails + 1)); echo "not ok $n - $*"; }
+
+layer_of() { # object or source path -> 0, 1, 2 or - (not layered)
+	case "$1" in
+	*build/image/base/* | base/* | include/base/*) echo 0 ;;
+	*build/image/mm/* | *build/image/tpm/* | *build/image/attest/* | mm/* | tpm/* | attest/* | \
+		include/mm/* | include/tpm/* | include/attest/*) echo 1 ;;
+	*build/image/src/* | src/* | include/csvsm/*) echo 2 ;;
+	*) echo - ;;
+	esac
+}
+
+objs=$(make -s print-image-objs 2>/dev/null)
+if [ -z "$objs" ] || [ ! -f build/csvsm.elf ]; then
+	nok "build/csvsm.elf and its objects exist (run make)"
+	echo "$n passed, $fails failed"
+	exit 1
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+# symbol -> defining layer, from every object of the image
+for o in $objs; do
+	l=$(layer_of "$o")
+	nm --defined-only "$o" 2>/dev/null | awk -v l="$l" -v o="$o" 'NF == 3 && $2 ~ /[TDBRVWC]/ { print $3, l, o }'
+done | sort -u >"$tmp/defs"
+nobj=0
+for o in $objs; do
+	l=$(layer_of "$o")
+	[ "$l" = 0 ] || [ "$l" = 1 ] || continue
+	nobj=$((nobj + 1))
+	nm -u "$o" 2>/dev/null | awk '{ print $2 }' | while read -r s; do
+		awk -v s="$s" -v l="$l" -v o="$o" '$1 == s && $2 != "-" && $2 > l { print o " (layer " l ") calls up: " s " defined in " $3 " (layer " $2 ")" }' "$tmp/defs"
+	done
+done >"$tmp/up"
+sed 's/^/# /' "$tmp/up" | head -n 40
+if [ -s "$tmp/up" ]; then
+	nok "no call goes up a layer in build/csvsm.elf ($(wc -l <"$tmp/up") found, $nobj layer-0/1 objects)"
+else
+	ok "no call goes up a layer in build/csvsm.elf ($nobj layer-0/1 objects checked)"
+fi
+nbase=$(for o in $objs; do [ "$(layer_of "$o")" = 0 ] && echo "$o"; done | wc -l)
+if [ "$nbase" -ge 5 ]; then ok "the image has a base layer ($nbase objects under base/)"; else nok "the image has a base layer ($nbase objects under base/)"; fi
+
+# Includes: a header of a higher layer in a lower layer's file.
+for f in $(git ls-files 'base/*' 'include/base/*' 'mm/*' 'tpm/*' 'attest/*' 'include/mm/*' 'include/tpm/*' \
+	'include/attest/*' | grep -E '\.(c|h|S)$'); do
+	l=$(layer_of "$f")
+	grep -o '^#include "[^"]*"' "$f" | sed 's/#include "//; s/"$//' | while read -r h; do
+		hl=$(layer_of "include/$h")
+		case "$h" in src/* | tests/*) hl=2 ;; esac
+		if [ "$hl" != - ] && [ "$hl" -gt "$l" ]; then echo "$f (layer $l) includes $h (layer $hl)"; fi
+	done
+done >"$tmp/inc"
+sed 's/^/# /' "$tmp/inc" | head -n 40
+if [ -s "$tmp/inc" ]; then nok "no file includes a header of a higher layer ($(wc -l <"$tmp/inc") found)"
+else ok "no file of layers 0 and 1 includes a header of a higher layer"; fi
+echo "$n passed, $fails failed"
+[ "$fails" -eq 0 ]
