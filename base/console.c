@@ -126,15 +126,20 @@ void con_guest_putc(char c)
 	unlock();
 }
 
+void boot_vphase(const char *who, const char *phase, const char *fmt, va_list ap)
+{
+	char buf[256];
+	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
+	uint64_t us = timer_us();
+	con_printf("[%5llu.%03llu ms] %s%-*s %s\n", (unsigned long long)(us / 1000),
+		   (unsigned long long)(us % 1000), who, (int)(who[0] ? 8 : 10), phase, buf);
+}
+
 /* A dashboard line: "[   t.ttt ms] phase      text" (time since boot). */
 void boot_phase(const char *phase, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
 	va_start(ap, fmt);
-	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
+	boot_vphase("", phase, fmt, ap);
 	va_end(ap);
-	uint64_t us = timer_us();
-	con_printf("[%5llu.%03llu ms] %-10s %s\n", (unsigned long long)(us / 1000),
-		   (unsigned long long)(us % 1000), phase, buf);
 }

@@ -25,5 +25,7 @@ __noreturn void panic(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 
 /* A boot dashboard line: "[   t.ttt ms] phase      text". */
 void boot_phase(const char *phase, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The same for another program on the console: "[   t.ttt ms] <who>phase text". */
+void boot_vphase(const char *who, const char *phase, const char *fmt, va_list ap);
 
 #endif

@@ -17,8 +17,6 @@ struct percpu {
 	vaddr_t stack_top;
 	volatile uint32_t online; /* set by the vCPU itself once in 64-bit C code */
 	volatile uint32_t go;	  /* set by the BSP to hand work to an AP */
-	volatile uint32_t parked; /* sim: waiting inside the parking guest */
-	volatile uint32_t pings;  /* sim: NMIs answered while parked */
 	/* pre-acceptance work done by this vCPU */
 	uint64_t accept_bytes;
 	uint64_t accept_pvalidate_2m, accept_pvalidate_4k, accept_rmpadjust, accept_psc_calls;

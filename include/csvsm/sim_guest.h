@@ -10,8 +10,6 @@ struct sim_guest_config {
 	const struct memmap *mm;
 	unsigned vmpl;
 	gpa_t caa;
-	gpa_t flash_gpa, flash_hpa;
-	uint64_t flash_size;
 	bool snp; /* an SVSM-aware firmware: show it SEV-SNP (tests/snpm/hv/snp.c) */
 };
 

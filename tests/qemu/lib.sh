@@ -72,6 +72,12 @@ field() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -n1; }
 SNPM_ELF=${SNPM_ELF:-build/snpm.elf}
 PSP_KEYS=${PSP_KEYS:-build/test-chain/psp-keys.bin}
 CSVSM_IGVM=${CSVSM_IGVM:-build/csvsm.igvm}
+snpm_need() { # snpm_need [more files]: stop with a TAP failure unless the machine, the image and these exist
+	local f
+	for f in "$SNPM_ELF" "$CSVSM_IGVM" "$@"; do
+		if [ ! -f "$f" ]; then echo "not ok 1 - $f exists (build it with make)"; exit 1; fi
+	done
+}
 snpm_args() { # the machine's own QEMU arguments
 	echo "-kernel $SNPM_ELF -fw_cfg name=opt/csvsm/igvm,file=$CSVSM_IGVM"
 	[ -f "$PSP_KEYS" ] && echo "-fw_cfg name=opt/csvsm/psp-keys,file=$PSP_KEYS"

@@ -13,9 +13,7 @@ cd "$(dirname "$0")/../.."
 . tests/qemu/lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in "$SNPM_ELF" "$CSVSM_IGVM"; do
-	if [ ! -f "$f" ]; then echo "not ok 1 - $f exists (build it with make)"; exit 1; fi
-done
+snpm_need
 QEMU_TIMEOUT=180
 
 check_boot() { # name smp log

@@ -22,9 +22,7 @@ cd "$(dirname "$0")/../.."
 . tests/qemu/lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in "$SNPM_ELF" "$CSVSM_IGVM" build/hostile.efi; do
-	if [ ! -f "$f" ]; then echo "not ok 1 - $f exists (build it with make)"; exit 1; fi
-done
+snpm_need build/hostile.efi
 QEMU_TIMEOUT=240
 
 # ---- 1. the attacks (three vCPUs: the guest creates vCPUs on the other two) ----

@@ -107,16 +107,13 @@ static __noreturn void fail(const char *fmt, ...)
 	snpm_terminate(false, 0, 1);
 }
 
-static void snpm_phase(const char *phase, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+snpm_phase(const char *phase, const char *fmt, ...)
 {
-	char buf[256];
 	va_list ap;
 	va_start(ap, fmt);
-	fmt_vsnprintf(buf, sizeof(buf), fmt, ap);
+	boot_vphase("snpm ", phase, fmt, ap);
 	va_end(ap);
-	uint64_t us = timer_us();
-	con_printf("[%5llu.%03llu ms] snpm %-8s %s\n", (unsigned long long)(us / 1000),
-		   (unsigned long long)(us % 1000), phase, buf);
 }
 
 /* ---- memory ---- */
@@ -627,7 +624,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	machine_options();
 	struct sim_guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
 	hv_tag = "snpm";
-	svm_host_init(&gc, true);
+	svm_host_init(&gc);
 	snpm_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,
 		   (unsigned long long)(memmap_ram_bytes(&mm) >> 20),
 		   (unsigned long long)mm.csvsm_start, (unsigned long long)mm.csvsm_end);

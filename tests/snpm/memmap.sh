@@ -11,9 +11,7 @@ cd "$(dirname "$0")/../.."
 . tests/qemu/lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-for f in "$SNPM_ELF" "$CSVSM_IGVM"; do
-	if [ ! -f "$f" ]; then echo "not ok 1 - $f exists (build it with make)"; exit 1; fi
-done
+snpm_need
 QEMU_TIMEOUT=90
 
 refuse() { # name map expected-line

@@ -237,7 +237,7 @@ static __noreturn void hv_cpu_loop(struct hv_vcpu *h)
 		h->in_run = h->vmsa[w];
 		hv_exits_unlock();
 
-		svm_guest_run(v, NULL);
+		svm_guest_run(v);
 
 		hv_exits_lock();
 		h->in_run = 0;

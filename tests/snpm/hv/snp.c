@@ -274,7 +274,7 @@ bool sim_snp_ud(struct svm_vcpu *v)
 	    n == 4 && insn[0] == 0xF2 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xFF;
 	bool radj =
 	    n == 4 && insn[0] == 0xF3 && insn[1] == 0x0F && insn[2] == 0x01 && insn[3] == 0xFE;
-	if (!pval && !radj && !(hv_machine && (invlpgb || tlbsync))) {
+	if (!pval && !radj && !invlpgb && !tlbsync) {
 		if (sim_snp_trace)
 			con_printf("%s: trace: vCPU %u #UD at rip 0x%llx: %02x %02x %02x %02x\n",
 				   hv_tag, v->gv.id, (unsigned long long)s->rip, insn[0], insn[1],
@@ -299,7 +299,7 @@ bool sim_snp_ud(struct svm_vcpu *v)
 	bool big = (reg_value(v, 1) & 1) != 0;
 	if (pval) {
 		emu_pvalidate++;
-		if (!hv_machine || v->vmpl != 0) {
+		if (v->vmpl != 0) {
 			inject_exception(v, 13, true, 0); /* VMPL0 only */
 			return true;
 		}
@@ -323,7 +323,7 @@ bool sim_snp_ud(struct svm_vcpu *v)
 	gpa &= ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1);
 	int rc =
 	    rmp_adjust_from(v->vmpl, gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K, reg_value(v, 2));
-	if (rc == 0 && hv_machine)
+	if (rc == 0)
 		sim_npt_sync(gpa, big ? PAGE_SIZE_2M : PAGE_SIZE);
 	s->rax = (uint64_t)rc;
 	s->rflags &= ~0x8D5ULL; /* arithmetic flags cleared, as the instruction does */

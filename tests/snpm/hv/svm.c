@@ -45,9 +45,7 @@
 #define ASID_GUEST	 1
 
 static const struct memmap *npt_mm;
-static uint64_t *npt_pml4;
 /* Machine mode: one nested table per VMPL (VMPL0: csvsm; the guest VMPL). */
-bool hv_machine;
 const char *hv_tag = "csvsm";
 static uint64_t *npt_root[4];
 static unsigned npt_roots[4], npt_nroots;
@@ -59,9 +57,6 @@ static struct {
 } hv_back[32];
 static unsigned n_hv_back;
 static gpa_t npt_top;
-static gpa_t flash_gpa, flash_hpa;
-static uint64_t flash_size;
-static unsigned npt_vmpl;
 static bool npt_snp; /* SNP guest: pages it made shared are its too (unencrypted) */
 static uint8_t *iopm, *msrpm;
 
@@ -185,8 +180,6 @@ static uint64_t *npt_table(uint64_t *entry)
 
 uint64_t hv_hpa(gpa_t gpa)
 {
-	if (!hv_machine)
-		return gpa;
 	for (unsigned i = 0; i < n_hv_back; i++)
 		if (gpa >= hv_back[i].gpa && gpa - hv_back[i].gpa < hv_back[i].size)
 			return (uint64_t)(uintptr_t)hv_back[i].hpa + (gpa - hv_back[i].gpa);
@@ -213,8 +206,6 @@ int hv_back_add(gpa_t gpa, uint64_t size, uint8_t *hpa)
 
 bool hv_is_mem(gpa_t gpa, uint64_t len)
 {
-	if (!hv_machine)
-		return memmap_is_guest_ram(npt_mm, gpa, len);
 	if (!len || gpa + len < gpa)
 		return false;
 	for (gpa_t p = ALIGN_DOWN(gpa, PAGE_SIZE); p < gpa + len; p += PAGE_SIZE)
@@ -267,33 +258,7 @@ static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 /* The guest's mapping of one 4K page: what its VMPL was granted in the RMP. */
 static uint64_t npt_pte(gpa_t gpa, unsigned vmpl)
 {
-	if (hv_machine)
-		return npt_pte_machine(gpa, vmpl);
-	if (gpa >= npt_mm->csvsm_start && gpa < npt_mm->csvsm_end)
-		return 0;
-	if (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size)
-		return (flash_hpa + (gpa - flash_gpa)) | NPT_P | NPT_RW | NPT_US;
-	if (memmap_is_guest_ram(npt_mm, gpa, PAGE_SIZE)) {
-		unsigned p = rmp_vmpl_perms(gpa, vmpl);
-		struct rmp_entry_info e;
-		/* A shared (hypervisor-owned) page: an SNP guest reaches it with the
-		 * C-bit clear, which the RMP does not check. */
-		if (npt_snp && rmp_query(gpa, &e) == 0 && !e.assigned)
-			return gpa | NPT_P | NPT_RW | NPT_US;
-		/* A VMSA page is mapped as the RMP grants it (read-only: CREATE_VCPU
-		 * grants the guest VMPL READ with the VMSA bit). The sim keeps a
-		 * running vCPU's registers in its VMCB, never in that page. */
-		if (!(p & RMP_PERM_R))
-			return 0;
-		return gpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
-		       ((p & (RMP_PERM_XU | RMP_PERM_XS)) ? 0 : NPT_NX);
-	}
-	/* The local APIC page is readable; its stores exit and are filtered
-	 * (sim_mmio). Everything else outside the guest's RAM and flash is not
-	 * mapped: an access exits and is emulated by default deny (sim_mmio). */
-	if (gpa == LAPIC_GPA)
-		return gpa | NPT_P | NPT_US | NPT_NX;
-	return 0;
+	return npt_pte_machine(gpa, vmpl);
 }
 
 static void npt_map_2m_in(uint64_t *root, unsigned vmpl, gpa_t base)
@@ -332,17 +297,13 @@ static void npt_map_2m_in(uint64_t *root, unsigned vmpl, gpa_t base)
 
 static void npt_map_2m(gpa_t base)
 {
-	if (!hv_machine) {
-		npt_map_2m_in(npt_pml4, npt_vmpl, base);
-		return;
-	}
 	for (unsigned i = 0; i < npt_nroots; i++)
 		npt_map_2m_in(npt_root[npt_roots[i]], npt_roots[i], base);
 }
 
 void sim_npt_sync(gpa_t gpa, uint64_t size)
 {
-	if (!npt_pml4 && !npt_nroots)
+	if (!npt_nroots)
 		return;
 	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top;
 	     b += PAGE_SIZE_2M)
@@ -359,8 +320,6 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
  */
 const uint64_t *svm_npt_root(unsigned vmpl)
 {
-	if (!hv_machine)
-		return npt_pml4;
 	vmpl &= 3;
 	if (!npt_root[vmpl]) {
 		uint64_t *root = pool_alloc(PAGE_SIZE, PAGE_SIZE);
@@ -374,18 +333,17 @@ const uint64_t *svm_npt_root(unsigned vmpl)
 
 static const uint64_t *npt_root_of(const struct svm_vcpu *v)
 {
-	return hv_machine ? npt_root[v->vmpl & 3] : npt_pml4;
+	return npt_root[v->vmpl & 3];
 }
 
 /* ---- guest linear accesses csvsm performs for the guest (string I/O, instruction bytes) ---- */
 
-/* Guest-physical bytes `vmpl` itself may reach: its RAM or flash as nested paging maps them. */
+/* Guest-physical bytes `vmpl` itself may reach, as its nested table maps them. */
 void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl)
 {
 	uint64_t pte = npt_pte(ALIGN_DOWN(gpa, PAGE_SIZE), vmpl);
 	bool ram = hv_is_mem(gpa, n);
-	bool flash = flash_size && gpa >= flash_gpa && gpa - flash_gpa + n <= flash_size;
-	if (!(pte & NPT_P) || (write && !(pte & NPT_RW)) || (!ram && !flash) ||
+	if (!(pte & NPT_P) || (write && !(pte & NPT_RW)) || !ram ||
 	    (gpa & (PAGE_SIZE - 1)) + n > PAGE_SIZE || gpa == LAPIC_GPA)
 		return NULL;
 	return (void *)(uintptr_t)((pte & NPT_ADDR) | (gpa & 0xFFF));
@@ -675,9 +633,7 @@ bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val)
 	if (msr == MSR_GHCB)
 		*val = v->ghcb_msr;
 	else if (msr == MSR_SEV_STATUS)
-		*val = !v->snp	    ? 0
-		       : hv_machine ? 0x3 | (v->sev_features << 2)
-				    : SNP_GUEST_SEV_STATUS;
+		*val = v->snp ? 0x3 | (v->sev_features << 2) : 0;
 	else if (msr == MSR_SVSM_CAA && !v->snp)
 		*val = v->gv.caa;
 	else if (msr == MSR_EFER_NR)
@@ -880,8 +836,7 @@ static void handle_npf(struct svm_vcpu *v)
 	 * bit 33, APM vol. 2 §15.25.6) to something that is not guest memory. */
 	bool data = !(err & 0x10) && !(err & (1ULL << 33));
 	gpa &= ~SIM_CBIT_MASK;
-	bool mem =
-	    hv_is_mem(gpa, 1) || (flash_size && gpa >= flash_gpa && gpa - flash_gpa < flash_size);
+	bool mem = hv_is_mem(gpa, 1);
 	if (mem && npf_spurious(v, gpa, err)) {
 		v->npf_streak = gpa == v->npf_last ? v->npf_streak + 1 : 0;
 		v->npf_last = gpa;
@@ -901,7 +856,7 @@ static void handle_npf(struct svm_vcpu *v)
 			return;
 	}
 	v->npf_exits++;
-	if (hv_machine && v->vmpl == 0) {
+	if (v->vmpl == 0) {
 		/* csvsm touched memory it has not validated (or MMIO it has no
 		 * business with): on hardware a #VC it cannot handle; stop here. */
 		struct rmp_entry_info e = {0};
@@ -952,38 +907,23 @@ static void dump_exit(struct svm_vcpu *v, const char *why)
 		   (unsigned long long)vm->save.cr0, (unsigned long long)vm->save.efer);
 }
 
-/* Run `v` until the guest ends the VM, until *stop is set (guest vCPUs on
- * parked csvsm vCPUs), or until an exit handler or another vCPU sets
- * v->leave (the machine's VMPL switches); returns only then. */
-void svm_guest_run(struct svm_vcpu *v, volatile uint32_t *stop)
+/* Run `v` until the guest ends the VM, or until an exit handler or another
+ * vCPU sets v->leave (the machine's VMPL switches); returns only then. */
+void svm_guest_run(struct svm_vcpu *v)
 {
 	for (;;) {
 		vcpu_vmrun(v);
 		v->exits++;
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_NMI) {
-			/* A shootdown kick (or any NMI): QEMU leaves an intercepted
-			 * NMI pending; let csvsm's own handler take it, then go on.
-			 * A DESTROY kick makes the vCPU's HLT exit from now on. */
+			/* A kick (VMPL switch, AP creation, TLB shootdown): QEMU leaves
+			 * an intercepted NMI pending; let the machine's own handler take
+			 * it, then go on unless the vCPU is to leave. An idle vCPU
+			 * halts in guest mode (HLT is not intercepted). */
 			stgi();
 			clgi();
-			if (stop && __atomic_load_n(stop, __ATOMIC_ACQUIRE))
-				v->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
 			if (__atomic_load_n(&v->leave, __ATOMIC_ACQUIRE))
 				return;
 			continue;
-		}
-		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_HLT) {
-			/* Only guest vCPUs on csvsm's parked vCPUs intercept HLT, and
-			 * only once AP creation DESTROY asked them to stop (until then
-			 * an idle vCPU halts in guest mode). With interrupts on, HLT
-			 * may end at once; with them off the vCPU is done. */
-			if (v->vmcb->save.rflags & (1u << 9)) {
-				v->vmcb->save.rip += 1;
-				continue;
-			}
-			while (!__atomic_load_n(stop, __ATOMIC_ACQUIRE))
-				cpu_relax();
-			return;
 		}
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_MSR_CODE &&
 		    (uint32_t)v->gprs.rcx == MSR_GHCB) {
@@ -1155,16 +1095,11 @@ void svm_vcpu_fpu_reset(struct svm_vcpu *v)
  * every port and the AMD system MSRs intercepted, and the nested tables
  * (the sim's now; the machine's per VMPL on first use).
  */
-void svm_host_init(const struct sim_guest_config *gc, bool machine)
+void svm_host_init(const struct sim_guest_config *gc)
 {
-	hv_machine = machine;
 	npt_mm = gc->mm;
-	npt_vmpl = gc->vmpl;
 	npt_snp = gc->snp;
 	sim_snp_init(gc->mm, gc->snp);
-	flash_gpa = gc->flash_gpa;
-	flash_hpa = gc->flash_hpa;
-	flash_size = gc->flash_size;
 	svm_cpu_enable();
 	iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
 	memset(iopm, 0xFF, 3 * PAGE_SIZE); /* every port exits (sim notes §5 c) */
@@ -1174,9 +1109,4 @@ void svm_host_init(const struct sim_guest_config *gc, bool machine)
 	for (uint32_t m = 0xC0010000u; m < 0xC0012000u; m++)
 		msrpm_intercept(m, true, true);
 	npt_top = MAX(npt_mm->max_gpa, 4ULL << 30);
-	if (!machine) {
-		npt_pml4 = pool_alloc(PAGE_SIZE, PAGE_SIZE);
-		for (gpa_t b = 0; b < npt_top; b += PAGE_SIZE_2M)
-			npt_map_2m(b);
-	}
 }

@@ -41,8 +41,6 @@ struct svm_vcpu {
 };
 
 struct hv_vcpu; /* the SNP machine's vCPU (tests/snpm/vmpl.c) */
-/* The SNP machine mode of this code (tests/snpm), false in csvsm's sim. */
-extern bool hv_machine;
 /* Who prints the hypervisor's messages: "csvsm" (the sim) or "snpm" (the machine). */
 extern const char *hv_tag;
 /* Host address of guest-physical gpa (machine: RAM, or the launch image's backing), or HV_NO_HPA.
@@ -86,7 +84,7 @@ bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val);
 
 /* The core's set-up and run loop (sim_svm.c), for the front ends. */
 struct sim_guest_config;
-void svm_host_init(const struct sim_guest_config *gc, bool machine);
+void svm_host_init(const struct sim_guest_config *gc);
 void svm_cpu_enable(void);
 struct svm_vcpu *svm_vcpu_alloc(void);
 void svm_vcpu_fpu_reset(struct svm_vcpu *v);
@@ -97,7 +95,7 @@ void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, 
 struct vmsa;
 void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m);
 void vmsa_from_vmcb(struct vmsa *m, const struct svm_vcpu *v, uint64_t exit_code);
-void svm_guest_run(struct svm_vcpu *v, volatile uint32_t *stop);
+void svm_guest_run(struct svm_vcpu *v);
 void hv_exits_lock(void);
 void hv_exits_unlock(void);
 void hv_send_nmi(uint32_t apic_id);
