@@ -196,8 +196,11 @@ static unsigned read_vcpus(void)
 	if (!param_ok(&bb.vp_count, 4))
 		stop(SNP_BOOT_MADT);
 	memcpy(&count, (const void *)(uintptr_t)bb.vp_count.gpa, 4);
-	if (count == 0 || count > MAX_CPUS)
+	if (count == 0 || count > MAX_CPUS) {
+		con_printf("csvsm: vcpus: refused: the host says %u vCPUs (1..%u)\n", count,
+			   MAX_CPUS);
 		stop(SNP_BOOT_MADT);
+	}
 	n_apic_ids = 0;
 	if (bb.flags & CSVSM_IGVM_F_MADT) {
 		static uint8_t madt[CSVSM_IGVM_MADT_SIZE];
@@ -212,14 +215,29 @@ static unsigned read_vcpus(void)
 			uint8_t type = madt[off], l = madt[off + 1];
 			if (l < 2 || off + l > len)
 				stop(SNP_BOOT_MADT);
-			if (type == 0 && l >= 8 && (madt[off + 4] & 1) && n_apic_ids < MAX_CPUS)
+			if (type == 0 && l >= 8 && (madt[off + 4] & 1) && n_apic_ids < MAX_CPUS) {
+				/* One vCPU per APIC ID: AP creation names the vCPU by
+				 * it, so a repeated ID would replace a running VMSA
+				 * (csvsm's own boot vCPU's, for the first entry's). */
+				for (unsigned k = 0; k < n_apic_ids; k++)
+					if (apic_ids[k] == madt[off + 3]) {
+						con_printf(
+						    "csvsm: madt: refused: APIC ID %u listed "
+						    "twice\n",
+						    madt[off + 3]);
+						stop(SNP_BOOT_MADT);
+					}
 				apic_ids[n_apic_ids++] = madt[off + 3];
+			}
 			off += l;
 		}
 	}
 	if (!n_apic_ids) /* no MADT: QEMU numbers one socket's APIC IDs 0..n-1 */
 		for (; n_apic_ids < count; n_apic_ids++)
 			apic_ids[n_apic_ids] = n_apic_ids;
+	/* The boot processor is the MADT's first processor entry (ACPI 6.5
+	 * §5.2.12; QEMU builds it so): the guest's boot VMSA goes to it. */
+	percpus[0].apic_id = apic_ids[0];
 	return MIN(count, n_apic_ids);
 }
 

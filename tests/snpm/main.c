@@ -304,9 +304,17 @@ static int fill_memory_map(uint8_t *area, uint64_t bytes)
 }
 
 /* An ACPI MADT with one enabled processor local APIC per vCPU (ACPI 6.5 §5.2.12). */
+/* snpm.vp_count= and snpm.madt=: a hostile host's vCPU count and APIC IDs. */
+static uint32_t vp_count_override;
+static bool have_vp_count_override;
+static uint8_t madt_ids[64];
+static unsigned n_madt_ids;
+static bool have_madt_override;
+
 static int fill_madt(uint8_t *a, uint64_t bytes)
 {
-	uint32_t len = 44 + 8 * cpu_count;
+	unsigned n = have_madt_override ? n_madt_ids : cpu_count;
+	uint32_t len = 44 + 8 * n;
 	if (len > bytes)
 		return 9;
 	memcpy(a, "APIC", 4);
@@ -317,9 +325,10 @@ static int fill_madt(uint8_t *a, uint64_t bytes)
 	uint32_t lapic = 0xFEE00000u, flags = 1; /* PCAT_COMPAT */
 	memcpy(a + 36, &lapic, 4);
 	memcpy(a + 40, &flags, 4);
-	for (unsigned i = 0; i < cpu_count; i++) {
+	for (unsigned i = 0; i < n; i++) {
 		uint8_t *p = a + 44 + 8 * i;
-		p[0] = 0, p[1] = 8, p[2] = (uint8_t)i, p[3] = (uint8_t)percpus[i].apic_id;
+		p[0] = 0, p[1] = 8, p[2] = (uint8_t)i;
+		p[3] = have_madt_override ? madt_ids[i] : (uint8_t)percpus[i].apic_id;
 		p[4] = 1; /* enabled */
 	}
 	uint8_t sum = 0;
@@ -334,7 +343,7 @@ static int on_param(void *ctx, uint32_t type, uint32_t off, uint8_t *area, uint6
 	uint32_t u32;
 	switch (type) {
 	case SNPM_IGVM_VP_COUNT_PARAMETER:
-		u32 = cpu_count;
+		u32 = have_vp_count_override ? vp_count_override : cpu_count;
 		memcpy(area + off, &u32, 4);
 		return 0;
 	case SNPM_IGVM_ENVIRONMENT_INFO_PARAMETER:
@@ -368,6 +377,8 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *   snpm.memmap=P:N[:T],...  a hostile host: the IGVM memory map holds these
  *                          entries (hex page number, page count, entry type)
  *                          instead of the VM's RAM; `full` fills every slot
+ *   snpm.vp_count=N        a hostile host: the VP count parameter says N (hex)
+ *   snpm.madt=ID,...       a hostile host: the MADT lists these APIC IDs (hex)
  *   snpm.refuse_boot_vmsa=1  a hostile host: refuse the AP creation of the
  *                          guest's boot VMSA (csvsm then terminates)
  *   snpm.key_scan_at_launch=1  run the key scan (below) at the guest's launch
@@ -422,6 +433,27 @@ static void machine_options(void)
 			    .gpa_page = pg, .pages = np, .type = (uint16_t)type};
 		}
 		snpm_phase("options", "a hostile memory map of %u entries", n_mm_override);
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.vp_count", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > 0xFFFFFFFFu)
+			fail("bad snpm.vp_count= value (want a hex count)");
+		vp_count_override = (uint32_t)n;
+		have_vp_count_override = true;
+		snpm_phase("options", "the host says %u vCPUs", vp_count_override);
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.madt", &v, &vlen)) {
+		const char *stop = v + vlen;
+		have_madt_override = true;
+		while (v < stop) {
+			uint64_t id;
+			if (n_madt_ids == ARRAY_SIZE(madt_ids) || cmdline_parse_hex(&v, stop, &id) ||
+			    id > 0xFF || (v < stop && *v++ != ','))
+				fail("bad snpm.madt= value (want APIC IDs in hex, comma-separated)");
+			madt_ids[n_madt_ids++] = (uint8_t)id;
+		}
+		snpm_phase("options", "the host's MADT lists %u APIC IDs", n_madt_ids);
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
 		const char *stop = v + vlen;

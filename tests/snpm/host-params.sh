@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A hostile host's launch parameters on csvsm's snp platform, in the SNP
+# machine: the IGVM memory map (snpm.memmap=), the vCPU count
+# (snpm.vp_count=) and the MADT's APIC IDs (snpm.madt=) as the host fills
+# them. csvsm must refuse what it can see is wrong, terminate cleanly when
+# the host's page-state changes then fail, never fault or hang, and leave no
+# VMPCK in VMPL0-only memory on any of these early termination paths (the
+# machine's key scan). The true map for -m 2G is 0:a0,100:6ff00 (pages; the
+# machine keeps 0x70000000 up).
+set -u
+cd "$(dirname "$0")/../.."
+. tests/qemu/lib.sh
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+snpm_need
+QEMU_TIMEOUT=90
+
+refuse() { # name machine-options expected-line
+	snpm_qemu "$tmp/m.log" 2G 2 -append "$2 snpm.stop_at_launch=1"
+	tap_check "$1: refused ($(grep -m1 -E "$3" "$tmp/m.log" | cut -c1-120))" grep -qE "$3" "$tmp/m.log"
+	tap_check "$1: failure status, not a fault or hang (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 3
+	if grep -q 'FAULT' "$tmp/m.log"; then tap_fail "$1: no fault dump"; else tap_ok "$1: no fault dump"; fi
+	local ks
+	ks=$(grep -m1 '^snpm: key-scan: VMPL0 terminated' "$tmp/m.log")
+	tap_check "$1: csvsm asked to terminate and left no VMPCK in VMPL0-only memory ($(field pages "$ks") pages)" \
+		test -n "$ks" -a "$(field vmpck0 "$ks")" = 0 -a "$(field vmpck1 "$ks")" = 0 \
+		-a "$(field vmpck2 "$ks")" = 0 -a "$(field vmpck3 "$ks")" = 0
+}
+
+refuse "overlapping RAM" "snpm.memmap=0:a0,100:6ff00,20000:1000" "memmap: refused: overlapping"
+refuse "RAM over csvsm's region" "snpm.memmap=0:a0,100:6ff00,fc000:100" "memmap: refused: overlapping"
+refuse "an entry beyond the address space" "snpm.memmap=0:a0,100:6ff00,10000000000:1" "memmap: refused: entry beyond"
+refuse "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00" "accept: stopped: the hypervisor's page-state change"
+refuse "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000" "accept: stopped: the hypervisor's page-state change"
+
+refuse "a vCPU count of 0" "snpm.vp_count=0" "vcpus: refused: the host says 0 vCPUs"
+refuse "more vCPUs than csvsm runs on (65)" "snpm.vp_count=41" "vcpus: refused: the host says 65 vCPUs"
+refuse "the boot processor's APIC ID listed twice" "snpm.madt=0,0" "madt: refused: APIC ID 0 listed twice"
+refuse "an AP's APIC ID listed twice" "snpm.madt=0,1,1" "madt: refused: APIC ID 1 listed twice"
+
+# A MADT naming an APIC ID no vCPU has: the host refuses that AP's creation
+# and csvsm goes on with the vCPUs that came online.
+snpm_qemu "$tmp/a.log" 2G 2 -append "snpm.madt=0,7 snpm.stop_at_launch=1"
+aud=$(grep -m1 '^snpm: accept-audit: ' "$tmp/a.log")
+tap_check "an APIC ID no vCPU has: csvsm runs on 1 of 2 vCPUs and accepts everything (QEMU exit $QEMU_RC)" \
+	test "$QEMU_RC" -eq 1 -a "$(field unvalidated "$aud")" = 0 -a "$(field vcpus "$(grep -m1 '^csvsm: accept: ' "$tmp/a.log")")" = 1
+
+# The true map, given explicitly, is accepted and every page accepted.
+snpm_qemu "$tmp/g.log" 2G 1 -append "snpm.memmap=0:a0,100:6ff00 snpm.stop_at_launch=1"
+aud=$(grep -m1 '^snpm: accept-audit: ' "$tmp/g.log")
+tap_check "the true map given explicitly: accepted, RMP audit clean (QEMU exit $QEMU_RC)" \
+	test "$QEMU_RC" -eq 1 -a "$(field unvalidated "$aud")" = 0 -a "$(field no_guest_access "$aud")" = 0
+
+snpm_qemu "$tmp/b.log" 2G 1 -append "snpm.memmap=0:a0,zz"
+tap_check "a malformed snpm.memmap= is the machine's own error (QEMU exit $QEMU_RC)" \
+	grep -q 'bad snpm.memmap= value' "$tmp/b.log"
+[ "$TAP_FAILS" -eq 0 ]
