@@ -12,7 +12,8 @@
 #     machine's launch line must show too,
 #     REPORT_DATA = SHA-512(nonce || manifest)) and the sev-guest report
 #     under VMPCK2 (VMPL 2, REPORT_DATA = nonce); tampered evidence fails;
-#   - numbers: QEMU start to /init against the same kernel under plain
+#   - numbers: SVSM calls by protocol and call (the machine counts them at
+#     the guest's switches to VMPL0); QEMU start to /init against the same kernel under plain
 #     QEMU/OVMF in this run (tests/linux/boot-plain.sh, same TCG mode;
 #     BASELINE=0 skips it).
 # Machine-readable lines: "linux-boot: snpm ..." and "linux-boot: ratio ...".
@@ -163,8 +164,12 @@ if verify_json "$tmp/bad2.json" --report "$tmp/vreport.bin" --vmpl 0 --report-da
 else tap_ok "the VMPL2 report is refused where VMPL 0 is required"; fi
 
 # --- numbers -------------------------------------------------------------------------------
-# (csvsm does not see the guest power off, as on hardware: its SVSM-call and
-# PVALIDATE-record counts are not printed in the machine.)
+# SVSM calls by protocol and call, as the machine counted them at the
+# guest's switches to VMPL0 (csvsm does not see the guest power off).
+calls=$(grep '^snpm: svsm-calls:' "$log" | tail -n1)
+echo "# $calls"
+tap_check "the guest used all three protocols (core PVALIDATE, attest, vtpm)" \
+	grep -qE 'core\.PVALIDATE=[0-9]+.*attest\.ATTEST_(SINGLE_)?SERVICES?=[0-9]+.*vtpm\.VTPM_QUERY=[0-9]+' <<<"$calls"
 echo "linux-boot: snpm init_ms=${init_ms:-none} done_ms=${done_ms:-none} exit_ms=$exit_ms mem=$MEM guest_mem=$GMEM smp=$SMP accel=$QEMU_ACCEL"
 if [ -n "$init_ms" ] && [ -n "$plain_ms" ] && [ "$plain_ms" != none ]; then
 	echo "linux-boot: ratio init snpm/plain = $(awk -v a="$init_ms" -v b="$plain_ms" 'BEGIN { printf "%.2f", a / b }') ($init_ms ms / $plain_ms ms, same TCG mode, one run)"

@@ -159,6 +159,45 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 	return 0;
 }
 
+/*
+ * SVSM calls by protocol and call, counted at each guest switch to VMPL0
+ * from the guest's RAX (reference §1.1: protocol << 32 | call). Harness
+ * instrumentation: a host on hardware cannot read an SNP guest's RAX.
+ */
+static const char *const call_names[3][8] = {{"REMAP_CA", "PVALIDATE", "CREATE_VCPU", "DELETE_VCPU",
+					      "DEPOSIT_MEM", "WITHDRAW_MEM", "QUERY_PROTOCOL",
+					      "CONFIGURE_VTOM"},
+					     {"ATTEST_SERVICES", "ATTEST_SINGLE_SERVICE"},
+					     {"VTPM_QUERY", "VTPM_CMD"}};
+static const char *const proto_names[3] = {"core", "attest", "vtpm"};
+static uint64_t call_count[3][8], call_other;
+
+static void count_call(uint64_t rax)
+{
+	uint64_t proto = rax >> 32, call = (uint32_t)rax;
+	if (proto < 3 && call < 8 && call_names[proto][call])
+		__atomic_fetch_add(&call_count[proto][call], 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&call_other, 1, __ATOMIC_RELAXED);
+}
+
+static void print_calls(void)
+{
+	char buf[512];
+	size_t n = 0;
+	uint64_t total = call_other;
+	for (unsigned p = 0; p < 3; p++)
+		for (unsigned c = 0; c < 8; c++) {
+			total += call_count[p][c];
+			if (call_count[p][c] && n < sizeof(buf))
+				n += (size_t)fmt_snprintf(buf + n, sizeof(buf) - n, " %s.%s=%llu",
+							  proto_names[p], call_names[p][c],
+							  (unsigned long long)call_count[p][c]);
+		}
+	con_printf("snpm: svsm-calls: total=%llu%s other=%llu\n", (unsigned long long)total,
+		   n ? buf : "", (unsigned long long)call_other);
+}
+
 bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 {
 	struct hv_vcpu *h = v->hv;
@@ -171,6 +210,8 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 		launched = true;
 		snpm_launch_audit(vmpl);
 	}
+	if (v->vmpl != 0 && vmpl == 0)
+		count_call(v->vmcb->save.rax);
 	h->want = vmpl;
 	__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
 	return true;
@@ -188,6 +229,7 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 		   sim_guest_power_event == 1 ? "powered off" : "requested a reset",
 		   (unsigned long long)exits, (unsigned long long)switches);
 	sim_snp_print_counts();
+	print_calls();
 	platform->terminate(sim_guest_power_event == 1, 0, 0x23);
 }
 
