@@ -1,8 +1,8 @@
 /*
  * Serial console on COM1 (0x3F8) and panic(). On snp the port accesses trap
- * to the #VC handler, which forwards them through the GHCB; on sim they
- * reach QEMU's UART directly. A spinlock keeps lines from different vCPUs
- * whole.
+ * to the #VC handler, which forwards them through the GHCB; in the SNP
+ * machine and the libc smoke test they reach QEMU's UART directly. A spinlock keeps lines from
+ * different vCPUs whole.
  */
 #include "arch/x86/insn.h"
 #include "base/console.h"

@@ -2,8 +2,7 @@
  * Guest memory map: validation of the PVH memory map (Xen
  * public/arch-x86/hvm/start_info.h, struct hvm_memmap_table_entry), carving of
  * csvsm's own region, the RAM ranges pre-acceptance works on, the guest's
- * filtered E820 view, and the sim-only command-line overrides
- * (include/mm/memmap.h).
+ * filtered E820 view (include/mm/memmap.h).
  *
  * The map is written by the hypervisor: each entry is copied once, and only
  * the copy is checked and used. A map that is inconsistent, or that claims
@@ -244,61 +243,6 @@ void memmap_print(const struct memmap *mm)
 			   (unsigned long long)mm->ram[i].end);
 	con_printf("csvsm: memmap: csvsm start=0x%llx end=0x%llx\n",
 		   (unsigned long long)mm->csvsm_start, (unsigned long long)mm->csvsm_end);
-}
-
-static int expect(const char **p, const char *end, char c)
-{
-	if (*p >= end || **p != c)
-		return -1;
-	(*p)++;
-	return 0;
-}
-
-int memmap_parse_test_override(const char *cmdline, size_t len, struct hvm_memmap_table_entry *out,
-			       unsigned max)
-{
-	const char *p, *end;
-	size_t vlen;
-	unsigned n = 0;
-
-	if (!cmdline_get(cmdline, len, "csvsm.test_memmap", &p, &vlen))
-		return 0;
-	end = p + vlen;
-	for (;;) {
-		uint64_t addr, size, type;
-		if (cmdline_parse_hex(&p, end, &addr) || expect(&p, end, ':') ||
-		    cmdline_parse_hex(&p, end, &size) || expect(&p, end, ':') ||
-		    cmdline_parse_hex(&p, end, &type) || type > UINT32_MAX)
-			return MEMMAP_ERR_SYNTAX;
-		if (n == max)
-			return MEMMAP_ERR_TOO_MANY;
-		out[n].addr = addr;
-		out[n].size = size;
-		out[n].type = (uint32_t)type;
-		out[n].reserved = 0;
-		n++;
-		if (p == end)
-			return (int)n;
-		if (expect(&p, end, ','))
-			return MEMMAP_ERR_SYNTAX;
-	}
-}
-
-int memmap_parse_4k_only(const char *cmdline, size_t len, gpa_t *start, gpa_t *end)
-{
-	const char *p;
-	size_t vlen;
-	uint64_t s, e;
-
-	if (!cmdline_get(cmdline, len, "csvsm.sim_4k_only", &p, &vlen))
-		return 0;
-	const char *stop = p + vlen;
-	if (cmdline_parse_hex(&p, stop, &s) || expect(&p, stop, '-') ||
-	    cmdline_parse_hex(&p, stop, &e) || p != stop || s >= e)
-		return MEMMAP_ERR_SYNTAX;
-	*start = s;
-	*end = e;
-	return 1;
 }
 
 int mem_ranges_subtract(const struct mem_range *in, unsigned n, const struct mem_range *holes,

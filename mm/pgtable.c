@@ -15,7 +15,7 @@
 #define PTE_PS	      0x80ULL
 #define PTE_ADDR_MASK 0x000FFFFFFFFFF000ULL
 
-/* The C-bit of every private mapping (snp; 0 on sim), set by the snp boot path. */
+/* The C-bit of every private mapping, set by the snp boot path (0 before). */
 uint64_t pgtable_cbit;
 
 /* The page tables in use: CR3's root (identity-mapped, C-bit masked off). */
@@ -56,7 +56,7 @@ int pgtable_set_shared(vaddr_t va, bool shared)
 	uint64_t mask = ~pgtable_cbit & PTE_ADDR_MASK;
 	uint64_t *pml4 = root(), e;
 	if (!pgtable_cbit)
-		return 0; /* sim: there is no C-bit */
+		return 0; /* no C-bit (host programs): nothing to change */
 	e = pml4[(va >> 39) & 511];
 	if (!(e & PTE_P))
 		return -1;

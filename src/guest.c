@@ -1,6 +1,6 @@
 /*
  * Boot phase 5: prepare the guest firmware and hand it to the platform.
- * csvsm reads OVMF (sim: fw_cfg file opt/csvsm/ovmf), parses its SEV
+ * csvsm takes the OVMF the launch image loaded below 4 GiB, parses its SEV
  * metadata (reference §8.1) to learn where the secrets page and the calling
  * area go, places a copy of the secrets page there with the SVSM fields
  * filled and VMPCK0..VMPCK(guest VMPL - 1) cleared (reference §1.6), and
@@ -26,17 +26,8 @@
 #include "attest/attest_proto.h"
 #include "attest/guest_req.h"
 
-#define FW_MAX	  (4U << 20)
-#define PROBE_MAX (4U << 20)
-
+#define FW_MAX		(4U << 20) /* the largest firmware image csvsm accepts */
 #define GREQ_DATA_PAGES 4	   /* extended-request certificate table */
-#define PSP_SETUP_BYTES (1U << 20) /* the platform's PSP set-up (sim: its keys) */
-
-uint64_t boot_heap_bytes(void)
-{
-	return FW_MAX + PAGE_SIZE_2M + PROBE_MAX + (2 + GREQ_DATA_PAGES) * PAGE_SIZE +
-	       PSP_SETUP_BYTES;
-}
 
 const struct csvsm_igvm_boot_block *snp_boot_block_copy(void);
 static struct ovmf_info fw_info;
@@ -73,9 +64,9 @@ static void secrets_take(void)
 
 /*
  * Attestation (protocol 1): csvsm talks to the PSP with VMPCK0 through pages
- * shared with the hypervisor (on snp they would first be made shared with a
- * page-state change; csvsm never puts plaintext in them). Registered only
- * when the platform's PSP answers (sim: its keys were given).
+ * shared with the hypervisor (made shared with a page-state change by
+ * platform->psp_setup; csvsm never puts plaintext in them). Registered only
+ * when that set-up succeeded.
  */
 static void attest_boot(void)
 {
@@ -161,7 +152,7 @@ __noreturn void boot_guest(void)
 				   .fw_size = size,
 				   .fw_gpa = (4ULL << 30) - size};
 	gl.secrets_gpa = meta_gpa(OVMF_SECTION_SNP_SECRETS);
-	/* edk2 before 2024 has no SVSM_CAA section: use its CPUID page, unused on sim. */
+	/* edk2 before 2024 has no SVSM_CAA section: then use its CPUID page's address. */
 	gl.caa = meta_gpa(OVMF_SECTION_SVSM_CAA);
 	if (!gl.caa)
 		gl.caa = meta_gpa(OVMF_SECTION_CPUID);

@@ -54,8 +54,8 @@ void exception_dispatch(struct exc_frame *f)
 {
 	if (f->vector == 29 && exception_vc_handler && exception_vc_handler(f))
 		return;
-	/* NMIs are signals between csvsm's own vCPUs (sim: TLB shootdown kicks
-	 * drained after a guest exit); they carry nothing to handle. */
+	/* NMIs carry nothing for csvsm to handle (the SNP machine, which links
+	 * this IDT too, kicks its own CPUs with them). */
 	if (f->vector == 2)
 		return;
 	con_printf("\ncsvsm: FAULT %s vector=%llu error=0x%llx on vCPU %u\n",

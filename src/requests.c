@@ -1,7 +1,7 @@
 /*
  * SVSM request entry: the calling-area handshake of reference §1.1 and the
- * dispatch by protocol number. Called by the platform's guest loop (sim:
- * the VMGEXIT exit handler; snp: after the VMPL switch back to VMPL0).
+ * dispatch by protocol number. Called by the platform's guest loop after
+ * the VMPL switch back to VMPL0 (src/guest_snp.c).
  */
 #include "base/svsm_call.h"
 #include "mm/guest_mem.h"

@@ -1,6 +1,6 @@
 /*
- * Secondary vCPUs: the boot vCPU starts them through the platform (sim:
- * INIT-SIPI-SIPI into the trampoline; snp: a VMSA and GHCB AP creation),
+ * Secondary vCPUs: the boot vCPU starts them through the platform (snp: a
+ * VMSA and GHCB AP creation; the SNP machine: INIT-SIPI-SIPI),
  * each sets itself up and then waits for work. smp_run_on_all() runs a
  * function on every online vCPU (the boot vCPU included) and waits for all.
  */

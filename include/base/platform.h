@@ -16,7 +16,7 @@ struct guest_launch;
 
 struct platform_ops {
 	const char *name;
-	/* Set-up once the memory map is known (sim: the RMP model). NULL = nothing to do. */
+	/* Set-up once the memory map is known. NULL = nothing to do. */
 	int (*setup)(const struct memmap *mm, const char *cmdline, size_t cmdline_len);
 	/* PVALIDATE semantics: returns 0/FAIL_INPUT/FAIL_SIZEMISMATCH, *unchanged = CF. */
 	int (*pvalidate)(vaddr_t va, unsigned size, bool validate, bool *unchanged);
@@ -27,8 +27,7 @@ struct platform_ops {
 	 * After RMPADJUST took access away from the guest: make every vCPU drop
 	 * translations that still allow it, and return only once that is done,
 	 * so the revocation can be relied on (snp: the INVLPGB broadcast and
-	 * TLBSYNC the hardware needs; sim: every guest vCPU leaves guest mode
-	 * and flushes before it runs again).
+	 * TLBSYNC the hardware needs).
 	 */
 	void (*flush_guest_tlb)(void);
 	/* Library code that uses x87/SSE/AVX (crypto, libtpms) is about to run
@@ -41,8 +40,8 @@ struct platform_ops {
 	void (*ghcb_call)(struct percpu *cpu, struct ghcb *ghcb);
 	/* Start secondary vCPU `cpu` at csvsm's AP entry; returns 0 or -1. */
 	int (*start_ap)(struct percpu *cpu);
-	/* Make the PSP reachable for SNP guest requests (sim: start the simulated
-	 * PSP with the launch measurement and its keys). 0 = ready; NULL = always ready. */
+	/* Make the PSP reachable for SNP guest requests (share the request
+	 * pages with the host). 0 = ready; NULL = always ready. */
 	int (*psp_setup)(const struct guest_launch *gl);
 	/* Run the guest firmware described by `gl` at its VMPL and serve it; never returns.
 	 * NULL: this platform cannot launch a guest yet. */

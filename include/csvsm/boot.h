@@ -22,8 +22,6 @@ struct boot_info {
 };
 extern struct boot_info boot;
 
-/* Bytes of pool the later phases need (the libraries' heap); 0 until then. */
-uint64_t boot_heap_bytes(void);
 /* Pre-accept guest memory (guest RAM less what the launch validated) on all
  * vCPUs and print the results (src/accept_boot.c). */
 struct mem_range;
@@ -36,9 +34,7 @@ struct guest_launch {
 	gpa_t secrets_gpa; /* where the secrets page copy was placed */
 	const uint8_t *fw; /* the OVMF image (csvsm's copy) */
 	uint64_t fw_size;
-	gpa_t fw_gpa;	      /* where the guest sees it: 4 GiB - size */
-	const uint8_t *probe; /* the guest's kernel (sim: the probe), or NULL */
-	uint32_t probe_size;
+	gpa_t fw_gpa;			   /* where the guest sees it: 4 GiB - size */
 	const struct ovmf_info *fw_info;   /* the firmware's parsed metadata */
 	const uint8_t (*vmpck)[32];	   /* VMPCK0..3 of the launch secrets page */
 	bool snp;			   /* the firmware is SVSM-aware: an SEV-SNP guest */

@@ -3,7 +3,8 @@
  * passes through or emulates (src/platform/devpolicy.c). Default deny: a
  * port, an MMIO address, a register or a value that is not listed here is
  * refused. The list, and why each entry is safe, is in
- * docs/sim-platform.md "Devices: default deny".
+ * docs/snp-machine-devices.md "Devices: default deny". The SNP machine's
+ * device model uses it (not in csvsm's image).
  *
  * The rule behind every entry: nothing the guest does through a device may
  * deliver INIT, SIPI, SMI or NMI to a CPU csvsm runs on, reset or resume

@@ -1,7 +1,7 @@
 /*
  * Guest vCPUs created through the core protocol (src/vcpu.c): CREATE_VCPU
  * turns a guest page into a VMSA csvsm owns (the guest loses access),
- * DELETE_VCPU gives it back. The platform runs them (sim: as VMCBs).
+ * DELETE_VCPU gives it back. The host runs them (AP creation).
  */
 #ifndef CSVSM_VCPU_H
 #define CSVSM_VCPU_H
@@ -23,7 +23,7 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r);
 struct guest_vmsa_slot *vcpu_find(gpa_t vmsa);
 /* The registered VMSA for the vCPU with this APIC ID (the first one), or NULL. */
 struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id);
-/* SEV features the guest's VMSAs must carry (sim: none; snp: SEV_STATUS >> 2). */
+/* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;
 
 #endif

@@ -1,12 +1,9 @@
 /*
- * Guest memory map (mm/memmap.c): validates the PVH start_info memory map
- * (Xen public/arch-x86/hvm/start_info.h, written by the hypervisor: hostile),
- * carves csvsm's own region out of RAM, and yields the sorted RAM ranges to
- * pre-accept plus the filtered E820 view the guest gets later.
- *
- * Also the sim-only command-line overrides:
- *   csvsm.test_memmap=<addr>:<size>:<type>,...   (hex) replaces the PVH map
- *   csvsm.sim_4k_only=<start>-<end>              (hex) 4K-only host range
+ * Guest memory map (mm/memmap.c): validates a memory map in PVH start_info
+ * form (Xen public/arch-x86/hvm/start_info.h; csvsm converts the host's IGVM
+ * memory map into it; written by the hypervisor: hostile), carves csvsm's
+ * own region out of RAM, and yields the sorted RAM ranges to pre-accept plus
+ * the filtered E820 view a guest gets.
  */
 #ifndef MM_MEMMAP_H
 #define MM_MEMMAP_H
@@ -87,16 +84,5 @@ int memmap_guest_e820(const struct memmap *mm, struct hvm_memmap_table_entry *ou
  */
 void memmap_print(const struct memmap *mm);
 #define MEMMAP_LINE_RAM "csvsm: memmap: ram start=0x%llx end=0x%llx\n"
-
-/*
- * csvsm.test_memmap=<addr>:<size>:<type>,... in `cmdline` (bounded by len):
- * returns 0 when absent, the entry count (> 0) when parsed into out[],
- * MEMMAP_ERR_TOO_MANY when it has more than `max` entries, MEMMAP_ERR_SYNTAX
- * when malformed.
- */
-int memmap_parse_test_override(const char *cmdline, size_t len, struct hvm_memmap_table_entry *out,
-			       unsigned max);
-/* csvsm.sim_4k_only=<start>-<end>: 0 absent, 1 parsed, MEMMAP_ERR_SYNTAX. */
-int memmap_parse_4k_only(const char *cmdline, size_t len, gpa_t *start, gpa_t *end);
 
 #endif

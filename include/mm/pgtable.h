@@ -6,7 +6,7 @@
 
 /* Identity-map [4 GiB, top) with 2 MiB pages (the first 4 GiB are mapped by boot.S). */
 void pgtable_identity_map_to(uint64_t top);
-/* snp: the C-bit in csvsm's private mappings (0 on sim). */
+/* The C-bit in csvsm's private mappings (set by the snp boot path). */
 extern uint64_t pgtable_cbit;
 /* Map the 4K page at va shared (C-bit clear) or private; 0 or -1. */
 int pgtable_set_shared(vaddr_t va, bool shared);

@@ -1,7 +1,7 @@
 /*
  * Unit tests of the memory map (mm/memmap.c) and command-line helpers
  * (mm/cmdline.c): QEMU q35 -m 4G maps with csvsm carved out, the guest's
- * filtered view, every refusal, and the sim-only command-line overrides.
+ * filtered view and every refusal.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -270,66 +270,6 @@ static void test_cmdline_get(void **state)
 	assert_int_equal(x, 98);
 }
 
-static void test_test_memmap_override(void **state)
-{
-	struct hvm_memmap_table_entry out[MEMMAP_MAX_ENTRIES];
-	char cl[8192];
-
-	snprintf(cl, sizeof(cl),
-		 "console=ttyS0 csvsm.test_memmap=0:9fc00:1,0x100000:7FF00000:1,"
-		 "100000000:80000000:1 quiet");
-	int n = memmap_parse_test_override(cl, strlen(cl), out, MEMMAP_MAX_ENTRIES);
-	assert_int_equal(n, 3);
-	assert_int_equal(out[1].addr, 0x100000);
-	assert_int_equal(out[1].size, 0x7ff00000);
-	assert_int_equal(out[2].type, 1);
-	assert_int_equal(memmap_build(&mm, out, (unsigned)n, CS_START, CS_END), MEMMAP_OK);
-
-	assert_int_equal(memmap_parse_test_override("quiet", 5, out, 4), 0);
-	const char *bad[] = {
-	    "csvsm.test_memmap=0:9fc00",
-	    "csvsm.test_memmap=0:9fc00:1,",
-	    "csvsm.test_memmap=0:9fc00:1,,",
-	    "csvsm.test_memmap=0::1",
-	    "csvsm.test_memmap=0:1:100000000",
-	    "csvsm.test_memmap=0:1:1;2:3:4",
-	    "csvsm.test_memmap=00000000000000000:1:1",
-	    "csvsm.test_memmap=",
-	};
-	for (unsigned i = 0; i < ARRAY_SIZE(bad); i++)
-		assert_int_equal(memmap_parse_test_override(bad[i], strlen(bad[i]), out, 4),
-				 MEMMAP_ERR_SYNTAX);
-	/* more entries than the table: refused as "too many" */
-	size_t len = (size_t)snprintf(cl, sizeof(cl), "csvsm.test_memmap=0:80000000:1");
-	for (unsigned i = 0; i < MEMMAP_MAX_ENTRIES; i++)
-		len += (size_t)snprintf(cl + len, sizeof(cl) - len, ",%x:1000:2",
-					0x90000000u + i * 0x2000u);
-	assert_int_equal(memmap_parse_test_override(cl, len, out, MEMMAP_MAX_ENTRIES),
-			 MEMMAP_ERR_TOO_MANY);
-	/* an override whose entries are corrupt still parses; memmap_build refuses it */
-	const char *wrap = "csvsm.test_memmap=0:80000000:1,fffffffffffff000:2000:1";
-	n = memmap_parse_test_override(wrap, strlen(wrap), out, MEMMAP_MAX_ENTRIES);
-	assert_int_equal(n, 2);
-	assert_int_equal(memmap_build(&mm, out, (unsigned)n, CS_START, CS_END), MEMMAP_ERR_WRAP);
-}
-
-static void test_4k_only_parse(void **state)
-{
-	gpa_t s = 0, e = 0;
-	const char *ok = "a=b csvsm.sim_4k_only=0x10000000-10400000 c";
-
-	assert_int_equal(memmap_parse_4k_only(ok, strlen(ok), &s, &e), 1);
-	assert_int_equal(s, 0x10000000);
-	assert_int_equal(e, 0x10400000);
-	assert_int_equal(memmap_parse_4k_only("x", 1, &s, &e), 0);
-	const char *bad[] = {"csvsm.sim_4k_only=10-5", "csvsm.sim_4k_only=10",
-			     "csvsm.sim_4k_only=1-2x", "csvsm.sim_4k_only=-2",
-			     "csvsm.sim_4k_only=5-5",  "csvsm.sim_4k_only="};
-	for (unsigned i = 0; i < ARRAY_SIZE(bad); i++)
-		assert_int_equal(memmap_parse_4k_only(bad[i], strlen(bad[i]), &s, &e),
-				 MEMMAP_ERR_SYNTAX);
-}
-
 static void test_print(void **state)
 {
 	/* memmap_print output is what tests/tools/accept_plan.c parses */
@@ -350,8 +290,6 @@ int main(void)
 	    cmocka_unit_test(test_guest_e820),
 	    cmocka_unit_test(test_refusals),
 	    cmocka_unit_test(test_cmdline_get),
-	    cmocka_unit_test(test_test_memmap_override),
-	    cmocka_unit_test(test_4k_only_parse),
 	    cmocka_unit_test(test_print),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -261,7 +261,7 @@ static inline void tlbsync(void)
 {
 	__asm__ volatile(".byte 0x0f,0x01,0xff" ::: "memory");
 }
-/* STGI / CLGI (SVM global interrupt flag): sim only, to take a pending NMI. */
+/* STGI / CLGI (SVM global interrupt flag): the SNP machine's, to take a pending NMI. */
 static inline void stgi(void)
 {
 	__asm__ volatile("stgi" ::: "memory");
@@ -269,27 +269,6 @@ static inline void stgi(void)
 static inline void clgi(void)
 {
 	__asm__ volatile("clgi" ::: "memory");
-}
-/*
- * IRET to the next instruction: ends the NMI-blocked state an NMI left
- * behind (AMD APM vol. 2 §8.5: NMIs stay blocked until the next IRET). Sim
- * only: csvsm's parked vCPUs are woken by an NMI whose handler exits to
- * csvsm before it returns.
- */
-static inline void nmi_unblock(void)
-{
-	__asm__ volatile("mov %%ss, %%rax\n\t"
-			 "push %%rax\n\t"
-			 "push %%rsp\n\t"
-			 "addq $8, (%%rsp)\n\t"
-			 "pushfq\n\t"
-			 "mov %%cs, %%rax\n\t"
-			 "push %%rax\n\t"
-			 "lea 1f(%%rip), %%rax\n\t"
-			 "push %%rax\n\t"
-			 "iretq\n"
-			 "1:" ::
-			     : "rax", "memory", "cc");
 }
 /* Per-CPU data: %gs:0 holds the struct percpu's own address. */
 static inline void *read_gs0(void)

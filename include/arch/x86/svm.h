@@ -1,6 +1,6 @@
 /*
  * AMD SVM: the VMCB (AMD64 APM vol. 2, appendix B, tables B-1 and B-2) and
- * the exit codes the sim platform handles. The save area uses the same
+ * the exit codes the SNP machine handles. The save area uses the same
  * offsets as the SEV-ES VMSA for the fields both have (reference §5.3).
  */
 #ifndef ARCH_X86_SVM_H
