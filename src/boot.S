@@ -5,6 +5,7 @@
  * SNP launch image) and src/pvh_entry.S (PVH: the sim image, the SNP
  * machine and the libc smoke test).
  */
+#include "src/entry.h"
 #define MSR_EFER    0xC0000080
 #define EFER_LME    (1 << 8)
 #define EFER_NXE    (1 << 11)
@@ -18,7 +19,6 @@
 #define CR4_OSFXSR  (1 << 9)
 #define CR4_OSXMMEXCPT (1 << 10)
 #define CR4_OSXSAVE (1 << 18)
-#define BOOT_STACK_SIZE (64 * 1024)
 
 	.section .text.boot, "ax"
 	.code32
@@ -76,13 +76,7 @@ cpu_enable_fpu:
 	/* AP 64-bit entry from the trampoline: RSP is set, RDI = percpu. */
 	.globl ap_entry64
 ap_entry64:
-	mov $0x10, %eax
-	mov %eax, %ds
-	mov %eax, %es
-	mov %eax, %ss
-	xor %eax, %eax
-	mov %eax, %fs
-	mov %eax, %gs
+	LOAD_DATA_SEGMENTS64
 	lgdt boot_gdt_desc64(%rip)
 	pushq $0x08                     /* reload CS from csvsm's GDT */
 	lea 6f(%rip), %rax

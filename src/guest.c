@@ -21,6 +21,7 @@
 #include "mm/pool.h"
 #include "snp/secrets.h"
 #include "tpm/boot.h"
+#include "src/entry.h"
 #include "tpm/vtpm_svsm.h"
 #include "base/svsm_call.h"
 #include "attest/attest_proto.h"
@@ -174,7 +175,7 @@ __noreturn void boot_guest(void)
 		   (unsigned long long)gl.caa);
 	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
 	extern uint64_t boot_stack[]; /* src/boot.S: the stack this runs on */
-	if (tpm_boot(fw, size, gl.fw_gpa, boot_stack, BOOT_STACK_BYTES) != 0)
+	if (tpm_boot(fw, size, gl.fw_gpa, boot_stack, BOOT_STACK_SIZE) != 0)
 		panic("vTPM start-up or firmware measurement failed");
 	svsm_vtpm_protocol = &vtpm_svsm_protocol;
 	gl.fw_info = &fw_info;

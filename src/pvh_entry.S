@@ -5,6 +5,7 @@
  * Also the INIT-SIPI AP trampoline (copied below 1 MiB). Not in the SNP
  * launch image: the sim image, the SNP machine and the libc smoke test.
  */
+#include "src/entry.h"
 #define XEN_ELFNOTE_PHYS32_ENTRY 18
 #define MSR_EFER    0xC0000080
 #define EFER_LME    (1 << 8)
@@ -19,7 +20,6 @@
 #define CR4_OSFXSR  (1 << 9)
 #define CR4_OSXMMEXCPT (1 << 10)
 #define CR4_OSXSAVE (1 << 18)
-#define BOOT_STACK_SIZE (64 * 1024)
 #define TRAMPOLINE_BASE 0x8000
 
 	/* PVH entry note (Xen public/elfnote.h); ELF64 descriptor is 8 bytes. */
@@ -86,13 +86,7 @@ pvh_entry32:
 
 	.code64
 long_entry64:
-	mov $0x10, %eax
-	mov %eax, %ds
-	mov %eax, %es
-	mov %eax, %ss
-	xor %eax, %eax
-	mov %eax, %fs
-	mov %eax, %gs
+	LOAD_DATA_SEGMENTS64
 	lea (boot_stack + BOOT_STACK_SIZE)(%rip), %rsp
 	call cpu_enable_fpu
 	xor %ebp, %ebp

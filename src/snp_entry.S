@@ -4,7 +4,7 @@
  * (libc-smoke, the SNP machine) need not provide snp_boot_main. Shares
  * boot.S's page tables, GDT, stack and long-mode switch.
  */
-#define BOOT_STACK_SIZE (64 * 1024)
+#include "src/entry.h"
 
 	.section .text.boot, "ax"
 /*
@@ -94,13 +94,7 @@ snp_entry_fail:
 
 	.code64
 snp_long64:
-	mov $0x10, %eax
-	mov %eax, %ds
-	mov %eax, %es
-	mov %eax, %ss
-	xor %eax, %eax
-	mov %eax, %fs
-	mov %eax, %gs
+	LOAD_DATA_SEGMENTS64
 	lea (boot_stack + BOOT_STACK_SIZE)(%rip), %rsp
 	xor %ebp, %ebp
 	mov snp_boot_block(%rip), %edi

@@ -5,9 +5,6 @@
 #include "base/console.h"
 #include "base/types.h"
 
-/* The boot vCPU's stack (src/boot.S BOOT_STACK_SIZE). */
-#define BOOT_STACK_BYTES (64 * 1024)
-
 struct memmap;
 struct ovmf_info;
 

@@ -1,0 +1,24 @@
+/*
+ * What csvsm's entries share (src/boot.S, src/snp_entry.S, src/pvh_entry.S):
+ * the boot stack's size and, in assembly, the data segments of 64-bit mode.
+ */
+#ifndef CSVSM_SRC_ENTRY_H
+#define CSVSM_SRC_ENTRY_H
+
+#define BOOT_STACK_SIZE (64 * 1024) /* the boot vCPU's stack (src/boot.S boot_stack) */
+
+#ifdef __ASSEMBLY__
+/* DS/ES/SS = the boot GDT's data selector 0x10, FS/GS = 0 (their bases are
+ * MSRs, set later). Clobbers EAX. */
+.macro LOAD_DATA_SEGMENTS64
+	mov $0x10, %eax
+	mov %eax, %ds
+	mov %eax, %es
+	mov %eax, %ss
+	xor %eax, %eax
+	mov %eax, %fs
+	mov %eax, %gs
+.endm
+#endif
+
+#endif
