@@ -126,10 +126,13 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 	 * no VMRUN can start on the page. Hardware refuses it with FAIL_INUSE
 	 * while the VMSA runs (APM vol. 2 §15.36.12); a vCPU the host was just
 	 * told to stop (AP DESTROY, a replaced VMSA) leaves it within a kick, so
-	 * retry for a while before reporting the vCPU as running.
+	 * retry for a while before reporting the vCPU as running. The time
+	 * comes from the host's TSC, so the tries are bounded as well.
 	 */
 	int rc = platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl);
-	for (uint64_t t0 = timer_us(); rc == RMPADJUST_FAIL_INUSE && timer_us() - t0 < 20000;) {
+	uint64_t t0 = timer_us();
+	for (unsigned tries = 0;
+	     rc == RMPADJUST_FAIL_INUSE && tries < 100000 && timer_us() - t0 < 20000; tries++) {
 		cpu_relax();
 		rc = platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl);
 	}
