@@ -209,17 +209,28 @@ static uint64_t core_configure_vtom(struct svsm_regs *r)
 	return SVSM_ERR_INVALID_REQUEST;
 }
 
+/* The calls that read or change state every serving vCPU shares (the
+ * protected pages, the VMSA slots, the pre-accepted record): one at a time. */
+static uint64_t locked(uint64_t (*fn)(struct guest_vcpu *, struct svsm_regs *),
+		       struct guest_vcpu *gv, struct svsm_regs *r)
+{
+	vcpu_state_lock();
+	uint64_t rc = fn(gv, r);
+	vcpu_state_unlock();
+	return rc;
+}
+
 uint64_t core_protocol_call(struct guest_vcpu *gv, uint32_t call_id, struct svsm_regs *r)
 {
 	switch (call_id) {
 	case SVSM_CORE_REMAP_CA:
 		return core_remap_ca(gv, r);
 	case SVSM_CORE_PVALIDATE:
-		return core_pvalidate(gv, r);
+		return locked(core_pvalidate, gv, r);
 	case SVSM_CORE_CREATE_VCPU:
-		return vcpu_create(gv, r);
+		return locked(vcpu_create, gv, r);
 	case SVSM_CORE_DELETE_VCPU:
-		return vcpu_delete(gv, r);
+		return locked(vcpu_delete, gv, r);
 	case SVSM_CORE_QUERY_PROTOCOL:
 		return core_query_protocol(r);
 	case SVSM_CORE_CONFIGURE_VTOM:

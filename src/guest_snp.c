@@ -94,14 +94,14 @@ static struct vmsa *guest_vmsa_of(struct percpu *cpu, struct guest_vcpu *gv)
 		return bsp_guest_vmsa;
 	}
 	static gpa_t current[MAX_CPUS];
-	struct guest_vmsa_slot *s = vcpu_find_apic(cpu->apic_id);
-	if (!s)
+	gpa_t vmsa, caa;
+	if (!vcpu_lookup_apic(cpu->apic_id, &vmsa, &caa))
 		return NULL;
-	if (s->vmsa != current[cpu->id]) { /* a new vCPU: its calling area from CREATE_VCPU */
-		current[cpu->id] = s->vmsa;
-		gv->caa = s->caa;
+	if (vmsa != current[cpu->id]) { /* a new vCPU: its calling area from CREATE_VCPU */
+		current[cpu->id] = vmsa;
+		gv->caa = caa;
 	}
-	return (struct vmsa *)guest_mem_ptr(s->vmsa);
+	return (struct vmsa *)guest_mem_ptr(vmsa);
 }
 
 /*

@@ -20,6 +20,31 @@
 
 uint64_t vcpu_guest_sev_features;
 static struct guest_vmsa_slot slots[MAX_GUEST_VCPUS];
+static uint32_t state_lock;
+
+void vcpu_state_lock(void)
+{
+	while (__atomic_exchange_n(&state_lock, 1, __ATOMIC_ACQUIRE))
+		while (__atomic_load_n(&state_lock, __ATOMIC_RELAXED))
+			cpu_relax();
+}
+
+void vcpu_state_unlock(void)
+{
+	__atomic_store_n(&state_lock, 0, __ATOMIC_RELEASE);
+}
+
+bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
+{
+	vcpu_state_lock();
+	struct guest_vmsa_slot *s = vcpu_find_apic(apic_id);
+	if (s) {
+		*vmsa = s->vmsa;
+		*caa = s->caa;
+	}
+	vcpu_state_unlock();
+	return s != NULL;
+}
 
 struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 {

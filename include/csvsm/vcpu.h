@@ -23,6 +23,16 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r);
 struct guest_vmsa_slot *vcpu_find(gpa_t vmsa);
 /* The registered VMSA for the vCPU with this APIC ID (the first one), or NULL. */
 struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id);
+/*
+ * The registered VMSAs and the guest pages csvsm protects are shared by
+ * every vCPU serving the guest, and on SNP each serves its own guest vCPU
+ * at the same time: the core protocol's calls that read or change them run
+ * under this lock (src/core_proto.c), and so does the request loop's lookup.
+ */
+void vcpu_state_lock(void);
+void vcpu_state_unlock(void);
+/* vcpu_find_apic under the lock: the VMSA and calling area, copied. */
+bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
 /* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;
 

@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "tests/fake/host_sim.h"
@@ -1015,6 +1017,47 @@ static void test_delete_vcpu_in_use(void **state)
 	assert_int_equal(((struct vmsa *)P(vmsa))->efer, 0x500);
 }
 
+/*
+ * On SNP every csvsm vCPU serves its own guest vCPU at the same time: the
+ * calls that change the VMSA slots and the protected pages take one lock.
+ * A CREATE_VCPU from another vCPU waits while the lock is held and runs
+ * once it is released.
+ */
+struct locked_call {
+	gpa_t vmsa;
+	volatile int done;
+	uint64_t rc;
+};
+
+static void *create_thread(void *arg)
+{
+	struct locked_call *c = arg;
+	c->rc = create(c->vmsa, PG(5), 9);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_create_vcpu_waits_for_the_state_lock(void **state)
+{
+	struct locked_call c = {.vmsa = PG(4)};
+	pthread_t t;
+
+	make_vmsa(c.vmsa, GUEST_VMPL, EFER_SVME, 0);
+	vcpu_state_lock();
+	assert_int_equal(pthread_create(&t, NULL, create_thread, &c), 0);
+	usleep(50000);
+	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)); /* waiting */
+	assert_null(vcpu_find(c.vmsa));
+	vcpu_state_unlock();
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_true(c.done);
+	assert_int_equal(c.rc, SVSM_SUCCESS);
+	gpa_t vmsa, caa;
+	assert_true(vcpu_lookup_apic(9, &vmsa, &caa));
+	assert_int_equal(vmsa, c.vmsa);
+	assert_int_equal(caa, PG(5));
+}
+
 static void test_create_vcpu_many(void **state)
 {
 	/* every slot, then one more: an error code, not a crash */
@@ -1118,6 +1161,7 @@ int main(void)
 	    T(test_delete_vcpu),
 	    T(test_delete_vcpu_clears_svme),
 	    T(test_delete_vcpu_in_use),
+	    T(test_create_vcpu_waits_for_the_state_lock),
 	    T(test_create_vcpu_many),
 	    T(test_query_protocol),
 	    T(test_configure_vtom),
