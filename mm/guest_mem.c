@@ -2,10 +2,62 @@
  * Guest-memory access with the checks of include/mm/guest_mem.h. The RAM
  * list and csvsm's region come from the validated memory map; lengths are
  * checked with overflow-safe arithmetic before any address is formed.
+ *
+ * Nothing in flight across a permission change: every check and the copy
+ * it allows run under the shared side of one lock, and every change of
+ * what may be accessed (a page protected for a VMSA, a page rescinded)
+ * takes the exclusive side, which waits for every access in flight to end.
+ * So a write csvsm checked before CREATE_VCPU protected its page has landed
+ * before CREATE_VCPU revokes and checks the page, and csvsm never touches a
+ * page after it is marked unvalidated (issue 15, finding 1).
  */
+#include "arch/x86/insn.h"
 #include "base/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
+
+/* Bit 31: a writer holds or waits for the lock; bits 0..30: accesses in flight. */
+#define GM_WRITER (1U << 31)
+static uint32_t gm_lock;
+
+static void access_begin(void)
+{
+	for (;;) {
+		uint32_t v = __atomic_load_n(&gm_lock, __ATOMIC_RELAXED);
+		if (!(v & GM_WRITER) &&
+		    __atomic_compare_exchange_n(&gm_lock, &v, v + 1, false, __ATOMIC_ACQUIRE,
+						__ATOMIC_RELAXED))
+			return;
+		cpu_relax();
+	}
+}
+
+static void access_end(void)
+{
+	__atomic_fetch_sub(&gm_lock, 1, __ATOMIC_RELEASE);
+}
+
+static void change_begin(void)
+{
+	/* One writer at a time; new accesses wait from here on ... */
+	while (__atomic_fetch_or(&gm_lock, GM_WRITER, __ATOMIC_ACQUIRE) & GM_WRITER)
+		while (__atomic_load_n(&gm_lock, __ATOMIC_RELAXED) & GM_WRITER)
+			cpu_relax();
+	/* ... and those in flight end. */
+	while (__atomic_load_n(&gm_lock, __ATOMIC_ACQUIRE) != GM_WRITER)
+		cpu_relax();
+}
+
+static void change_end(void)
+{
+	__atomic_store_n(&gm_lock, 0, __ATOMIC_RELEASE);
+}
+
+bool guest_mem_change_waiting(void)
+{
+	uint32_t v = __atomic_load_n(&gm_lock, __ATOMIC_ACQUIRE);
+	return (v & GM_WRITER) && (v & ~GM_WRITER);
+}
 
 static const struct memmap *gm_map;
 static uint64_t *gm_valid; /* NULL: not tracked */
@@ -39,6 +91,8 @@ void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated)
 {
 	if (!gm_valid)
 		return;
+	/* A rescind: accesses already checked end before the page is marked. */
+	change_begin();
 	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < gpa + size && g < gm_valid_top;
 	     g += PAGE_SIZE) {
 		uint64_t bit = g >> PAGE_SHIFT;
@@ -47,6 +101,7 @@ void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated)
 		else
 			gm_valid[bit / 64] &= ~(1ULL << (bit % 64));
 	}
+	change_end();
 }
 
 static bool validated(gpa_t gpa, gpa_t end)
@@ -61,25 +116,7 @@ static bool validated(gpa_t gpa, gpa_t end)
 	return true;
 }
 
-int guest_mem_protect(gpa_t page)
-{
-	if (!IS_ALIGNED(page, PAGE_SIZE) || nprotected == GUEST_MEM_MAX_PROTECTED)
-		return -1;
-	if (!guest_mem_is_protected(page))
-		protected_pages[nprotected++] = page;
-	return 0;
-}
-
-void guest_mem_unprotect(gpa_t page)
-{
-	for (unsigned i = 0; i < nprotected; i++)
-		if (protected_pages[i] == page) {
-			protected_pages[i] = protected_pages[--nprotected];
-			return;
-		}
-}
-
-bool guest_mem_is_protected(gpa_t page)
+static bool is_protected(gpa_t page)
 {
 	for (unsigned i = 0; i < nprotected; i++)
 		if (protected_pages[i] == ALIGN_DOWN(page, PAGE_SIZE))
@@ -87,15 +124,72 @@ bool guest_mem_is_protected(gpa_t page)
 	return false;
 }
 
-int guest_mem_check(gpa_t gpa, uint64_t len)
+/*
+ * When this returns, no access checked before it is still in flight and
+ * every later check refuses the page: the caller may revoke and check it.
+ */
+int guest_mem_protect(gpa_t page)
+{
+	int rc = -1;
+	if (!IS_ALIGNED(page, PAGE_SIZE))
+		return -1;
+	change_begin();
+	if (is_protected(page)) {
+		rc = 0;
+	} else if (nprotected < GUEST_MEM_MAX_PROTECTED) {
+		protected_pages[nprotected++] = page;
+		rc = 0;
+	}
+	change_end();
+	return rc;
+}
+
+void guest_mem_unprotect(gpa_t page)
+{
+	change_begin();
+	for (unsigned i = 0; i < nprotected; i++)
+		if (protected_pages[i] == page) {
+			protected_pages[i] = protected_pages[--nprotected];
+			break;
+		}
+	change_end();
+}
+
+bool guest_mem_is_protected(gpa_t page)
+{
+	access_begin();
+	bool p = is_protected(page);
+	access_end();
+	return p;
+}
+
+static int check_target(gpa_t gpa, uint64_t len);
+
+static int check(gpa_t gpa, uint64_t len)
 {
 	gpa_t end;
-	if (guest_mem_check_target(gpa, len) || ADD_OVERFLOW(gpa, len, &end))
+	if (check_target(gpa, len) || ADD_OVERFLOW(gpa, len, &end))
 		return -1;
 	return validated(gpa, end) ? 0 : -1;
 }
 
+int guest_mem_check(gpa_t gpa, uint64_t len)
+{
+	access_begin();
+	int rc = check(gpa, len);
+	access_end();
+	return rc;
+}
+
 int guest_mem_check_target(gpa_t gpa, uint64_t len)
+{
+	access_begin();
+	int rc = check_target(gpa, len);
+	access_end();
+	return rc;
+}
+
+static int check_target(gpa_t gpa, uint64_t len)
 {
 	gpa_t end;
 	if (!gm_map || len == 0 || ADD_OVERFLOW(gpa, len, &end))
@@ -114,18 +208,23 @@ void *guest_mem_ptr(gpa_t gpa)
 	return (void *)(uintptr_t)gpa;
 }
 
+/* Check and copy as one access: no permission change can come between. */
 int guest_read(gpa_t gpa, void *dst, size_t len)
 {
-	if (guest_mem_check(gpa, len))
-		return -1;
-	memcpy(dst, guest_mem_ptr(gpa), len);
-	return 0;
+	access_begin();
+	int rc = check(gpa, len);
+	if (rc == 0)
+		memcpy(dst, guest_mem_ptr(gpa), len);
+	access_end();
+	return rc;
 }
 
 int guest_write(gpa_t gpa, const void *src, size_t len)
 {
-	if (guest_mem_check(gpa, len))
-		return -1;
-	memcpy(guest_mem_ptr(gpa), src, len);
-	return 0;
+	access_begin();
+	int rc = check(gpa, len);
+	if (rc == 0)
+		memcpy(guest_mem_ptr(gpa), src, len);
+	access_end();
+	return rc;
 }

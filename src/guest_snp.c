@@ -25,6 +25,7 @@
 #include "csvsm/cpu.h"
 #include "csvsm/igvm_boot.h"
 #include "base/platform.h"
+#include "base/secret.h"
 #include "base/string.h"
 #include "base/svsm_call.h"
 #include "csvsm/vcpu.h"
@@ -87,47 +88,70 @@ static struct vmsa *alloc_vmsa_page(void)
 	return v;
 }
 
-/* The guest VMSA this vCPU runs, or NULL: the boot vCPU's, or the one the guest made for it. */
-static struct vmsa *guest_vmsa_of(struct percpu *cpu, struct guest_vcpu *gv)
+/*
+ * The guest VMSA this vCPU serves, or NULL: the boot vCPU's (csvsm's own
+ * page), or the one the guest made for it, marked in use until
+ * serve_end() so that a DELETE_VCPU from another vCPU answers FAIL_INUSE
+ * instead of handing the page back while csvsm reads and writes it.
+ */
+static struct vmsa *serve_begin(struct percpu *cpu, struct guest_vcpu *gv, gpa_t *served)
 {
-	if (cpu->id == 0) {
+	*served = 0;
+	if (cpu->id == 0)
 		return bsp_guest_vmsa;
-	}
 	static gpa_t current[MAX_CPUS];
 	gpa_t vmsa, caa;
-	if (!vcpu_lookup_apic(cpu->apic_id, &vmsa, &caa))
+	if (!vcpu_serve_begin(cpu->apic_id, &vmsa, &caa))
 		return NULL;
 	if (vmsa != current[cpu->id]) { /* a new vCPU: its calling area from CREATE_VCPU */
 		current[cpu->id] = vmsa;
 		gv->caa = caa;
 	}
+	*served = vmsa;
 	return (struct vmsa *)guest_mem_ptr(vmsa);
+}
+
+static void serve_end(gpa_t served)
+{
+	if (served)
+		vcpu_serve_end(served);
+}
+
+/* Copy once: the guest's other vCPUs cannot write its VMSA (RMP VMSA bit). */
+static void serve(struct guest_vcpu *gv, struct vmsa *v)
+{
+	if (v->guest_exit_code != VMSA_EXIT_VMGEXIT)
+		return;
+	struct svsm_regs r = {v->rax, v->rcx, v->rdx, v->r8, v->r9};
+	if (!svsm_request(gv, &r))
+		return;
+	v->rax = r.rax;
+	v->rcx = r.rcx;
+	v->rdx = r.rdx;
+	v->r8 = r.r8;
+	v->r9 = r.r9;
 }
 
 /*
  * The request loop of one vCPU. A return from RUN_VMPL means the guest's
  * vCPU asked for VMPL0 (its VMSA says VMGEXIT) or has nothing to run yet;
  * only a pending call in its calling area is served (src/requests.c).
+ * Once any vCPU has begun to terminate, none serves again.
  */
 static __noreturn void request_loop(struct percpu *cpu, struct guest_vcpu *gv)
 {
 	for (;;) {
+		if (secret_terminating())
+			platform->terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
 		ghcb_run_vmpl_fill(cpu->ghcb, gv->vmpl);
 		snp_ghcb_call(cpu, cpu->ghcb);
 		if (ghcb_run_vmpl_check(cpu->ghcb))
 			continue; /* nothing to run on this vCPU yet */
-		struct vmsa *v = guest_vmsa_of(cpu, gv);
-		if (!v || v->guest_exit_code != VMSA_EXIT_VMGEXIT)
-			continue;
-		/* Copy once: the guest's other vCPUs cannot write its VMSA (RMP VMSA bit). */
-		struct svsm_regs r = {v->rax, v->rcx, v->rdx, v->r8, v->r9};
-		if (!svsm_request(gv, &r))
-			continue;
-		v->rax = r.rax;
-		v->rcx = r.rcx;
-		v->rdx = r.rdx;
-		v->r8 = r.r8;
-		v->r9 = r.r9;
+		gpa_t served;
+		struct vmsa *v = serve_begin(cpu, gv, &served);
+		if (v)
+			serve(gv, v);
+		serve_end(served);
 	}
 }
 

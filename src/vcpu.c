@@ -46,6 +46,28 @@ bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
 	return s != NULL;
 }
 
+bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
+{
+	vcpu_state_lock();
+	struct guest_vmsa_slot *s = vcpu_find_apic(apic_id);
+	if (s) {
+		s->running = true;
+		*vmsa = s->vmsa;
+		*caa = s->caa;
+	}
+	vcpu_state_unlock();
+	return s != NULL;
+}
+
+void vcpu_serve_end(gpa_t vmsa)
+{
+	vcpu_state_lock();
+	struct guest_vmsa_slot *s = vcpu_find(vmsa);
+	if (s)
+		s->running = false;
+	vcpu_state_unlock();
+}
+
 struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 {
 	for (unsigned i = 0; i < MAX_GUEST_VCPUS; i++)
@@ -144,8 +166,11 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 	struct guest_vmsa_slot *s = vcpu_find(vmsa_gpa);
 	if (!s)
 		return SVSM_ERR_INVALID_PARAMETER;
+	/* csvsm is serving that vCPU on another of its own (src/guest_snp.c
+	 * serve_begin): the page stays a VMSA until it is done (AMD reference
+	 * SVSM's code, reference §10.8). */
 	if (s->running)
-		return SVSM_ERR_FAIL_INUSE; /* AMD reference SVSM's code (reference §10.8) */
+		return SVSM_ERR_FAIL_INUSE;
 	/*
 	 * Clear the VMSA bit first (no guest VMPL access either): from then on
 	 * no VMRUN can start on the page. Hardware refuses it with FAIL_INUSE

@@ -33,6 +33,13 @@ void vcpu_state_lock(void);
 void vcpu_state_unlock(void);
 /* vcpu_find_apic under the lock: the VMSA and calling area, copied. */
 bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
+/*
+ * The request loop's hold on the VMSA it serves: vcpu_serve_begin looks it
+ * up by APIC ID and marks it running (DELETE_VCPU answers FAIL_INUSE until
+ * vcpu_serve_end), both under the lock.
+ */
+bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
+void vcpu_serve_end(gpa_t vmsa);
 /* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;
 

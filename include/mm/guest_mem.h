@@ -25,7 +25,13 @@ void guest_mem_init(const struct memmap *mm);
 size_t guest_mem_validated_bytes(gpa_t max_gpa);
 int guest_mem_track_validated(void *storage, size_t bytes, gpa_t max_gpa);
 void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated);
-/* Pages the guest may not name (VMSAs, calling areas under csvsm's use...). */
+/*
+ * Pages the guest may not name (VMSAs, calling areas under csvsm's use...).
+ * guest_mem_protect returns once every guest access csvsm checked before
+ * it has ended (the accesses and the checks share one reader/writer lock),
+ * so the caller may revoke and check the page knowing no write of csvsm's
+ * own can land on it later. 0, or -1 (unaligned, table full).
+ */
 int guest_mem_protect(gpa_t page);
 void guest_mem_unprotect(gpa_t page);
 bool guest_mem_is_protected(gpa_t page);
@@ -37,6 +43,9 @@ int guest_mem_check_target(gpa_t gpa, uint64_t len);
 /* Checked copies; -1 and nothing copied when the range fails guest_mem_check. */
 int guest_read(gpa_t gpa, void *dst, size_t len);
 int guest_write(gpa_t gpa, const void *src, size_t len);
+
+/* A change (protect, unprotect, rescind) is waiting for accesses in flight (tests). */
+bool guest_mem_change_waiting(void);
 
 /* How csvsm reaches guest-physical memory (identity map on both platforms). */
 void *guest_mem_ptr(gpa_t gpa);

@@ -25,6 +25,8 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <unistd.h>
 #include <cmocka.h>
 
@@ -32,6 +34,7 @@
 #include "arch/x86/insn.h"
 #include "base/percpu.h"
 #include "base/platform.h"
+#include "base/secret.h"
 #include "csvsm/sim_hv.h"
 #include "base/svsm_call.h"
 #include "csvsm/vcpu.h"
@@ -1058,6 +1061,121 @@ static void test_create_vcpu_waits_for_the_state_lock(void **state)
 	assert_int_equal(caa, PG(5));
 }
 
+/*
+ * Issue 15, finding 1: a write of csvsm's own into guest memory, checked
+ * while page X is ordinary RAM and delayed in its copy (here: X is
+ * write-protected, as a host can do in the nested page table, and the
+ * fault handler holds the copy), must not land after another vCPU's
+ * CREATE_VCPU(X) has revoked, checked and registered X. The handler
+ * releases the copy once CREATE_VCPU has finished (the old, unlocked
+ * code) or is waiting for the copy (the fix); the VMSA registered must
+ * then carry the VMPL it was checked with.
+ */
+static gpa_t delay_page;
+static volatile int delay_faults, create_finished;
+static volatile int saw_change_waiting;
+
+static void delay_handler(int sig, siginfo_t *si, void *ctx)
+{
+	gpa_t a = (gpa_t)(uintptr_t)si->si_addr;
+	if (a < delay_page || a >= delay_page + PAGE_SIZE)
+		abort();
+	delay_faults++;
+	for (long i = 0; i < 2000000000L; i++) {
+		if (__atomic_load_n(&create_finished, __ATOMIC_ACQUIRE))
+			break;
+		if (guest_mem_change_waiting()) {
+			saw_change_waiting = 1;
+			break;
+		}
+		sched_yield();
+	}
+	mprotect((void *)(uintptr_t)delay_page, PAGE_SIZE, PROT_READ | PROT_WRITE);
+}
+
+static void *delayed_write_thread(void *arg)
+{
+	static uint8_t page[PAGE_SIZE];
+	memset(page, 0, sizeof(page)); /* VMPL field 0: the prize */
+	((struct vmsa *)page)->efer = EFER_SVME;
+	*(int *)arg = guest_write(delay_page, page, sizeof(page));
+	return NULL;
+}
+
+static void *create_x_thread(void *arg)
+{
+	struct locked_call *c = arg;
+	c->rc = create(c->vmsa, PG(5), 11);
+	__atomic_store_n(&create_finished, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_create_vcpu_waits_for_csvsm_writes_in_flight(void **state)
+{
+	struct locked_call c = {.vmsa = PG(4)};
+	struct sigaction sa = {.sa_sigaction = delay_handler, .sa_flags = SA_SIGINFO}, old;
+	pthread_t w, t;
+	int wrc = -1;
+
+	delay_page = c.vmsa;
+	delay_faults = create_finished = saw_change_waiting = 0;
+	make_vmsa(c.vmsa, GUEST_VMPL, EFER_SVME, 0);
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGSEGV, &sa, &old);
+	assert_int_equal(mprotect(P(c.vmsa), PAGE_SIZE, PROT_READ), 0);
+	assert_int_equal(pthread_create(&w, NULL, delayed_write_thread, &wrc), 0);
+	while (!delay_faults) /* the write is checked and its copy held */
+		sched_yield();
+	assert_int_equal(pthread_create(&t, NULL, create_x_thread, &c), 0);
+	assert_int_equal(pthread_join(w, NULL), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	sigaction(SIGSEGV, &old, NULL);
+
+	assert_int_equal(delay_faults, 1); /* the attack ran: the copy was held once */
+	assert_int_equal(wrc, 0);	   /* and it landed */
+	/* The registration waited for it, so it checked what the write left. */
+	assert_true(saw_change_waiting);
+	struct guest_vmsa_slot *s = vcpu_find(c.vmsa);
+	if (s)
+		assert_int_equal(((struct vmsa *)P(c.vmsa))->vmpl, GUEST_VMPL);
+	assert_int_equal(c.rc, SVSM_ERR_INVALID_PARAMETER); /* VMPL 0: refused */
+	assert_null(s);
+	assert_int_equal(rmp_vmpl_perms(c.vmsa, GUEST_VMPL), RMP_PERM_ALL); /* given back */
+}
+
+/* A DELETE_VCPU of a VMSA csvsm is serving on another vCPU: FAIL_INUSE. */
+static void test_delete_vcpu_while_served(void **state)
+{
+	gpa_t vmsa = PG(4), got, caa;
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_begin(12, &got, &caa));
+	assert_int_equal(got, vmsa);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_ERR_FAIL_INUSE);
+	assert_non_null(vcpu_find(vmsa));
+	vcpu_serve_end(vmsa);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
+	assert_null(vcpu_find(vmsa));
+}
+
+/* Issue 15, finding 3: after a termination wipe on any vCPU, no request is served. */
+static void test_no_service_after_wipe(void **state)
+{
+	struct svsm_regs r = {.rax = SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL),
+			      .rcx = svsm_query_protocol_in(0, 1)};
+	uint64_t calls = gv.calls;
+	*P(gv.caa) = 1;
+	secret_wipe_all();
+	assert_true(secret_terminating());
+	assert_false(svsm_request(&gv, &r));
+	assert_int_equal(*P(gv.caa), 1); /* not even the handshake */
+	assert_int_equal(gv.calls, calls);
+	assert_int_equal(r.rax, SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL));
+	secret_reset();
+	assert_true(svsm_request(&gv, &r)); /* control: served once reset */
+	assert_int_equal(r.rax, SVSM_SUCCESS);
+}
+
 static void test_create_vcpu_many(void **state)
 {
 	/* every slot, then one more: an error code, not a crash */
@@ -1162,6 +1280,9 @@ int main(void)
 	    T(test_delete_vcpu_clears_svme),
 	    T(test_delete_vcpu_in_use),
 	    T(test_create_vcpu_waits_for_the_state_lock),
+	    T(test_create_vcpu_waits_for_csvsm_writes_in_flight),
+	    T(test_delete_vcpu_while_served),
+	    T(test_no_service_after_wipe),
 	    T(test_create_vcpu_many),
 	    T(test_query_protocol),
 	    T(test_configure_vtom),
