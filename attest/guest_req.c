@@ -150,9 +150,10 @@ void guest_req_disable(void)
 	ch.enabled = false;
 }
 
+/* A termination wipe on any vCPU closes the channel for good (base/secret.c). */
 bool guest_req_enabled(void)
 {
-	return ch.enabled;
+	return ch.enabled && !secret_terminating();
 }
 
 uint64_t guest_req_last_seqno(void)
@@ -228,9 +229,15 @@ static int exchange(struct percpu *cpu, uint8_t type, const void *payload, size_
 		guest_req_disable(); /* sequence space exhausted: never wrap an IV */
 		return GUEST_REQ_ERR_DISABLED;
 	}
+	if (secret_terminating())
+		return GUEST_REQ_ERR_DISABLED; /* VMPCK0 may be wiped already */
 	rc = guest_req_msg_seal(&req_sealed, ch.vmpck0, seqno, type, 0, payload, len);
 	if (rc)
 		return rc; /* nothing left csvsm */
+	if (secret_terminating()) { /* the key went while it sealed: send nothing */
+		memzero_explicit(&req_sealed, sizeof(req_sealed));
+		return GUEST_REQ_ERR_DISABLED;
+	}
 	memcpy(ch.req, &req_sealed, sizeof(req_sealed));
 	memset(ch.resp, 0, SNP_MSG_PAGE_SIZE);
 
@@ -262,6 +269,12 @@ static int exchange(struct percpu *cpu, uint8_t type, const void *payload, size_
 	rc = guest_req_msg_open(&resp_copy, ch.vmpck0, seqno + 1, (uint8_t)(type + 1), 0, out, cap,
 				out_len);
 	memzero_explicit(&resp_copy, sizeof(resp_copy));
+	/* A wipe during the exchange: the key may be zero, so the host could have
+	 * forged this response; hand nothing on. */
+	if (!rc && secret_terminating()) {
+		memzero_explicit(out, cap);
+		rc = GUEST_REQ_ERR_DISABLED;
+	}
 	if (rc) {
 		guest_req_disable();
 		return rc;
@@ -287,7 +300,7 @@ int guest_req_report(struct percpu *cpu, const uint8_t user_data[64], uint32_t v
 		return GUEST_REQ_ERR_INVAL;
 	if (!lock_try())
 		return GUEST_REQ_ERR_BUSY;
-	if (!ch.enabled) {
+	if (!guest_req_enabled()) {
 		lock_release();
 		return GUEST_REQ_ERR_DISABLED;
 	}
@@ -352,7 +365,7 @@ int guest_req_key(struct percpu *cpu, const struct snp_key_req *req,
 		return GUEST_REQ_ERR_INVAL;
 	if (!lock_try())
 		return GUEST_REQ_ERR_BUSY;
-	if (!ch.enabled) {
+	if (!guest_req_enabled()) {
 		lock_release();
 		return GUEST_REQ_ERR_DISABLED;
 	}

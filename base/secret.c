@@ -11,6 +11,12 @@ static struct {
 } regions[SECRET_MAX_REGIONS];
 static unsigned nregions;
 static volatile uint32_t reg_lock;
+static uint32_t terminating;
+
+bool secret_terminating(void)
+{
+	return __atomic_load_n(&terminating, __ATOMIC_ACQUIRE) != 0;
+}
 
 int secret_register(void *p, size_t n)
 {
@@ -34,6 +40,10 @@ int secret_register(void *p, size_t n)
 
 void secret_wipe_all(void)
 {
+	/* First the state every request entry and guest request checks: from
+	 * here on no vCPU serves, and the guest-request channel is closed
+	 * (attest/guest_req.c), so nothing is sealed with a wiped key. */
+	__atomic_store_n(&terminating, 1, __ATOMIC_SEQ_CST);
 	/* No lock: a panic may come from inside secret_register's caller. */
 	unsigned n = __atomic_load_n(&nregions, __ATOMIC_ACQUIRE);
 	for (unsigned i = 0; i < n && i < SECRET_MAX_REGIONS; i++)
@@ -43,4 +53,5 @@ void secret_wipe_all(void)
 void secret_reset(void)
 {
 	nregions = 0;
+	__atomic_store_n(&terminating, 0, __ATOMIC_RELEASE);
 }

@@ -9,6 +9,7 @@
 
 #include "base/console.h"
 #include "base/platform.h"
+#include "base/secret.h"
 
 struct svsm_stats svsm_stats;
 
@@ -35,6 +36,9 @@ const struct svsm_protocol *svsm_find_protocol(uint32_t id)
 bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r)
 {
 	uint8_t pending;
+	/* After a termination wipe on any vCPU: no service at all. */
+	if (secret_terminating())
+		return false;
 	/* C-execloop: an exit is an SVSM call only if the CA says so. */
 	if (guest_read(gv->caa, &pending, 1) != 0 || pending == 0)
 		return false;

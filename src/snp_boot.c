@@ -325,6 +325,11 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	void *heap = pool_alloc(LIBC_HEAP_BYTES, PAGE_SIZE);
 	libc_heap_init(heap, LIBC_HEAP_BYTES);
 	secret_register(heap, LIBC_HEAP_BYTES);
+	/* The libraries' static state, seeds and NV image among it (linker.ld). */
+	extern uint8_t __tpm_lib_bss_start[], __tpm_lib_bss_end[];
+	size_t lib_bss = (size_t)((uintptr_t)__tpm_lib_bss_end - (uintptr_t)__tpm_lib_bss_start);
+	if (lib_bss && secret_register(__tpm_lib_bss_start, lib_bss) != 0)
+		panic("snp: the secrets table is full");
 	_init();
 	for (void (**f)(void) = __init_array_start; f < __init_array_end; f++)
 		(*f)();

@@ -14,9 +14,14 @@
 
 /* Register [p, p + n) to be wiped on termination; 0, or -1 when the table is full. */
 int secret_register(void *p, size_t n);
-/* Wipe every registered region (each vCPU that ends the VM may call it). */
+/*
+ * Wipe every registered region (each vCPU that ends the VM may call it).
+ * It first marks csvsm terminating, for good: no request is served and no
+ * guest request is sent after that, on any vCPU (issue 15, finding 3).
+ */
 void secret_wipe_all(void);
-/* Forget the registrations (host tests). */
+bool secret_terminating(void);
+/* Forget the registrations and the terminating state (host tests). */
 void secret_reset(void);
 
 #endif
