@@ -37,7 +37,9 @@ endif
 igvm: $(BUILD)/csvsm.igvm
 
 # libFuzzer target for the IGVM parser; seeds: the hand-made sample of
-# tests/tools/igvm_ref.py. make fuzz-igvm [FUZZ_TIME=30]
+# tests/tools/igvm_ref.py. make fuzz-igvm [FUZZ_TIME=30]; `make fuzz` runs it
+# too (tests/fuzz/fuzz.mk FUZZ_TARGETS, found through FUZZ_IGVM). Crash
+# artefacts go to build/fuzz/igvm-*.
 FUZZ_IGVM      := $(BUILD)/fuzz/igvm_fuzz
 FUZZ_IGVM_SRCS := tests/fuzz/igvm_fuzz.c attest/igvm.c attest/launch_digest.c attest/ovmf_meta.c
 $(FUZZ_IGVM): $(FUZZ_IGVM_SRCS) include/attest/igvm.h include/attest/launch_digest.h
@@ -49,6 +51,7 @@ $(FUZZ_IGVM): $(FUZZ_IGVM_SRCS) include/attest/igvm.h include/attest/launch_dige
 fuzz-igvm: $(FUZZ_IGVM)
 	@mkdir -p $(BUILD)/fuzz/corpus-igvm
 	python3 tests/tools/igvm_ref.py sample $(BUILD)/fuzz/corpus-igvm/sample.igvm
-	$(FUZZ_IGVM) -max_total_time=$(or $(FUZZ_TIME),30) -max_len=65536 $(BUILD)/fuzz/corpus-igvm
+	$(FUZZ_IGVM) -max_total_time=$(or $(FUZZ_TIME),30) -max_len=65536 -print_final_stats=1 \
+	  -artifact_prefix=$(BUILD)/fuzz/igvm- $(BUILD)/fuzz/corpus-igvm
 
 .PHONY: fuzz-igvm

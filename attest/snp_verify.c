@@ -710,6 +710,48 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 				     : "DEBUG not allowed by the guest policy");
 	}
 
+	/*
+	 * GUEST_POLICY (report offset 0x008): AMD SEV-SNP ABI specification
+	 * 56860, "GUEST_POLICY Structure": bit 16 SMT, 17 reserved (must be
+	 * 1), 18 MIGRATE_MA, 19 DEBUG, 20 SINGLE_SOCKET, 21 CXL_ALLOW, 22
+	 * MEM_AES_256_XTS, 23 RAPL_DIS, 24 CIPHERTEXT_HIDING, 25
+	 * PAGE_SWAP_DISABLE, 63:26 reserved, must be zero;
+	 * shared/reference/snp-svsm-interfaces.md §7 ([G-abi] go-sev-guest
+	 * abi.ParseSnpPolicy). `parse` also refuses bit 17 clear and bits
+	 * 63:26 (snp_report_check); the checks below name each rule.
+	 */
+	c = add(res, "policy.migrate_ma");
+	if (r->policy.migrate_ma && !o->allow_migrate_ma) {
+		setd(c->detail, SNP_DETAIL_LEN,
+		     "guest policy allows a migration agent (MIGRATE_MA, bit 18), which can "
+		     "export the guest's state (use --allow-migrate-ma to accept)");
+	} else {
+		c->state = SNP_CHECK_PASS;
+		setd(c->detail, SNP_DETAIL_LEN,
+		     r->policy.migrate_ma ? "MIGRATE_MA allowed by --allow-migrate-ma"
+					  : "no migration agent allowed by the guest policy");
+	}
+
+	c = add(res, "policy.reserved");
+	if (!(r->raw.policy & SNP_POLICY_RESERVED1)) {
+		setd(c->detail, SNP_DETAIL_LEN,
+		     "POLICY bit 17 is clear (reserved, must be 1; policy 0x%llx)",
+		     (unsigned long long)r->raw.policy);
+	} else {
+		c->state = SNP_CHECK_PASS;
+		setd(c->detail, SNP_DETAIL_LEN, "POLICY bit 17 (reserved, must be 1) is set");
+	}
+
+	c = add(res, "policy.mbz");
+	if (r->raw.policy & SNP_POLICY_MBZ_MASK) {
+		setd(c->detail, SNP_DETAIL_LEN,
+		     "POLICY bits 63:26 must be zero (unknown to this verifier): 0x%llx set",
+		     (unsigned long long)(r->raw.policy & SNP_POLICY_MBZ_MASK));
+	} else {
+		c->state = SNP_CHECK_PASS;
+		setd(c->detail, SNP_DETAIL_LEN, "POLICY bits 63:26 zero");
+	}
+
 	c = add(res, "policy.vmpl");
 	if (r->raw.vmpl != o->vmpl) {
 		setd(c->detail, SNP_DETAIL_LEN, "report VMPL %u, expected %u", r->raw.vmpl,
@@ -765,6 +807,8 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 		c->state = snp_verify_quote(o->quote, c->detail, SNP_DETAIL_LEN);
 	}
 
+	res->measurement_checked = o->have_measurement;
+	res->report_data_checked = o->have_report_data;
 	res->verified = true;
 	for (size_t i = 0; i < res->n; i++)
 		if (res->checks[i].state == SNP_CHECK_FAIL)

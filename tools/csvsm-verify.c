@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,11 +55,15 @@ static void usage(FILE *f)
 		"  --time YYYY-MM-DD           validity time (default: now)\n"
 		"policy:\n"
 		"  --allow-debug               accept a guest policy with DEBUG\n"
+		"  --allow-migrate-ma          accept a guest policy with MIGRATE_MA\n"
 		"  --vmpl N                    required VMPL (default 0)\n"
 		"  --min-tcb bl=N,tee=N,snp=N,ucode=N[,fmc=N]\n"
 		"  --measurement HEX           expected MEASUREMENT (48 bytes)\n"
 		"  --report-data HEX           expected REPORT_DATA (<= 64 bytes, zero-padded)\n"
 		"  --nonce HEX --manifest FILE REPORT_DATA = SHA-512(nonce || manifest)\n"
+		"without --measurement and --report-data/--nonce only the signature, chain\n"
+		"and policy are checked: any guest on a genuine AMD chip passes, and the\n"
+		"summary says so (VERIFIED (signature and chain only: ...)).\n"
 		"TPM quote (as tpm2_checkquote; files from tpm2_quote -m/-s/-o):\n"
 		"  --quote-msg F --quote-sig F --quote-pcrs F --ak PEM --quote-nonce HEX\n");
 }
@@ -250,13 +255,66 @@ static const char *state_name(enum snp_check_state s)
 	return s == SNP_CHECK_PASS ? "PASS" : s == SNP_CHECK_SKIP ? "SKIP" : "FAIL";
 }
 
+/*
+ * What a pass did not bind: with neither an expected MEASUREMENT nor an
+ * expected REPORT_DATA, a genuine report of *any* guest verifies. Said on the
+ * summary line and in the JSON (docs/verify.md "Output and exit status").
+ */
+static const char *scope_note(const struct snp_verify_result *res)
+{
+	if (!res->measurement_checked && !res->report_data_checked)
+		return "signature and chain only: no --measurement, no --report-data given";
+	if (!res->measurement_checked)
+		return "MEASUREMENT not checked: no --measurement given";
+	if (!res->report_data_checked)
+		return "REPORT_DATA not checked: no --report-data or --nonce/--manifest given";
+	return NULL;
+}
+
+static void print_policy_flags(const struct snp_policy *p)
+{
+	static const struct {
+		size_t off;
+		const char *name;
+	} f[] = {
+	    {offsetof(struct snp_policy, smt), "SMT"},
+	    {offsetof(struct snp_policy, migrate_ma), "MIGRATE_MA"},
+	    {offsetof(struct snp_policy, debug), "DEBUG"},
+	    {offsetof(struct snp_policy, single_socket), "SINGLE_SOCKET"},
+	    {offsetof(struct snp_policy, cxl_allow), "CXL_ALLOW"},
+	    {offsetof(struct snp_policy, mem_aes_256_xts), "MEM_AES_256_XTS"},
+	    {offsetof(struct snp_policy, rapl_dis), "RAPL_DIS"},
+	    {offsetof(struct snp_policy, ciphertext_hiding), "CIPHERTEXT_HIDING"},
+	    {offsetof(struct snp_policy, page_swap_disable), "PAGE_SWAP_DISABLE"},
+	};
+	const char *sep = " (";
+	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+		if (*(const bool *)((const char *)p + f[i].off)) {
+			printf("%s%s", sep, f[i].name);
+			sep = " ";
+		}
+	printf("%sABI >= %u.%u)", sep, p->abi_major, p->abi_minor);
+}
+
 static void print_json(const struct snp_report *r, const struct snp_verify_result *res)
 {
 	const struct snp_report_raw *w = &r->raw;
 	const struct snp_policy *p = &r->policy;
 
-	printf("{\n  \"verified\": %s,\n  \"product\": \"%s\",\n  \"checks\": [\n",
-	       res->verified ? "true" : "false", snp_product_name(res->product));
+	const char *note = scope_note(res);
+
+	printf("{\n  \"verified\": %s,\n", res->verified ? "true" : "false");
+	printf("  \"signature_and_chain_only\": %s,\n  \"measurement_checked\": %s,\n"
+	       "  \"report_data_checked\": %s,\n",
+	       !res->measurement_checked && !res->report_data_checked ? "true" : "false",
+	       res->measurement_checked ? "true" : "false",
+	       res->report_data_checked ? "true" : "false");
+	if (note) {
+		printf("  \"note\": ");
+		json_str(note);
+		printf(",\n");
+	}
+	printf("  \"product\": \"%s\",\n  \"checks\": [\n", snp_product_name(res->product));
 	for (size_t i = 0; i < res->n; i++) {
 		const struct snp_check *c = &res->checks[i];
 		printf("    {\"name\": ");
@@ -327,12 +385,18 @@ static void print_human(const struct snp_report *r, const struct snp_verify_resu
 	printf("\n  reported TCB bl=%u tee=%u snp=%u ucode=%u", t.bl, t.tee, t.snp, t.ucode);
 	if (t.has_fmc)
 		printf(" fmc=%u", t.fmc);
-	printf(", policy 0x%llx%s\n", (unsigned long long)r->raw.policy,
-	       r->policy.debug ? " (DEBUG)" : "");
+	printf(", policy 0x%llx", (unsigned long long)r->raw.policy);
+	print_policy_flags(&r->policy);
+	printf("\n");
 	for (size_t i = 0; i < res->n; i++)
-		printf("  [%s] %-15s %s\n", state_name(res->checks[i].state), res->checks[i].name,
+		printf("  [%s] %-17s %s\n", state_name(res->checks[i].state), res->checks[i].name,
 		       res->checks[i].detail);
-	printf("%s\n", res->verified ? "VERIFIED" : "NOT VERIFIED");
+	if (!res->verified)
+		printf("NOT VERIFIED\n");
+	else if (scope_note(res))
+		printf("VERIFIED (%s)\n", scope_note(res));
+	else
+		printf("VERIFIED\n");
 }
 
 /* ---- chain assembly ---- */
@@ -461,6 +525,7 @@ int main(int argc, char **argv)
 		O_TRUST,
 		O_TIME,
 		O_DEBUG,
+		O_MIGRATE_MA,
 		O_VMPL,
 		O_MINTCB,
 		O_MEAS,
@@ -477,20 +542,35 @@ int main(int argc, char **argv)
 		O_QNONCE,
 	};
 	static const struct option lo[] = {
-	    {"report", 1, 0, O_REPORT},	     {"vcek", 1, 0, O_VCEK},
-	    {"vlek", 1, 0, O_VLEK},	     {"ask", 1, 0, O_ASK},
-	    {"asvk", 1, 0, O_ASVK},	     {"ark", 1, 0, O_ARK},
-	    {"certs", 1, 0, O_CERTS},	     {"cert-table", 1, 0, O_TABLE},
-	    {"roots", 1, 0, O_ROOTS},	     {"product", 1, 0, O_PRODUCT},
-	    {"trust-ark", 1, 0, O_TRUST},    {"time", 1, 0, O_TIME},
-	    {"allow-debug", 0, 0, O_DEBUG},  {"vmpl", 1, 0, O_VMPL},
-	    {"min-tcb", 1, 0, O_MINTCB},     {"measurement", 1, 0, O_MEAS},
-	    {"report-data", 1, 0, O_RDATA},  {"nonce", 1, 0, O_NONCE},
-	    {"manifest", 1, 0, O_MANIFEST},  {"json", 0, 0, O_JSON},
-	    {"repeat", 1, 0, O_REPEAT},	     {"help", 0, 0, O_HELP},
-	    {"quote-msg", 1, 0, O_QMSG},     {"quote-sig", 1, 0, O_QSIG},
-	    {"quote-pcrs", 1, 0, O_QPCRS},   {"ak", 1, 0, O_AK},
-	    {"quote-nonce", 1, 0, O_QNONCE}, {0, 0, 0, 0},
+	    {"report", 1, 0, O_REPORT},
+	    {"vcek", 1, 0, O_VCEK},
+	    {"vlek", 1, 0, O_VLEK},
+	    {"ask", 1, 0, O_ASK},
+	    {"asvk", 1, 0, O_ASVK},
+	    {"ark", 1, 0, O_ARK},
+	    {"certs", 1, 0, O_CERTS},
+	    {"cert-table", 1, 0, O_TABLE},
+	    {"roots", 1, 0, O_ROOTS},
+	    {"product", 1, 0, O_PRODUCT},
+	    {"trust-ark", 1, 0, O_TRUST},
+	    {"time", 1, 0, O_TIME},
+	    {"allow-debug", 0, 0, O_DEBUG},
+	    {"vmpl", 1, 0, O_VMPL},
+	    {"min-tcb", 1, 0, O_MINTCB},
+	    {"measurement", 1, 0, O_MEAS},
+	    {"report-data", 1, 0, O_RDATA},
+	    {"nonce", 1, 0, O_NONCE},
+	    {"manifest", 1, 0, O_MANIFEST},
+	    {"json", 0, 0, O_JSON},
+	    {"repeat", 1, 0, O_REPEAT},
+	    {"help", 0, 0, O_HELP},
+	    {"quote-msg", 1, 0, O_QMSG},
+	    {"quote-sig", 1, 0, O_QSIG},
+	    {"quote-pcrs", 1, 0, O_QPCRS},
+	    {"ak", 1, 0, O_AK},
+	    {"quote-nonce", 1, 0, O_QNONCE},
+	    {"allow-migrate-ma", 0, 0, O_MIGRATE_MA},
+	    {0, 0, 0, 0},
 	};
 	struct inputs in = {0};
 	struct snp_verify_opts o;
@@ -545,6 +625,9 @@ int main(int argc, char **argv)
 			break;
 		case O_DEBUG:
 			o.allow_debug = true;
+			break;
+		case O_MIGRATE_MA:
+			o.allow_migrate_ma = true;
 			break;
 		case O_VMPL:
 			errno = 0;

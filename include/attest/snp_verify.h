@@ -13,7 +13,8 @@
  *              REPORTED_TCB (Turin layout with fmcSPL)
  *   chip_id    hwID extension (1.3.6.1.4.1.3704.1.4) equals CHIP_ID
  *              (first 8 bytes on Turin)
- * The policy checks (debug, vmpl, min_tcb, measurement, report_data) are in
+ * The policy checks (policy.debug, policy.migrate_ma, policy.reserved,
+ * policy.mbz, policy.vmpl, policy.min_tcb, measurement, report_data) are in
  * snp_verify_run(), which runs them all into a result list.
  */
 #ifndef ATTEST_SNP_VERIFY_H
@@ -53,6 +54,7 @@ struct snp_verify_opts {
 	size_t n_trusted_ark;
 	enum snp_product product_hint; /* --product, or UNKNOWN */
 	bool allow_debug;
+	bool allow_migrate_ma; /* --allow-migrate-ma: accept POLICY.MIGRATE_MA */
 	uint32_t vmpl;
 	bool have_min_tcb;
 	struct snp_tcb min_tcb;
@@ -74,7 +76,10 @@ struct snp_check {
 struct snp_verify_result {
 	struct snp_check checks[SNP_MAX_CHECKS];
 	size_t n;
-	bool verified;		  /* no check failed */
+	bool verified; /* no check failed */
+	/* What the result binds the report to beyond signature and chain: false
+	 * when no expected MEASUREMENT / REPORT_DATA was given (opts). */
+	bool measurement_checked, report_data_checked;
 	enum snp_product product; /* the product line the TCB was decoded for */
 };
 

@@ -2,9 +2,10 @@
 #   include tests/fuzz/fuzz.mk
 # `make fuzz-core [FUZZ_CORE_TIME=s]` builds and runs the SVSM request /
 # core-protocol fuzzer (tests/fuzz/fuzz_core_proto.c); `make fuzz` runs it
-# and every per-area fuzz target (fuzz-ovmf-meta, fuzz-verify, fuzz-vtpm:
-# each area's fragment defines its own; their times are FUZZ_TIME and
-# VERIFY_FUZZ_TIME). Corpora stay under build/fuzz/ between runs.
+# and every per-area fuzz target (fuzz-ovmf-meta, fuzz-verify, fuzz-vtpm,
+# fuzz-attest, fuzz-igvm: each area's fragment defines its own; their times
+# are FUZZ_TIME, VERIFY_FUZZ_TIME and ATTEST_FUZZ_TIME, 30 s by default).
+# Corpora stay under build/fuzz/ between runs.
 # Built with clang straight from the sources (the host library is gcc-built
 # without sanitizers).
 FUZZ_CORE_CC    ?= clang
@@ -42,7 +43,8 @@ fuzz-core: $(FUZZ_CORE)
 # Every fuzz target the included fragments define, found by a variable each
 # fragment sets (deferred, so the include order does not matter).
 FUZZ_TARGETS = fuzz-core $(if $(FUZZ_OVMF_META),fuzz-ovmf-meta) $(if $(FUZZ_VERIFY),fuzz-verify) \
-               $(if $(VTPM_FUZZ_FLAGS),fuzz-vtpm) $(if $(FUZZ_ATTEST),fuzz-attest)
+               $(if $(VTPM_FUZZ_FLAGS),fuzz-vtpm) $(if $(FUZZ_ATTEST),fuzz-attest) \
+               $(if $(FUZZ_IGVM),fuzz-igvm)
 fuzz:
 	@for t in $(FUZZ_TARGETS); do echo "== make $$t"; $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$t || exit 1; done
 

@@ -248,21 +248,31 @@ r[0x50:0x90] = hashlib.sha512(nonce + open(s + "/manifest.bin", "rb").read()).di
 r[0x90:0xC0] = bytes([0x5A]) * 48
 r[0x188:0x18B] = bytes([0x19, 0x01, 0x01])
 r[0x1A0:0x1E0] = chip
-open(s + "/signed.bin", "wb").write(r[:0x2A0]); open(s + "/unsigned.bin", "wb").write(r)
+open(s + "/unsigned.bin", "wb").write(r)
 PY
-openssl dgst -sha384 -sign "$S/vcek.key" -out "$S/sig.der" "$S/signed.bin"
-python3 - "$S" <<'PY'
+# sign_report UNSIGNED OUT [POLICY]: UNSIGNED with POLICY (offset 0x008) if
+# given, signed over 0x000-0x29F by the test VCEK (R, S little-endian).
+sign_report() {
+	python3 - "$1" "$S/tosign.bin" "$S/patched.bin" "${3:-}" <<'PY'
+import sys, struct
+r = bytearray(open(sys.argv[1], "rb").read())
+if sys.argv[4]: struct.pack_into("<Q", r, 0x008, int(sys.argv[4], 0))
+open(sys.argv[2], "wb").write(r[:0x2A0]); open(sys.argv[3], "wb").write(r)
+PY
+	openssl dgst -sha384 -sign "$S/vcek.key" -out "$S/sig.der" "$S/tosign.bin"
+	python3 - "$S/patched.bin" "$S/sig.der" "$2" <<'PY'
 import sys
-s = sys.argv[1]
-r = bytearray(open(s + "/unsigned.bin", "rb").read()); d = open(s + "/sig.der", "rb").read()
+r = bytearray(open(sys.argv[1], "rb").read()); d = open(sys.argv[2], "rb").read()
 def rd(d, i):                       # one DER INTEGER at i (short lengths only)
     assert d[i] == 2; l = d[i + 1]; return int.from_bytes(d[i + 2:i + 2 + l], "big"), i + 2 + l
 assert d[0] == 0x30
 i = 2 if d[1] < 0x80 else 3
 R, i = rd(d, i); S_, i = rd(d, i)
 r[0x2A0:0x2A0 + 72] = R.to_bytes(72, "little"); r[0x2E8:0x2E8 + 72] = S_.to_bytes(72, "little")
-open(s + "/report.bin", "wb").write(r)
+open(sys.argv[3], "wb").write(r)
 PY
+}
+sign_report "$S/unsigned.bin" "$S/report.bin"
 SIM="--report $S/report.bin --vcek $S/vcek.pem --ask $S/ask.pem"
 run "test chain verifies with --trust-ark (nonce+manifest binding)" 0 parse=pass signature=pass chain=pass \
 	tcb=pass chip_id=pass report_data=pass -- $SIM --trust-ark "$S/ark.pem" --nonce $NONCE --manifest "$S/manifest.bin"
@@ -277,6 +287,46 @@ run "test chain: AMD VCEK under the test ASK fails chain" 1 chain=fail -- \
 	--report $S/report.bin --vcek $R/milan-v3.vcek.der --ask $S/ask.pem --trust-ark "$S/ark.pem"
 run "test chain: test VCEK under AMD's Milan chain fails chain" 1 chain=fail signature=pass -- \
 	--report $S/report.bin --vcek $S/vcek.pem --roots $K
+
+# --- guest policy: test-chain reports re-signed with other POLICY values ----
+# GUEST_POLICY (AMD SEV-SNP ABI 56860; interfaces §7): 16 SMT, 17 reserved
+# (must be 1), 18 MIGRATE_MA, 19 DEBUG, 20..25 SINGLE_SOCKET, CXL_ALLOW,
+# MEM_AES_256_XTS, RAPL_DIS, CIPHERTEXT_HIDING, PAGE_SWAP_DISABLE, 63:26 MBZ.
+# Each report is correctly signed, so only the named policy check refuses it.
+PT="--vcek $S/vcek.pem --ask $S/ask.pem --trust-ark $S/ark.pem --nonce $NONCE --manifest $S/manifest.bin"
+sign_report "$S/unsigned.bin" "$S/p-ma.bin" 0x70000
+run "policy MIGRATE_MA (0x70000) fails policy.migrate_ma by default" 1 parse=pass signature=pass chain=pass \
+	policy.migrate_ma=fail policy.debug=pass policy.reserved=pass policy.mbz=pass -- --report "$S/p-ma.bin" $PT
+run "policy MIGRATE_MA passes with --allow-migrate-ma" 0 policy.migrate_ma=pass -- \
+	--report "$S/p-ma.bin" $PT --allow-migrate-ma
+run "--allow-debug does not admit MIGRATE_MA" 1 policy.migrate_ma=fail -- --report "$S/p-ma.bin" $PT --allow-debug
+out=$("$V" --report "$S/p-ma.bin" $PT 2>&1); rc=$?
+if [ $rc = 1 ] && grep -q '^  \[FAIL\] policy.migrate_ma ' <<<"$out" && grep -q '^NOT VERIFIED$' <<<"$out" &&
+	grep -q 'policy 0x70000 (SMT MIGRATE_MA ' <<<"$out"; then
+	ok "human summary names [FAIL] policy.migrate_ma and the MIGRATE_MA flag"
+else nok "human summary for MIGRATE_MA (rc=$rc)"; sed 's/^/# /' <<<"$out"; fi
+sign_report "$S/unsigned.bin" "$S/p-dbg.bin" 0xb0000
+run "policy DEBUG (0xb0000) fails policy.debug by default" 1 signature=pass chain=pass policy.debug=fail \
+	policy.migrate_ma=pass -- --report "$S/p-dbg.bin" $PT
+run "policy DEBUG passes with --allow-debug" 0 policy.debug=pass -- --report "$S/p-dbg.bin" $PT --allow-debug
+run "--allow-migrate-ma does not admit DEBUG" 1 policy.debug=fail -- --report "$S/p-dbg.bin" $PT --allow-migrate-ma
+sign_report "$S/unsigned.bin" "$S/p-both.bin" 0xf0000
+run "policy DEBUG|MIGRATE_MA needs both --allow options" 1 policy.debug=pass policy.migrate_ma=fail -- \
+	--report "$S/p-both.bin" $PT --allow-debug
+run "policy DEBUG|MIGRATE_MA passes with --allow-debug --allow-migrate-ma" 0 policy.debug=pass \
+	policy.migrate_ma=pass -- --report "$S/p-both.bin" $PT --allow-debug --allow-migrate-ma
+sign_report "$S/unsigned.bin" "$S/p-r17.bin" 0x10000
+run "policy bit 17 clear (0x10000) fails policy.reserved and parse" 1 signature=pass policy.reserved=fail \
+	parse=fail policy.mbz=pass -- --report "$S/p-r17.bin" $PT
+for bit in 26 31 32 63; do
+	pol=$(printf '0x%x' $(( (1 << bit) | 0x30000 )))
+	sign_report "$S/unsigned.bin" "$S/p-b$bit.bin" $pol
+	run "policy bit $bit ($pol, unknown) fails policy.mbz and parse" 1 signature=pass policy.mbz=fail \
+		parse=fail policy.reserved=pass -- --report "$S/p-b$bit.bin" $PT --allow-debug --allow-migrate-ma
+done
+sign_report "$S/unsigned.bin" "$S/p-known.bin" 0x3f30000
+run "policy with every other known bit (0x3f30000: SMT, 20..25) verifies" 0 parse=pass signature=pass \
+	policy.migrate_ma=pass policy.debug=pass policy.reserved=pass policy.mbz=pass -- --report "$S/p-known.bin" $PT
 
 # --- TPM quote check against tpm2_quote output from swtpm --------------------
 qtests() {
@@ -342,9 +392,41 @@ else
 fi
 
 # --- human output and exit codes without --json -----------------------------
+# Without --measurement and --report-data only signature, chain and policy
+# are checked: exit 0, and the summary and the JSON say so.
 out=$("$V" --report $R/milan-v2.report.bin --vcek $R/milan-v2.vcek.der --roots $K); rc=$?
-if [ $rc = 0 ] && grep -q '^VERIFIED' <<<"$out" && grep -q '\[PASS\] signature' <<<"$out"; then
-	ok "human summary says VERIFIED"; else nok "human summary (rc=$rc)"; fi
+if [ $rc = 0 ] && grep -qx 'VERIFIED (signature and chain only: no --measurement, no --report-data given)' <<<"$out" &&
+	grep -q '\[PASS\] signature' <<<"$out"; then
+	ok "human summary without --measurement/--report-data says 'VERIFIED (signature and chain only: ...)'"
+else nok "human summary, signature and chain only (rc=$rc)"; sed 's/^/# /' <<<"$out"; fi
+out=$("$V" --report $R/milan-v3.report.bin $M3 --measurement $MEAS --report-data $RDATA); rc=$?
+if [ $rc = 0 ] && grep -qx 'VERIFIED' <<<"$out"; then
+	ok "human summary with --measurement and --report-data says plain VERIFIED"
+else nok "human summary, full (rc=$rc)"; sed 's/^/# /' <<<"$out"; fi
+out=$("$V" --report $R/milan-v3.report.bin $M3 --measurement $MEAS); rc=$?
+if [ $rc = 0 ] && grep -qx 'VERIFIED (REPORT_DATA not checked: no --report-data or --nonce/--manifest given)' <<<"$out"; then
+	ok "human summary with --measurement only says REPORT_DATA was not checked"
+else nok "human summary, measurement only (rc=$rc)"; sed 's/^/# /' <<<"$out"; fi
+out=$("$V" --report $S/report.bin --vcek $S/vcek.pem --ask $S/ask.pem --trust-ark $S/ark.pem \
+	--nonce $NONCE --manifest $S/manifest.bin); rc=$?
+if [ $rc = 0 ] && grep -qx 'VERIFIED (MEASUREMENT not checked: no --measurement given)' <<<"$out"; then
+	ok "human summary with --nonce/--manifest only says MEASUREMENT was not checked"
+else nok "human summary, report data only (rc=$rc)"; sed 's/^/# /' <<<"$out"; fi
+jscope() { # jscope DESC SIG_ONLY MEAS_CHECKED RDATA_CHECKED ARGS...: verified and the JSON scope fields
+	local desc=$1 a=$2 b=$3 c=$4; shift 4
+	"$V" --json "$@" >"$T/scope.json" 2>/dev/null
+	local got want
+	got=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1]))
+print(*(str(d[k]).lower() for k in ("verified","signature_and_chain_only","measurement_checked","report_data_checked")), "note" in d)' "$T/scope.json" 2>&1)
+	want="true $a $b $c $([ "$b$c" = truetrue ] && echo False || echo True)"
+	if [ "$got" = "$want" ]; then ok "$desc"; else nok "$desc (got '$got', want '$want')"; fi
+}
+jscope "JSON without --measurement/--report-data: signature_and_chain_only true, a note" true false false \
+	--report $R/milan-v3.report.bin $M3
+jscope "JSON with --measurement and --report-data: signature_and_chain_only false, no note" false true true \
+	--report $R/milan-v3.report.bin $M3 --measurement $MEAS --report-data $RDATA
+jscope "JSON with --measurement only: measurement_checked, not report_data_checked" false true false \
+	--report $R/milan-v3.report.bin $M3 --measurement $MEAS
 "$V" --report $R/milan-v3.report.bin $M3 --repeat 5 >/dev/null 2>"$T/rep"; rc=$?
 if [ $rc = 0 ] && grep -q 'reports/s' "$T/rep"; then ok "--repeat runs and reports a rate"; else nok "--repeat (rc=$rc)"; fi
 

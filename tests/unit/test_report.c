@@ -1,6 +1,7 @@
 /*
  * Unit tests for the ATTESTATION_REPORT decoder (attest/report.c) and the
- * strict SPL INTEGER decoding of the verifier (attest/snp_verify.c):
+ * strict SPL INTEGER decoding and the named policy checks of the verifier
+ * (attest/snp_verify.c):
  * well-formed synthetic reports of each version, then one broken rule at a
  * time, and malformed sizes.
  */
@@ -328,6 +329,96 @@ static void test_pinned(void **s)
 	assert_int_equal(m[31], 0xcd);
 }
 
+/*
+ * The named policy checks of snp_verify_run() (GUEST_POLICY, AMD SEV-SNP ABI
+ * 56860; interfaces §7). No chain: signature and chain fail, the policy
+ * checks are independent of them.
+ */
+static const struct snp_check *last_check; /* the check policy_state() found */
+
+static enum snp_check_state policy_state(uint64_t policy, const struct snp_verify_opts *o,
+					 const char *name, struct snp_verify_result *res)
+{
+	struct snp_chain ch;
+
+	make(3);
+	put64(0x8, policy);
+	assert_int_equal(snp_report_decode(buf, sizeof(buf), &rep), SNP_REPORT_OK);
+	snp_chain_init(&ch);
+	snp_verify_run(&rep, snp_report_check(&rep), &ch, o, res);
+	snp_chain_free(&ch);
+	assert_true(res->n <= SNP_MAX_CHECKS);
+	for (size_t i = 0; i < res->n; i++)
+		if (!strcmp(res->checks[i].name, name)) {
+			last_check = &res->checks[i];
+			return res->checks[i].state;
+		}
+	fail_msg("check %s absent", name);
+	return SNP_CHECK_FAIL;
+}
+
+static void test_policy_checks(void **s)
+{
+	struct snp_verify_opts o, allow;
+	struct snp_verify_result res;
+
+	memset(&o, 0, sizeof(o));
+	allow = o;
+	allow.allow_debug = true;
+	allow.allow_migrate_ma = true;
+
+	/* 0x30000 (SMT | bit 17): every policy check passes. */
+	assert_int_equal(policy_state(0x30000, &o, "policy.migrate_ma", &res), SNP_CHECK_PASS);
+	assert_int_equal(policy_state(0x30000, &o, "policy.debug", &res), SNP_CHECK_PASS);
+	assert_int_equal(policy_state(0x30000, &o, "policy.reserved", &res), SNP_CHECK_PASS);
+	assert_int_equal(policy_state(0x30000, &o, "policy.mbz", &res), SNP_CHECK_PASS);
+	/* Every other defined bit (16, 20..25) is accepted. */
+	assert_int_equal(policy_state(0x3F30000, &o, "policy.mbz", &res), SNP_CHECK_PASS);
+	assert_int_equal(policy_state(0x3F30000, &o, "policy.migrate_ma", &res), SNP_CHECK_PASS);
+	assert_int_equal(policy_state(0x3F30000, &o, "policy.debug", &res), SNP_CHECK_PASS);
+
+	/* MIGRATE_MA (bit 18): refused unless allow_migrate_ma; allow_debug is not enough. */
+	uint64_t ma = 0x30000 | SNP_POLICY_MIGRATE_MA;
+	assert_int_equal(policy_state(ma, &o, "policy.migrate_ma", &res), SNP_CHECK_FAIL);
+	assert_false(res.verified);
+	o.allow_debug = true;
+	assert_int_equal(policy_state(ma, &o, "policy.migrate_ma", &res), SNP_CHECK_FAIL);
+	o.allow_debug = false;
+	assert_int_equal(policy_state(ma, &allow, "policy.migrate_ma", &res), SNP_CHECK_PASS);
+
+	/* DEBUG (bit 19): refused unless allow_debug; allow_migrate_ma is not enough. */
+	uint64_t dbg = 0x30000 | SNP_POLICY_DEBUG;
+	assert_int_equal(policy_state(dbg, &o, "policy.debug", &res), SNP_CHECK_FAIL);
+	o.allow_migrate_ma = true;
+	assert_int_equal(policy_state(dbg, &o, "policy.debug", &res), SNP_CHECK_FAIL);
+	o.allow_migrate_ma = false;
+	assert_int_equal(policy_state(dbg, &allow, "policy.debug", &res), SNP_CHECK_PASS);
+
+	/* Bit 17 clear: policy.reserved (and parse) fail, whatever is allowed. */
+	assert_int_equal(policy_state(0x10000, &allow, "policy.reserved", &res), SNP_CHECK_FAIL);
+	assert_int_equal(policy_state(0x10000, &allow, "parse", &res), SNP_CHECK_FAIL);
+	assert_int_equal(policy_state(0x10000, &allow, "policy.mbz", &res), SNP_CHECK_PASS);
+
+	/* Any of bits 63:26: policy.mbz (and parse) fail. */
+	for (int bit = 26; bit < 64; bit++) {
+		uint64_t p = 0x30000 | (1ull << bit);
+		assert_int_equal(policy_state(p, &allow, "policy.mbz", &res), SNP_CHECK_FAIL);
+		assert_non_null(strstr(last_check->detail, "63:26"));
+		assert_int_equal(policy_state(p, &allow, "parse", &res), SNP_CHECK_FAIL);
+		assert_int_equal(policy_state(p, &allow, "policy.reserved", &res), SNP_CHECK_PASS);
+	}
+
+	/* What was bound: nothing beyond signature/chain without expectations. */
+	policy_state(0x30000, &o, "parse", &res);
+	assert_false(res.measurement_checked);
+	assert_false(res.report_data_checked);
+	o.have_measurement = true;
+	memset(o.measurement, 0xBB, 48);
+	assert_int_equal(policy_state(0x30000, &o, "measurement", &res), SNP_CHECK_PASS);
+	assert_true(res.measurement_checked);
+	assert_false(res.report_data_checked);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +438,7 @@ int main(void)
 	    cmocka_unit_test(test_strerror),
 	    cmocka_unit_test(test_der_spl),
 	    cmocka_unit_test(test_pinned),
+	    cmocka_unit_test(test_policy_checks),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
