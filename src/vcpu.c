@@ -20,13 +20,23 @@
 
 uint64_t vcpu_guest_sev_features;
 static struct guest_vmsa_slot slots[MAX_GUEST_VCPUS];
-static uint32_t state_lock;
+static uint32_t state_lock, state_waiters;
 
 void vcpu_state_lock(void)
 {
-	while (__atomic_exchange_n(&state_lock, 1, __ATOMIC_ACQUIRE))
+	if (!__atomic_exchange_n(&state_lock, 1, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_fetch_add(&state_waiters, 1, __ATOMIC_RELAXED);
+	do
 		while (__atomic_load_n(&state_lock, __ATOMIC_RELAXED))
 			cpu_relax();
+	while (__atomic_exchange_n(&state_lock, 1, __ATOMIC_ACQUIRE));
+	__atomic_fetch_sub(&state_waiters, 1, __ATOMIC_RELAXED);
+}
+
+unsigned vcpu_state_lock_waiters(void)
+{
+	return __atomic_load_n(&state_waiters, __ATOMIC_RELAXED);
 }
 
 void vcpu_state_unlock(void)

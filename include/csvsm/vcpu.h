@@ -31,6 +31,8 @@ struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id);
  */
 void vcpu_state_lock(void);
 void vcpu_state_unlock(void);
+/* How many vCPUs wait for the lock now (tests prove a waiter waits). */
+unsigned vcpu_state_lock_waiters(void);
 /* vcpu_find_apic under the lock: the VMSA and calling area, copied. */
 bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
 /*

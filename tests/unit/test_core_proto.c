@@ -1048,7 +1048,12 @@ static void test_create_vcpu_waits_for_the_state_lock(void **state)
 	make_vmsa(c.vmsa, GUEST_VMPL, EFER_SVME, 0);
 	vcpu_state_lock();
 	assert_int_equal(pthread_create(&t, NULL, create_thread, &c), 0);
-	usleep(50000);
+	/* The thread reached the lock and waits on it (not merely slow to start). */
+	for (long i = 0; i < 10000000 && !vcpu_state_lock_waiters() &&
+			 !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE);
+	     i++)
+		sched_yield();
+	assert_int_equal(vcpu_state_lock_waiters(), 1);
 	assert_false(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)); /* waiting */
 	assert_null(vcpu_find(c.vmsa));
 	vcpu_state_unlock();
