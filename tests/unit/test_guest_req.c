@@ -82,14 +82,43 @@ static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
  * Every read of the shared data pages seen, with the instruction that made
  * it (issue 8 item 8): the pages are PROT_NONE; a fault records the access,
  * opens the region for exactly one instruction (the trap flag) and the trap
- * closes it again. csvsm must touch them only through its one copy (a libc
- * memcpy, outside this executable), never parse them in place with its own
- * code (certtable_parse is linked into this executable).
+ * closes it again. csvsm must touch them only through its one copy (a call
+ * of libc's copy routine, outside this executable), never parse them in
+ * place with its own code (certtable_parse is linked into this executable).
+ *
+ * What is counted does not depend on the host CPU (issue 15 item 0): which
+ * bytes of a page a copy instruction faults on (or whether one instruction
+ * reads a whole vector, a cache line or one rep-movs iteration) is glibc's
+ * choice per CPU (ERMS, AVX2, AVX-512, ...), so the test counts pages, not
+ * bytes, and counts the memcpy calls whose source lies in the shared pages
+ * through memcpy below: this executable's memcpy interposes on libc's for
+ * the code linked into it (csvsm's guest_req.o among it) and hands each copy
+ * to libc's memmove, which runs outside this executable's text.
  */
 extern char __executable_start[], etext[];
-static uint16_t data_reads[sizeof(data_pages)];
+static unsigned page_reads[sizeof(data_pages) / 4096];
 static unsigned reads_by_csvsm_code;
+static unsigned data_copies;		      /* memcpy calls reading the shared pages */
+static size_t data_copied_lo, data_copied_hi; /* what they covered */
 static volatile bool watching;
+
+/* Through a volatile pointer: with restrict arguments the compiler would
+ * turn memmove back into memcpy, a tail call into this function itself. */
+static void *(*volatile libc_memmove)(void *, const void *, size_t) = memmove;
+
+void *memcpy(void *restrict dst, const void *restrict src, size_t n)
+{
+	const uint8_t *s = src;
+	if (watching && n && s < data_pages + sizeof(data_pages) && s + n > data_pages) {
+		size_t lo = s < data_pages ? 0 : (size_t)(s - data_pages);
+		size_t hi = MIN(sizeof(data_pages), (size_t)(s + n - data_pages));
+		if (!data_copies++ || lo < data_copied_lo)
+			data_copied_lo = lo;
+		if (hi > data_copied_hi)
+			data_copied_hi = hi;
+	}
+	return libc_memmove(dst, src, n);
+}
 
 static void on_segv(int sig, siginfo_t *si, void *ctx)
 {
@@ -97,7 +126,7 @@ static void on_segv(int sig, siginfo_t *si, void *ctx)
 	uint8_t *a = si->si_addr;
 	if (!watching || a < data_pages || a >= data_pages + sizeof(data_pages))
 		abort();
-	data_reads[a - data_pages]++;
+	page_reads[(size_t)(a - data_pages) / 4096]++;
 	char *rip = (char *)uc->uc_mcontext.gregs[REG_RIP];
 	if (rip >= __executable_start && rip < etext)
 		reads_by_csvsm_code++;
@@ -118,8 +147,9 @@ static void watch_data_pages(void)
 	sigaction(SIGSEGV, &sa, NULL);
 	sa.sa_sigaction = on_trap;
 	sigaction(SIGTRAP, &sa, NULL);
-	memset(data_reads, 0, sizeof(data_reads));
-	reads_by_csvsm_code = 0;
+	memset(page_reads, 0, sizeof(page_reads));
+	reads_by_csvsm_code = data_copies = 0;
+	data_copied_lo = data_copied_hi = 0;
 	watching = true;
 	mprotect(data_pages, sizeof(data_pages), PROT_NONE);
 }
@@ -468,11 +498,14 @@ static void extended_request_reads_host_data_once(void **state)
 		hook = HOOK_NONE;
 		assert_int_equal(rc, c == 0 ? 0 : GUEST_REQ_ERR_CERTS_LEN);
 		assert_int_equal(len, 4 * 24 + 600);
-		size_t seen = 0;
-		for (size_t i = 0; i < sizeof(data_reads) / sizeof(data_reads[0]); i++)
-			seen += data_reads[i] != 0;
-		assert_int_equal(seen, sizeof(data_pages)); /* copied whole ... */
-		assert_int_equal(reads_by_csvsm_code, 0);   /* ... and never parsed in place */
+		/* One copy of the whole data area ... */
+		assert_int_equal(data_copies, 1);
+		assert_int_equal(data_copied_lo, 0);
+		assert_int_equal(data_copied_hi, sizeof(data_pages));
+		/* ... that really read every page (the faults show the watch ran) ... */
+		for (size_t p = 0; p < sizeof(page_reads) / sizeof(page_reads[0]); p++)
+			assert_true(page_reads[p] > 0);
+		assert_int_equal(reads_by_csvsm_code, 0); /* ... and never parsed in place */
 	}
 }
 
