@@ -15,7 +15,7 @@ struct percpu *this_cpu(void)
 }
 
 /* ---- TSC timing, calibrated against PIT channel 2 ---- */
-static uint64_t tsc_hz = 1000000000ULL, tsc_boot;
+static uint64_t tsc_hz = TIMER_HZ_DEFAULT, tsc_boot, us_floor;
 
 void timer_init(void)
 {
@@ -30,8 +30,8 @@ void timer_init(void)
 		if (spins > 100000000ULL)
 			return; /* no PIT: keep the 1 GHz default */
 	uint64_t t1 = rdtsc();
-	if (t1 > t0)
-		tsc_hz = (t1 - t0) * (1000 / ms);
+	if (t1 > t0 && t1 - t0 <= ~0ULL / (1000 / ms))
+		tsc_hz = timer_hz_plausible((t1 - t0) * (1000 / ms));
 }
 
 uint64_t timer_tsc_hz(void)
@@ -40,7 +40,7 @@ uint64_t timer_tsc_hz(void)
 }
 uint64_t timer_us(void)
 {
-	return (rdtsc() - tsc_boot) * 1000000ULL / tsc_hz;
+	return timer_monotonic(&us_floor, timer_tsc_to_us(rdtsc(), tsc_boot, tsc_hz));
 }
 
 /* ---- entropy ---- */

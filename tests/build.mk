@@ -4,4 +4,5 @@
 UNIT_TESTS   += $(sort $(wildcard tests/unit/test_*.c))
 TEST_SCRIPTS += tests/tools/layers.sh
 test_core_proto_LIBS += -lpthread
+test_timer_LIBS += -lpthread
 HOST_SRCS    += tests/fake/insn_fake.c tests/fake/console_host.c tests/fake/host_sim.c tests/fake/files.c
