@@ -116,6 +116,19 @@ static bool validated(gpa_t gpa, gpa_t end)
 	return true;
 }
 
+bool guest_mem_any_validated(gpa_t gpa, uint64_t size)
+{
+	if (!gm_valid)
+		return false;
+	for (gpa_t g = ALIGN_DOWN(gpa, PAGE_SIZE); g < gpa + size && g < gm_valid_top;
+	     g += PAGE_SIZE) {
+		uint64_t bit = g >> PAGE_SHIFT;
+		if (gm_valid[bit / 64] & (1ULL << (bit % 64)))
+			return true;
+	}
+	return false;
+}
+
 static bool is_protected(gpa_t page)
 {
 	for (unsigned i = 0; i < nprotected; i++)

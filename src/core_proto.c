@@ -37,12 +37,31 @@ static uint64_t insn_err(int rc)
 }
 
 /*
+ * A page csvsm validated (pre-accepted at boot, or validated for the guest)
+ * that PVALIDATE now finds not validated: the host replaced the frame behind
+ * the GPA (RMPUPDATE of a fresh frame) while the first may still be assigned
+ * and validated. Validating again would leave two validated frames for one
+ * GPA, between which the host could switch the mapping with no #VC: the
+ * fork/rollback that SEV-SNP's validate-once rule exists to stop (APM vol. 2
+ * §15.36.5 "Page validation"; issue 15 finding 2). Nothing csvsm serves is
+ * trustworthy after that: end the VM.
+ */
+static __noreturn void host_swapped_page(gpa_t gpa, uint64_t bytes)
+{
+	panic("host tampering: GPA 0x%llx (+0x%llx), validated by csvsm and never rescinded, "
+	      "is no longer validated",
+	      (unsigned long long)gpa, (unsigned long long)bytes);
+}
+
+/*
  * First validation of a pre-accepted page. The record says csvsm validated
- * it at boot, but the hypervisor may have changed the RMP since (a page
- * state change, an implicit conversion): confirm with PVALIDATE itself,
- * which leaves a validated page unchanged, before zeroing the page and
- * reporting SUCCESS. A 4K page inside a 2M RMP entry is confirmed by its
- * 2M entry (PVALIDATE 4K there is SIZEMISMATCH, APM vol. 3 PVALIDATE).
+ * it at boot and nothing the guest did since changed that (a rescind
+ * forgets it); confirm with PVALIDATE itself, which leaves a validated page
+ * unchanged, before zeroing the page and reporting SUCCESS. A 4K page inside
+ * a 2M RMP entry is confirmed by its 2M entry (PVALIDATE 4K there is
+ * SIZEMISMATCH, APM vol. 3 PVALIDATE). The pages the firmware itself leaves
+ * unvalidated (its SEC GHCB) are never pre-accepted (src/snp_boot.c), so a
+ * page found not validated here was changed by the host: terminate.
  */
 static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned psize)
 {
@@ -53,14 +72,11 @@ static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned
 	if (rc == PVALIDATE_FAIL_SIZEMISMATCH && psize == RMP_PG_SIZE_4K) {
 		gpa_t base = ALIGN_DOWN(gpa, PAGE_SIZE_2M);
 		rc = platform->pvalidate(base, RMP_PG_SIZE_2M, true, &unchanged);
-		if (rc == 0 && !unchanged) {
-			/* The 2M entry was not validated: the record was stale. Undo
-			 * and let the guest take the ordinary path. */
-			platform->pvalidate(base, RMP_PG_SIZE_2M, false, &unchanged);
-			accept_forget(base, PAGE_SIZE_2M);
-			return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
-		}
+		if (rc == 0 && !unchanged)
+			host_swapped_page(base, PAGE_SIZE_2M);
 	}
+	if (rc == 0 && !unchanged)
+		host_swapped_page(gpa, bytes);
 	accept_forget(gpa, bytes);
 	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
 		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
@@ -69,12 +85,6 @@ static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned
 	STAT_INC(pval_stats.preaccepted[psize == RMP_PG_SIZE_2M]);
 	guest_mem_set_validated(gpa, bytes, true);
 	memset(guest_mem_ptr(gpa), 0, bytes);
-	if (!unchanged) { /* validated just now: the grant went with the old state */
-		STAT_INC(pval_stats.stale);
-		rc = platform->rmpadjust(gpa, psize, gv->vmpl | RMPADJUST_RWX);
-		if (rc)
-			return insn_err(rc);
-	}
 	return SVSM_SUCCESS;
 }
 
@@ -98,6 +108,10 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 			return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
 		if (rc)
 			return insn_err(rc);
+		/* A page csvsm validated for the guest and the guest never
+		 * rescinded cannot have become unvalidated but by the host. */
+		if (!unchanged && guest_mem_any_validated(gpa, bytes))
+			host_swapped_page(gpa, bytes);
 		if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
 			return SVSM_PVALIDATE_FAIL_NO_CHANGE;
 		/* Reference §1.5: validate, zero, then grant the guest VMPL. */

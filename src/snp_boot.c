@@ -59,8 +59,9 @@ enum {
 static struct csvsm_igvm_boot_block bb;
 static struct memmap snp_memmap;
 static struct hvm_memmap_table_entry raw[MEMMAP_MAX_ENTRIES];
-static struct mem_range to_accept[MEMMAP_MAX_RANGES + CSVSM_IGVM_MAX_RANGES];
+static struct mem_range to_accept[MEMMAP_MAX_RANGES + 2 * CSVSM_IGVM_MAX_RANGES];
 static unsigned n_to_accept;
+static struct mem_range fw_host_pages[CSVSM_IGVM_MAX_RANGES + 1];
 static char cmdline[CSVSM_IGVM_CMDLINE_SIZE];
 static uint32_t apic_ids[MAX_CPUS];
 static unsigned n_apic_ids;
@@ -132,6 +133,35 @@ static bool param_ok(const struct csvsm_igvm_param *p, uint32_t min)
 }
 
 /*
+ * The pages inside the firmware's SEC area (from its lowest to its highest
+ * SEV metadata section) that no metadata section names: the firmware
+ * expects them not validated. In OVMF that is the SEC GHCB page, which it
+ * uses with C=0 from the reset vector on and never converts
+ * (OvmfPkg/ResetVector/ResetVector.nasmb: "The VMM does not need to
+ * validate the shared page", SNP_SEC_MEM_SIZE_DESC_1 ends at
+ * PcdOvmfSecGhcbBase and DESC_2 starts one page later). csvsm leaves them
+ * to the host: not pre-accepted, not recorded as validated, so that a
+ * pre-accepted page PVALIDATE finds not validated can only be the host's
+ * doing (src/core_proto.c). Returns the count, or -1.
+ */
+static int fw_host_ranges(struct mem_range *out, unsigned max)
+{
+	struct mem_range span = {~0ULL, 0}, launch[CSVSM_IGVM_MAX_RANGES];
+	for (unsigned k = 0; k < bb.n_ranges; k++) {
+		uint32_t kind = bb.ranges[k].kind;
+		launch[k] = (struct mem_range){bb.ranges[k].gpa, bb.ranges[k].gpa + bb.ranges[k].size};
+		if (kind != CSVSM_IGVM_RANGE_FW_ZERO && kind != CSVSM_IGVM_RANGE_SECRETS &&
+		    kind != CSVSM_IGVM_RANGE_CPUID && kind != CSVSM_IGVM_RANGE_CAA)
+			continue;
+		span.start = MIN(span.start, launch[k].start);
+		span.end = MAX(span.end, launch[k].end);
+	}
+	if (span.start >= span.end)
+		return 0;
+	return mem_ranges_subtract(&span, 1, launch, bb.n_ranges, out, max);
+}
+
+/*
  * 5a. The host's memory map (IGVM MEMORY_MAP: QEMU's e820, untrusted): copied
  * once into PVH-style entries, csvsm's region added as the RAM it lives in
  * (it is memory, outside what the host calls RAM), then the ordinary checks
@@ -173,12 +203,50 @@ static void read_memory_map(void)
 			   snp_memmap.bad_index);
 		stop(SNP_BOOT_MEMMAP);
 	}
-	/* Pre-acceptance: the RAM ranges less the launch-validated ranges. */
-	struct mem_range holes[CSVSM_IGVM_MAX_RANGES];
+	/*
+	 * csvsm's own launch area (the boot block, the parameter areas and the
+	 * pages up to CSVSM_IGVM_BOOT_END) and image are never guest RAM: a map
+	 * that calls them RAM would have csvsm record them as validated guest
+	 * pages the guest may name (issue 15 finding 4). QEMU's map never does
+	 * (its RAM below 4 GiB ends below the PCI hole, hw/i386/pc.c
+	 * pc_memory_init); refuse it.
+	 */
+	for (unsigned k = 0; k <= bb.n_ranges; k++) {
+		struct mem_range own = {CSVSM_IGVM_BOOT_BLOCK_GPA, CSVSM_IGVM_BOOT_END};
+		if (k < bb.n_ranges) {
+			uint32_t kind = bb.ranges[k].kind;
+			if (kind != CSVSM_IGVM_RANGE_IMAGE && kind != CSVSM_IGVM_RANGE_BOOT &&
+			    kind != CSVSM_IGVM_RANGE_PARAM)
+				continue;
+			own = (struct mem_range){bb.ranges[k].gpa,
+						 bb.ranges[k].gpa + bb.ranges[k].size};
+		}
+		for (unsigned i = 0; i < snp_memmap.nr_ram; i++)
+			if (snp_memmap.ram[i].start < own.end && own.start < snp_memmap.ram[i].end) {
+				con_printf("csvsm: memmap: refused: RAM [0x%llx, 0x%llx) covers "
+					   "csvsm's launch area [0x%llx, 0x%llx)\n",
+					   (unsigned long long)snp_memmap.ram[i].start,
+					   (unsigned long long)snp_memmap.ram[i].end,
+					   (unsigned long long)own.start,
+					   (unsigned long long)own.end);
+				stop(SNP_BOOT_MEMMAP);
+			}
+	}
+	/* Pre-acceptance: the RAM ranges less the launch-validated ranges and
+	 * less the pages the firmware leaves to the host (fw_host_ranges). */
+	struct mem_range holes[2 * CSVSM_IGVM_MAX_RANGES + 1];
+	unsigned nh = 0;
 	for (unsigned k = 0; k < bb.n_ranges; k++)
-		holes[k] =
+		holes[nh++] =
 		    (struct mem_range){bb.ranges[k].gpa, bb.ranges[k].gpa + bb.ranges[k].size};
-	int m = mem_ranges_subtract(snp_memmap.ram, snp_memmap.nr_ram, holes, bb.n_ranges,
+	int nf = fw_host_ranges(fw_host_pages, ARRAY_SIZE(fw_host_pages));
+	if (nf < 0)
+		stop(SNP_BOOT_MEMMAP);
+	for (int k = 0; k < nf; k++)
+		holes[nh++] = fw_host_pages[k];
+	boot.fw_host_pages = fw_host_pages;
+	boot.nr_fw_host_pages = (unsigned)nf;
+	int m = mem_ranges_subtract(snp_memmap.ram, snp_memmap.nr_ram, holes, nh,
 				    to_accept, ARRAY_SIZE(to_accept));
 	if (m < 0)
 		stop(SNP_BOOT_MEMMAP);

@@ -94,6 +94,17 @@ struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id)
 	return NULL;
 }
 
+/*
+ * A refusal puts back what the guest VMPL had: every page that passes
+ * guest_mem_check is validated guest RAM the guest VMPL holds RWX on (csvsm
+ * grants RWX when it validates a page and takes it away only to rescind it
+ * or to make it a VMSA, which protects it; csvsm's own launch area is never
+ * guest RAM, src/snp_boot.c). The VMPLs below the guest's (VMPL3 for a VMPL2
+ * guest), which the guest may have granted itself, stay revoked: csvsm
+ * cannot read their permissions back (RMPQUERY is not on every SNP CPU), so
+ * it gives them nothing rather than guess, and the guest VMPL may grant
+ * them again with its own RMPADJUST (issue 15 finding 4).
+ */
 static int grant(gpa_t page, unsigned vmpl)
 {
 	return platform->rmpadjust(page, RMP_PG_SIZE_4K, (uint64_t)vmpl | RMPADJUST_RWX);

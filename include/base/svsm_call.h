@@ -60,7 +60,6 @@ struct pvalidate_stats {
 	uint64_t preaccepted[2]; /* [2M] first validations served from the record */
 	uint64_t validated[2];	 /* real validations */
 	uint64_t rescinded[2];
-	uint64_t stale;	     /* record said validated, the RMP did not */
 	uint64_t failed;     /* entries that ended a request with an error */
 	uint64_t incomplete; /* calls answered INCOMPLETE (work bound reached) */
 };

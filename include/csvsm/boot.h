@@ -8,6 +8,7 @@
 struct memmap;
 struct ovmf_info;
 
+struct mem_range;
 struct boot_info {
 	const char *cmdline;
 	size_t cmdline_len;
@@ -16,6 +17,9 @@ struct boot_info {
 	unsigned guest_vmpl; /* 1..3, csvsm.guest_vmpl=, default 2 */
 	/* The secrets page the launch placed (the PSP's on SNP), 0 = none. */
 	gpa_t launch_secrets;
+	/* RAM the firmware expects unvalidated (its SEC GHCB): left to the host. */
+	const struct mem_range *fw_host_pages;
+	unsigned nr_fw_host_pages;
 };
 extern struct boot_info boot;
 

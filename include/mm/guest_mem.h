@@ -25,6 +25,8 @@ void guest_mem_init(const struct memmap *mm);
 size_t guest_mem_validated_bytes(gpa_t max_gpa);
 int guest_mem_track_validated(void *storage, size_t bytes, gpa_t max_gpa);
 void guest_mem_set_validated(gpa_t gpa, uint64_t size, bool validated);
+/* Some page of [gpa, gpa+size) is recorded validated (false when not tracked). */
+bool guest_mem_any_validated(gpa_t gpa, uint64_t size);
 /*
  * Pages the guest may not name (VMSAs, calling areas under csvsm's use...).
  * guest_mem_protect returns once every guest access csvsm checked before

@@ -62,6 +62,10 @@ tap_check() { # tap_check "description" command...
 }
 # field NAME LINE -> value of NAME=<v> in LINE
 field() { sed -n "s/.*[ :]$1=\([^ ]*\).*/\1/p" <<<"$2" | head -n1; }
+# The RAM pages the firmware in build/csvsm.igvm expects to find unvalidated
+# (its SEC GHCB), from its own SEV metadata (tests/tools/ovmf_sec_gaps.py):
+# what the machine's accept-audit must list as unvalidated_ranges, no more.
+fw_host_pages() { python3 tests/tools/ovmf_sec_gaps.py build/guests/OVMF.fd; }
 
 # ---- the SNP machine (tests/snpm, docs/snp-machine.md) ----
 # build/snpm.elf plays SEV-SNP hardware, the PSP and a KVM host: it loads

@@ -29,6 +29,7 @@ refuse() { # name machine-options expected-line
 
 refuse "overlapping RAM" "snpm.memmap=0:a0,100:6ff00,20000:1000" "memmap: refused: overlapping"
 refuse "RAM over csvsm's region" "snpm.memmap=0:a0,100:6ff00,fc000:100" "memmap: refused: overlapping"
+refuse "RAM over csvsm's launch area (boot block, parameters)" "snpm.memmap=0:a0,100:6ff00,fe000:7" "memmap: refused: RAM \\[0xfe000000, 0xfe007000\\) covers csvsm's launch area"
 refuse "an entry beyond the address space" "snpm.memmap=0:a0,100:6ff00,10000000000:1" "memmap: refused: entry beyond"
 refuse "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00" "accept: stopped: the hypervisor's page-state change"
 refuse "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000" "accept: stopped: the hypervisor's page-state change"
@@ -43,13 +44,13 @@ refuse "an AP's APIC ID listed twice" "snpm.madt=0,1,1" "madt: refused: APIC ID 
 snpm_qemu "$tmp/a.log" 2G 2 -append "snpm.madt=0,7 snpm.stop_at_launch=1"
 aud=$(grep -m1 '^snpm: accept-audit: ' "$tmp/a.log")
 tap_check "an APIC ID no vCPU has: csvsm runs on 1 of 2 vCPUs and accepts everything (QEMU exit $QEMU_RC)" \
-	test "$QEMU_RC" -eq 1 -a "$(field unvalidated "$aud")" = 0 -a "$(field vcpus "$(grep -m1 '^csvsm: accept: ' "$tmp/a.log")")" = 1
+	test "$QEMU_RC" -eq 1 -a "$(field unvalidated_ranges "$aud")" = "$(fw_host_pages)" -a "$(field vcpus "$(grep -m1 '^csvsm: accept: ' "$tmp/a.log")")" = 1
 
 # The true map, given explicitly, is accepted and every page accepted.
 snpm_qemu "$tmp/g.log" 2G 1 -append "snpm.memmap=0:a0,100:6ff00 snpm.stop_at_launch=1"
 aud=$(grep -m1 '^snpm: accept-audit: ' "$tmp/g.log")
 tap_check "the true map given explicitly: accepted, RMP audit clean (QEMU exit $QEMU_RC)" \
-	test "$QEMU_RC" -eq 1 -a "$(field unvalidated "$aud")" = 0 -a "$(field no_guest_access "$aud")" = 0
+	test "$QEMU_RC" -eq 1 -a "$(field unvalidated_ranges "$aud")" = "$(fw_host_pages)" -a "$(field no_guest_access "$aud")" = 0
 
 snpm_qemu "$tmp/b.log" 2G 1 -append "snpm.memmap=0:a0,zz"
 tap_check "a malformed snpm.memmap= is the machine's own error (QEMU exit $QEMU_RC)" \

@@ -28,6 +28,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <unistd.h>
+#include <sys/wait.h>
 #include <cmocka.h>
 
 #include "tests/fake/host_sim.h"
@@ -565,6 +566,85 @@ static void test_pvalidate_preaccepted(void **state)
 	assert_int_equal(pval1(ent2m(BLOCK(1), true), &next), SVSM_PVALIDATE_FAIL_NO_CHANGE);
 }
 
+/*
+ * Issue 15 finding 2: the host swaps the frame behind a GPA csvsm validated
+ * (RMPUPDATE of a fresh, unvalidated frame; in this GPA-indexed model the
+ * entry is simply assigned again) and the guest then validates it. csvsm
+ * must not validate it a second time: it ends the VM. Each case runs in a
+ * child (csvsm's panic aborts); the parent checks the child died of the
+ * tampering panic, not of anything else.
+ */
+enum swap_case { SWAP_PREACCEPTED_4K, SWAP_PREACCEPTED_2M, SWAP_PREACCEPTED_4K_IN_2M, SWAP_GUEST_VALIDATED };
+
+static uint64_t swap_and_validate(enum swap_case c)
+{
+	static uint64_t vstore[RAM_END / PAGE_SIZE / 64 + 1];
+	uint16_t next;
+	switch (c) {
+	case SWAP_PREACCEPTED_4K:
+		rmp_hv_assign(PG(10), false, true);
+		return pval1(ent4k(PG(10), true), &next);
+	case SWAP_PREACCEPTED_2M:
+		rmp_hv_assign(BLOCK(1), true, true);
+		return pval1(ent2m(BLOCK(1), true), &next);
+	case SWAP_PREACCEPTED_4K_IN_2M:
+		rmp_hv_assign(BLOCK(1), true, true);
+		return pval1(ent4k(BLOCK(1) + 5 * PAGE_SIZE, true), &next);
+	case SWAP_GUEST_VALIDATED:
+		/* The guest rescinds and validates again (an ordinary validated
+		 * page now, not a pre-accepted one); then the host swaps it. */
+		assert_int_equal(guest_mem_track_validated(vstore, sizeof(vstore), RAM_END), 0);
+		guest_mem_set_validated(RAM_BASE, RAM_SIZE, true);
+		assert_int_equal(pval1(ent4k(PG(20), false), &next), SVSM_SUCCESS);
+		assert_int_equal(pval1(ent4k(PG(20), true), &next), SVSM_SUCCESS);
+		rmp_hv_assign(PG(20), false, true);
+		return pval1(svsm_pval_entry(PG(20), false, true, true), &next);
+	}
+	return 0;
+}
+
+static void expect_swap_refused(enum swap_case c)
+{
+	int fds[2];
+	assert_int_equal(pipe(fds), 0);
+	fflush(NULL);
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fds[1], 2);
+		uint64_t rc = swap_and_validate(c);
+		fprintf(stderr, "served: rc 0x%llx\n", (unsigned long long)rc);
+		_exit(0);
+	}
+	close(fds[1]);
+	char buf[1024] = {0};
+	size_t n = 0;
+	ssize_t r;
+	while (n < sizeof(buf) - 1 && (r = read(fds[0], buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += (size_t)r;
+	close(fds[0]);
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT || !strstr(buf, "host tampering"))
+		fail_msg("case %d: the swapped page was served (child: %s)", c, buf);
+}
+
+static void test_pvalidate_swapped_frame_refused(void **state)
+{
+	expect_swap_refused(SWAP_PREACCEPTED_4K);
+	expect_swap_refused(SWAP_PREACCEPTED_2M);
+	expect_swap_refused(SWAP_PREACCEPTED_4K_IN_2M);
+	expect_swap_refused(SWAP_GUEST_VALIDATED);
+	/* Control: the same calls with no swap are served (in this process). */
+	uint16_t next;
+	assert_int_equal(pval1(ent4k(PG(10), true), &next), SVSM_SUCCESS);
+	assert_int_equal(pval1(ent4k(BLOCK(1) + 5 * PAGE_SIZE, true), &next), SVSM_SUCCESS);
+	assert_int_equal(pval1(ent2m(BLOCK(2), true), &next), SVSM_SUCCESS); /* (test_pvalidate_preaccepted) */
+	assert_int_equal(pval1(ent4k(PG(20), false), &next), SVSM_SUCCESS);
+	assert_int_equal(pval1(ent4k(PG(20), true), &next), SVSM_SUCCESS);
+	assert_int_equal(pval1(svsm_pval_entry(PG(20), false, true, true), &next), SVSM_SUCCESS);
+}
+
 static void test_pvalidate_rescind_validate_4k(void **state)
 {
 	gpa_t g = PG(20);
@@ -802,12 +882,19 @@ static void test_create_vcpu_bad(void **state)
 	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
 	vcpu_guest_sev_features = 1ULL << 2;
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	/* the guest VMPL gave VMPL3 read access to the page itself */
+	assert_int_equal(rmp_adjust_from(GUEST_VMPL, vmsa, RMP_PG_SIZE_4K, 3 | RMPADJUST_READ), 0);
+	assert_int_equal(rmp_vmpl_perms(vmsa, 3), RMP_PERM_R);
 	assert_int_equal(create(vmsa, ca, 1), SVSM_ERR_INVALID_PARAMETER);
 	vcpu_guest_sev_features = 0;
-	/* nothing happened to the page */
+	/* nothing happened to the page but what the refusal must do: the guest
+	 * VMPL has its RWX back, no VMPL above it gained anything, and VMPL3
+	 * (whose permissions csvsm cannot read back) is left with none */
 	assert_null(vcpu_find(vmsa));
 	assert_false(guest_mem_is_protected(vmsa));
 	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_ALL);
+	assert_int_equal(rmp_vmpl_perms(vmsa, 1), 0);
+	assert_int_equal(rmp_vmpl_perms(vmsa, 3), 0);
 	assert_false(rmp_raw(vmsa) & RMPE_VMSA);
 }
 
@@ -1266,6 +1353,7 @@ int main(void)
 	    T(test_pvalidate_rescind_own_list),
 	    T(test_pvalidate_nothing_done_on_later_bad),
 	    T(test_pvalidate_preaccepted),
+	    T(test_pvalidate_swapped_frame_refused),
 	    T(test_pvalidate_rescind_validate_4k),
 	    T(test_rescinded_page_not_touched),
 	    T(test_pvalidate_rescind_validate_2m),
