@@ -371,6 +371,24 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	con_printf("\ncsvsm: Secure VM Service Module\n");
 	if (!random_available())
 		stop(SNP_BOOT_CPUID);
+	/*
+	 * The host fills the CPUID page and the PSP only checks that it claims
+	 * no more than the CPU has, so a host may hide AES-NI and PCLMULQDQ.
+	 * libcrypto and mbedTLS would then seal VMPCK0's AES-GCM messages and
+	 * run the vTPM's AES with table-based code whose cache footprint
+	 * depends on the key. Every SEV-SNP CPU has both: refuse to start
+	 * without them (issue 15 item 5). CPUID 1 ECX bit 25 AES, bit 1
+	 * PCLMULQDQ (APM vol. 3, CPUID Fn0000_0001_ECX).
+	 */
+	struct cpuid_regs id1;
+	cpuid(1, &id1);
+	bool aes = id1.ecx & (1u << 25), clmul = id1.ecx & (1u << 1);
+	if (!aes || !clmul) {
+		con_printf("csvsm: cpuid: refused: the CPUID page hides %s (every SEV-SNP CPU has "
+			   "both; csvsm's AES-GCM must not fall back to table-based code)\n",
+			   !aes && !clmul ? "AES-NI and PCLMULQDQ" : !aes ? "AES-NI" : "PCLMULQDQ");
+		stop(SNP_BOOT_CPUID);
+	}
 	boot_phase("platform", "snp, TSC %llu MHz, C-bit %u, launch image region 0x%llx-0x%llx",
 		   (unsigned long long)(timer_tsc_hz() / 1000000),
 		   (unsigned)__builtin_ctzll(pgtable_cbit), (unsigned long long)bb.region_start,

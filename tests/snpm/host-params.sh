@@ -34,6 +34,7 @@ refuse "an entry beyond the address space" "snpm.memmap=0:a0,100:6ff00,100000000
 refuse "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00" "accept: stopped: the hypervisor's page-state change"
 refuse "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000" "accept: stopped: the hypervisor's page-state change"
 
+refuse "a CPUID page hiding AES-NI and PCLMULQDQ" "snpm.cpuid_hide_aes=1" "cpuid: refused: the CPUID page hides AES-NI and PCLMULQDQ"
 refuse "a vCPU count of 0" "snpm.vp_count=0" "vcpus: refused: the host says 0 vCPUs"
 refuse "more vCPUs than csvsm runs on (65)" "snpm.vp_count=41" "vcpus: refused: the host says 65 vCPUs"
 refuse "the boot processor's APIC ID listed twice" "snpm.madt=0,0" "madt: refused: APIC ID 0 listed twice"

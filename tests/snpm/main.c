@@ -188,9 +188,17 @@ static uint8_t *launch_backing(gpa_t gpa)
 	return chunk + (gpa & (PAGE_SIZE_2M - 1));
 }
 
+/* snpm.cpuid_hide_aes=1: a hostile host clears AES-NI and PCLMULQDQ (CPUID 1
+ * ECX bits 25, 1) in the CPUID page; the PSP lets a host clear feature bits
+ * (SNP ABI 56860 §7.1, CPUID page checks: only bits beyond what the CPU has
+ * are refused). */
+static bool cpuid_hide_aes;
+
 static void host_cpuid(uint32_t leaf, uint32_t sub, struct cpuid_regs *r)
 {
 	cpuid_count(leaf, sub, r);
+	if (leaf == 1 && cpuid_hide_aes)
+		r->ecx &= ~((1u << 25) | (1u << 1));
 }
 
 /* The secrets page the PSP makes (SNP ABI 56860 §8.17.2.5, version 3). */
@@ -383,6 +391,8 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          guest's boot VMSA (csvsm then terminates)
  *   snpm.key_scan_at_launch=1  run the key scan (below) at the guest's launch
  *                          too, while csvsm holds VMPCK0: the scan's control
+ *   snpm.cpuid_hide_aes=1  a hostile host: the CPUID page hides AES-NI and
+ *                          PCLMULQDQ
  */
 static bool stop_at_launch, key_scan_at_launch;
 bool snpm_refuse_boot_vmsa;
@@ -402,6 +412,7 @@ static void machine_options(void)
 	stop_at_launch = option_is_1("snpm.stop_at_launch");
 	snpm_refuse_boot_vmsa = option_is_1("snpm.refuse_boot_vmsa");
 	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
+	cpuid_hide_aes = option_is_1("snpm.cpuid_hide_aes");
 	const char *v;
 	size_t vlen;
 	if (cmdline_get(cmdline, cmdline_len, "snpm.memmap", &v, &vlen)) {
