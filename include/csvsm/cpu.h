@@ -1,4 +1,4 @@
-/* CPU set-up, firmware-config and SMP helpers of the image (src/cpu.c, src/smp.c). */
+/* CPU set-up and SMP helpers of the image (src/cpu.c, src/smp.c). */
 #ifndef CSVSM_CPU_H
 #define CSVSM_CPU_H
 
@@ -14,17 +14,6 @@
 
 /* Per-vCPU set-up run by each vCPU on itself: GS = percpu, FS = TCB, IDT. */
 void cpu_init_self(struct percpu *cpu);
-
-/* QEMU fw_cfg, port interface only (no DMA). */
-bool fw_cfg_present(void);
-uint16_t fw_cfg_read16(uint16_t key);
-/* Finds a named file; returns its key and size. */
-bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size);
-void fw_cfg_read(uint16_t key, void *buf, uint32_t len);
-/* Reads the named file into buf (at most max bytes; DMA when offered). false if absent/too big. */
-/* Bulk read of a key (DMA when offered). */
-void fw_cfg_read_key(uint16_t key, void *buf, uint32_t len);
-bool fw_cfg_load_file(const char *name, void *buf, uint32_t max, uint32_t *size);
 
 /* SMP bring-up (src/smp.c). */
 unsigned smp_start_aps(unsigned wanted);

@@ -32,6 +32,7 @@
 #include "csvsm/boot.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"
+#include "tests/snpm/fw_cfg.h"
 #include "csvsm/exception.h"
 #include "base/platform.h"
 #include "arch/x86/pvh.h"

@@ -18,7 +18,7 @@ test_snpm_igvm_load_LIBS := -lmbedcrypto
 # base objects (boot, CPU, console, memory, SMP), the hypervisor core
 # (tests/snpm/hv/) and the PSP model, with the machine's own front end.
 SNPM_BASE := 0x70000000
-SNPM_SRCS := tests/snpm/main.c tests/snpm/vmpl.c tests/snpm/igvm_load.c
+SNPM_SRCS := tests/snpm/main.c tests/snpm/vmpl.c tests/snpm/igvm_load.c tests/snpm/fw_cfg.c
 SNPM_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SNPM_SRCS))) \
              $(addprefix $(IMGOBJ)/,src/boot.o src/pvh_entry.o src/exception.o src/idt.o base/console.o base/platform.o \
                src/cpu.o base/cpu.o src/smp.o base/fmt.o base/secret.o mm/pool.o mm/pgtable.o mm/memmap.o \

@@ -15,6 +15,7 @@
 #include "arch/x86/insn.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"
+#include "tests/snpm/fw_cfg.h"
 #include "csvsm/devpolicy.h"
 #include "base/percpu.h"
 #include "base/string.h"
