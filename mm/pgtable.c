@@ -51,23 +51,22 @@ void pgtable_identity_map_to(uint64_t top)
  * the right order around it (shared: rescind, page-state change, then map;
  * reference §4.4). 0, or -1 for an address csvsm does not map.
  */
-int pgtable_set_shared(vaddr_t va, bool shared)
+/* The 4K PTE of va, splitting a 2 MiB mapping around it first; NULL if unmapped. */
+static uint64_t *pte_of(vaddr_t va)
 {
 	uint64_t mask = ~pgtable_cbit & PTE_ADDR_MASK;
 	uint64_t *pml4 = root(), e;
-	if (!pgtable_cbit)
-		return 0; /* no C-bit (host programs): nothing to change */
 	e = pml4[(va >> 39) & 511];
 	if (!(e & PTE_P))
-		return -1;
+		return NULL;
 	uint64_t *pdpt = (uint64_t *)(uintptr_t)(e & mask);
 	e = pdpt[(va >> 30) & 511];
 	if (!(e & PTE_P) || (e & PTE_PS))
-		return -1;
+		return NULL;
 	uint64_t *pd = (uint64_t *)(uintptr_t)(e & mask);
 	uint64_t *pde = &pd[(va >> 21) & 511];
 	if (!(*pde & PTE_P))
-		return -1;
+		return NULL;
 	if (*pde & PTE_PS) {
 		uint64_t base = *pde & mask & ~(PAGE_SIZE_2M - 1), flags = *pde & ~mask & ~PTE_PS;
 		uint64_t *pt = pool_alloc(PAGE_SIZE, PAGE_SIZE);
@@ -77,8 +76,27 @@ int pgtable_set_shared(vaddr_t va, bool shared)
 		write_cr3(read_cr3());
 	}
 	uint64_t *pt = (uint64_t *)(uintptr_t)(*pde & mask);
-	uint64_t *pte = &pt[(va >> 12) & 511];
+	return &pt[(va >> 12) & 511];
+}
+
+int pgtable_set_shared(vaddr_t va, bool shared)
+{
+	if (!pgtable_cbit)
+		return 0; /* no C-bit (host programs): nothing to change */
+	uint64_t *pte = pte_of(va);
+	if (!pte)
+		return -1;
 	*pte = shared ? (*pte & ~pgtable_cbit) : (*pte | pgtable_cbit);
+	invlpg(va);
+	return 0;
+}
+
+int pgtable_set_guard(vaddr_t va)
+{
+	uint64_t *pte = pte_of(va);
+	if (!pte)
+		return -1;
+	*pte &= ~PTE_P;
 	invlpg(va);
 	return 0;
 }

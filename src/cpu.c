@@ -1,6 +1,6 @@
 /*
- * Per-vCPU set-up and the fw_cfg port interface (timing, entropy and the
- * per-CPU data are base services: base/cpu.c). The Debian archives linked later read the
+ * Per-vCPU set-up (timing, entropy and the per-CPU data are base services:
+ * base/cpu.c). The Debian archives linked later read the
  * stack-protector canary at %fs:0x28 (glibc-abi-notes.md §3.3): every vCPU gets a TCB with a random
  * canary before any library code runs.
  */

@@ -8,6 +8,7 @@
 #include "base/console.h"
 #include "csvsm/cpu.h"
 #include "base/platform.h"
+#include "mm/pgtable.h"
 #include "mm/pool.h"
 
 #define AP_STACK_SIZE (64 * 1024)
@@ -41,8 +42,16 @@ unsigned smp_start_aps(unsigned wanted)
 		cpu->id = i;
 		/* QEMU numbers a single socket's APIC IDs 0..n-1; snp reads the MADT. */
 		cpu->apic_id = smp_apic_id_of ? smp_apic_id_of(i) : i;
-		cpu->stack_top =
-		    (vaddr_t)(uintptr_t)pool_alloc(AP_STACK_SIZE, PAGE_SIZE) + AP_STACK_SIZE;
+		/* A guard page under each AP stack: the pool hands out pages in
+		 * order, so without it an overflow would run into the previous
+		 * vCPU's GHCB, shared with the host (issue 15 item 5). With it the
+		 * overflow faults; with no other stack to take the fault on, the
+		 * #DF that follows cannot be delivered either and the vCPU shuts
+		 * down (APM vol. 2 §8.2.9): the VM ends, nothing leaks. */
+		uint8_t *stack = pool_alloc(PAGE_SIZE + AP_STACK_SIZE, PAGE_SIZE);
+		if (pgtable_set_guard((vaddr_t)(uintptr_t)stack) != 0)
+			panic("vCPU %u: no guard page for its stack", i);
+		cpu->stack_top = (vaddr_t)(uintptr_t)(stack + PAGE_SIZE + AP_STACK_SIZE);
 		cpu->ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 		cpu->ghcb_gpa = (gpa_t)(uintptr_t)cpu->ghcb;
 		if (platform->start_ap(cpu) != 0) {

@@ -10,5 +10,7 @@ void pgtable_identity_map_to(uint64_t top);
 extern uint64_t pgtable_cbit;
 /* Map the 4K page at va shared (C-bit clear) or private; 0 or -1. */
 int pgtable_set_shared(vaddr_t va, bool shared);
+/* Unmap the 4K page at va (a guard page: any access faults); 0 or -1. */
+int pgtable_set_guard(vaddr_t va);
 
 #endif
