@@ -152,9 +152,14 @@ if start_server "$T/server2.log" --startup --ek-out "$T/ek.mine"; then
 	   tail -c +3 ek2.pub | cmp -s - "$T/ek.mine"; then
 		ok "csvsm EK TPMT_PUBLIC == tpm2_createek -G rsa public (TCG template L-1)"
 	else nok "csvsm EK equals tpm2_createek's" "$T/out"; fi
-	python3 -c "import socket,struct; s=socket.create_connection(('127.0.0.1',$P2+1)); s.sendall(struct.pack('>I',21)); s.recv(4)" 2>/dev/null
+	# Positive evidence first: STOP answered 0, then the server ended with
+	# status 0 saying why (a server that died of anything else fails).
+	reply=$(python3 -c "import socket,struct; s=socket.create_connection(('127.0.0.1',$P2+1),timeout=10); s.sendall(struct.pack('>I',21)); print(s.recv(4).hex())" 2>&1)
 	for _ in $(seq 200); do kill -0 "${PIDS[-1]}" 2>/dev/null || break; sleep 0.05; done
-	if kill -0 "${PIDS[-1]}" 2>/dev/null; then nok "platform STOP ends the server"; else ok "platform STOP ends the server"; fi
+	if kill -0 "${PIDS[-1]}" 2>/dev/null; then st=running; else wait "${PIDS[-1]}"; st=$?; fi
+	if [ "$reply" = 00000000 ] && [ "$st" = 0 ] && grep -q '^csvsm-tpm: stopped (platform STOP)' "$T/server2.log"; then
+		ok "platform STOP ends the server (reply $reply, status $st)"
+	else nok "platform STOP ends the server (reply $reply, status $st)" "$T/server2.log"; fi
 else
 	nok "second csvsm-tpm (--startup --ek-out) starts" "$T/server2.log"
 fi
@@ -163,7 +168,10 @@ fi
 if start_server "$T/server3.log" --once; then
 	TPM2TOOLS_TCTI="mssim:host=127.0.0.1,port=$PORT" tpm2_startup -c >"$T/out" 2>&1
 	for _ in $(seq 200); do kill -0 "$SPID" 2>/dev/null || break; sleep 0.05; done
-	if kill -0 "$SPID" 2>/dev/null; then nok "--once exits after the first client" "$T/out"; else ok "--once exits after the first client"; fi
+	if kill -0 "$SPID" 2>/dev/null; then st=running; else wait "$SPID"; st=$?; fi
+	if [ "$st" = 0 ] && grep -q '^csvsm-tpm: stopped (--once' "$T/server3.log"; then
+		ok "--once exits after the first client (status $st)"
+	else nok "--once exits after the first client (status $st)" "$T/server3.log"; fi
 else
 	nok "third csvsm-tpm (--once) starts" "$T/server3.log"
 fi
