@@ -800,9 +800,15 @@ int igvm_iter_next(struct igvm_iter *it, struct igvm_header *h)
 
 /* ---- SEV-SNP launch digest ---- */
 
-uint8_t igvm_snp_page_type(const struct igvm_vhs_page_data *pg, bool has_data, bool zero_as_normal)
+uint8_t igvm_snp_page_type(const struct igvm_vhs_page_data *pg, bool has_data, bool native_zero)
 {
-	/* QEMU backends/igvm.c qigvm_type_to_cgs_type() + sev.c cgs_set_guest_state(). */
+	/*
+	 * QEMU backends/igvm.c qigvm_type_to_cgs_type() + target/i386/sev.c
+	 * cgs_set_guest_state(): CGS_PAGE_TYPE_ZERO (no file data) goes to
+	 * launch_update_data() like NORMAL, i.e. sev_snp_launch_update_data()
+	 * with KVM_SEV_SNP_PAGE_TYPE_NORMAL on the zero-filled buffer; only a VMM
+	 * that issues SNP_PAGE_TYPE_ZERO (native_zero) gets the PSP ZERO type.
+	 */
 	switch (pg->data_type) {
 	case IGVM_PAGE_DATA_SECRETS:
 		return LD_PAGE_SECRETS;
@@ -812,9 +818,9 @@ uint8_t igvm_snp_page_type(const struct igvm_vhs_page_data *pg, bool has_data, b
 	}
 	if (pg->flags & IGVM_PAGE_FLAG_UNMEASURED)
 		return LD_PAGE_UNMEASURED;
-	if (has_data || zero_as_normal)
-		return LD_PAGE_NORMAL;
-	return LD_PAGE_ZERO;
+	if (!has_data && native_zero)
+		return LD_PAGE_ZERO;
+	return LD_PAGE_NORMAL;
 }
 
 struct measure {
@@ -844,7 +850,7 @@ static void update(struct measure *m, uint8_t type, uint64_t gpa, const uint8_t 
 static void emit_page(struct measure *m, const struct igvm_header *h)
 {
 	const struct igvm_vhs_page_data *pg = &h->u.page;
-	uint8_t type = igvm_snp_page_type(pg, h->data != NULL, m->o->zero_as_normal);
+	uint8_t type = igvm_snp_page_type(pg, h->data != NULL, m->o->native_zero);
 	uint32_t n = (pg->flags & IGVM_PAGE_FLAG_2MB) ? IGVM_PAGE_SIZE_2M / IGVM_PAGE_SIZE : 1;
 	uint8_t hash[LD_SHA384_LEN];
 

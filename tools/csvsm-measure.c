@@ -47,7 +47,7 @@ static void usage(FILE *f)
 	fprintf(
 	    f,
 	    "usage: %s --mode snp|snp:svsm|snp:ovmf-hash|csvsm-sim --ovmf FILE [options]\n"
-	    "       %s --igvm FILE [--vcpus N [--vcpu-type NAME]] [--zero-pages zero|normal]\n"
+	    "       %s --igvm FILE [--vcpus N [--vcpu-type NAME]] [--zero-pages normal|zero]\n"
 	    "       %s --igvm FILE --dump\n"
 	    "  --vcpus N                 number of vCPUs (snp, snp:svsm, csvsm-sim)\n"
 	    "  --vcpu-type NAME          QEMU CPU model (EPYC-v4, EPYC-Milan, ...)\n"
@@ -64,8 +64,9 @@ static void usage(FILE *f)
 	    "  -v, --verbose             label the output line\n"
 	    "  --igvm FILE               SNP launch digest of an IGVM file as QEMU loads it\n"
 	    "  --dump                    with --igvm: list every header instead\n"
-	    "  --zero-pages zero|normal  with --igvm: pages without data as ZERO (QEMU, default)\n"
-	    "                            or as NORMAL zero-filled pages (IGVM spec text)\n"
+	    "  --zero-pages normal|zero  with --igvm: pages without data as NORMAL pages of\n"
+	    "                            zeros (QEMU/KVM, default) or as the PSP ZERO page\n"
+	    "                            type (a VMM issuing SNP_PAGE_TYPE_ZERO, e.g. Vanadium)\n"
 	    "  --version\n",
 	    prog, prog, prog);
 }
@@ -305,7 +306,7 @@ static uint64_t area_size(const struct igvm_file *f, uint32_t index)
 }
 
 /* One line per header: type, GPA, flags, data type, size, SHA-384 of its data. */
-static void igvm_dump_file(const struct igvm_file *f, bool zero_as_normal)
+static void igvm_dump_file(const struct igvm_file *f, bool native_zero)
 {
 	struct igvm_iter it;
 	struct igvm_header h;
@@ -360,14 +361,13 @@ static void igvm_dump_file(const struct igvm_file *f, bool zero_as_normal)
 			const struct igvm_vhs_page_data *pg = &h.u.page;
 			bool snp = f->snp_mask & pg->compatibility_mask;
 
-			printf(" gpa=%#llx mask=%#x flags=%#x data_type=%s size=%#x snp=%s",
-			       (unsigned long long)pg->gpa, pg->compatibility_mask, pg->flags,
-			       page_data_name(pg->data_type),
-			       (pg->flags & IGVM_PAGE_FLAG_2MB) ? IGVM_PAGE_SIZE_2M
-								: IGVM_PAGE_SIZE,
-			       snp ? snp_page_name(
-					 igvm_snp_page_type(pg, h.data != NULL, zero_as_normal))
-				   : "-");
+			printf(
+			    " gpa=%#llx mask=%#x flags=%#x data_type=%s size=%#x snp=%s",
+			    (unsigned long long)pg->gpa, pg->compatibility_mask, pg->flags,
+			    page_data_name(pg->data_type),
+			    (pg->flags & IGVM_PAGE_FLAG_2MB) ? IGVM_PAGE_SIZE_2M : IGVM_PAGE_SIZE,
+			    snp ? snp_page_name(igvm_snp_page_type(pg, h.data != NULL, native_zero))
+				: "-");
 			if (h.data) {
 				ld_hash_mbedtls.sha384(h.data, h.data_len, d);
 				printf(" sha384=");
@@ -409,13 +409,11 @@ static void igvm_dump_file(const struct igvm_file *f, bool zero_as_normal)
 }
 
 static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, bool have_sig,
-		     bool zero_as_normal, bool base64, bool verbose)
+		     bool native_zero, bool base64, bool verbose)
 {
 	static struct igvm_file f;
-	struct igvm_snp_opts o = {.vcpus = vcpus,
-				  .vcpu_sig = sig,
-				  .have_sig = have_sig,
-				  .zero_as_normal = zero_as_normal};
+	struct igvm_snp_opts o = {
+	    .vcpus = vcpus, .vcpu_sig = sig, .have_sig = have_sig, .native_zero = native_zero};
 	struct igvm_range *scratch = NULL;
 	uint8_t digest[LD_SHA384_LEN], *buf;
 	size_t len, n;
@@ -439,7 +437,7 @@ static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, 
 		goto out;
 	}
 	if (dump) {
-		igvm_dump_file(&f, zero_as_normal);
+		igvm_dump_file(&f, native_zero);
 		goto out;
 	}
 	rc = igvm_snp_digest(&f, &ld_hash_mbedtls, &o, digest, NULL, NULL);
@@ -519,7 +517,7 @@ int main(int argc, char **argv)
 	const char *mode_s = NULL, *vcpu_type = NULL, *ovmf_path = NULL, *kernel = NULL;
 	const char *initrd = NULL, *append = NULL, *svsm_path = NULL, *vars_file = NULL;
 	const char *seed_s = NULL, *igvm_path = NULL;
-	bool igvm_dump = false, zero_as_normal = false;
+	bool igvm_dump = false, native_zero = false;
 	uint64_t vcpus = 0, sig = 0, fam = 0, model = 0, step = 0, features = 0x1, vars_size = 0;
 	bool have_vcpus = false, have_sig = false, have_fam = false, have_model = false;
 	bool have_step = false, have_vars_size = false, base64 = false;
@@ -612,10 +610,12 @@ int main(int argc, char **argv)
 			igvm_dump = true;
 			break;
 		case OPT_ZERO_PAGES:
-			if (!strcmp(optarg, "normal"))
-				zero_as_normal = true;
-			else if (strcmp(optarg, "zero"))
-				return usage_err("bad --zero-pages '%s' (zero|normal)", optarg);
+			if (!strcmp(optarg, "zero"))
+				native_zero = true;
+			else if (!strcmp(optarg, "normal"))
+				native_zero = false;
+			else
+				return usage_err("bad --zero-pages '%s' (normal|zero)", optarg);
 			break;
 		case 'v':
 			verbose = true;
@@ -674,7 +674,7 @@ int main(int argc, char **argv)
 			have_sig = true;
 		}
 		return igvm_main(igvm_path, igvm_dump, (uint32_t)vcpus, (uint32_t)sig, have_sig,
-				 zero_as_normal, base64, verbose);
+				 native_zero, base64, verbose);
 	}
 
 	if (!mode_s)

@@ -383,7 +383,14 @@ struct igvm_snp_opts {
 	uint32_t vcpus;	   /* vCPUs whose VMSA KVM measures at launch finish (>= 1) */
 	uint32_t vcpu_sig; /* CPUID(1).EAX for vCPUs without a VP context */
 	bool have_sig;
-	bool zero_as_normal; /* measure no-data pages as NORMAL zero pages (IGVM spec) */
+	/*
+	 * false (QEMU + KVM, the default): a PAGE_DATA without file data is a
+	 * NORMAL page of 4096 zero bytes (QEMU sev.c cgs_set_guest_state() hands
+	 * CGS_PAGE_TYPE_ZERO to launch_update_data = KVM_SEV_SNP_PAGE_TYPE_NORMAL).
+	 * true: the PSP ZERO page type, for a VMM that issues SNP_PAGE_TYPE_ZERO
+	 * (Google Vanadium; COCONUT igvmmeasure --native-zero). docs/igvm.md §4.
+	 */
+	bool native_zero;
 };
 
 /* Called for every PAGE_INFO the PSP would chain (type LD_PAGE_*). */
@@ -397,8 +404,8 @@ int igvm_snp_digest(const struct igvm_file *f, const struct ld_hash_ops *hash,
 		    const struct igvm_snp_opts *o, uint8_t out[LD_SHA384_LEN], igvm_page_cb cb,
 		    void *cb_ctx);
 
-/* The SNP_LAUNCH_UPDATE page type QEMU uses for a page directive. */
-uint8_t igvm_snp_page_type(const struct igvm_vhs_page_data *p, bool has_data, bool zero_as_normal);
+/* The SNP_LAUNCH_UPDATE page type of a page directive (native_zero: as in igvm_snp_opts). */
+uint8_t igvm_snp_page_type(const struct igvm_vhs_page_data *p, bool has_data, bool native_zero);
 
 const char *igvm_strerror(int err);
 const char *igvm_header_name(uint32_t type);

@@ -46,8 +46,10 @@ measure_matches() {
 	a=$("$M" --igvm "$f" --vcpus 3 --vcpu-type EPYC-v4 2>/dev/null)
 	b=$($REF measure "$f" --vcpus 3 --vcpu-sig $SIG_EPYC)
 	check "$name: digest (3 vCPUs, EPYC-v4 reset VMSAs) equals igvm_ref.py" "$a" "$b"
-	a=$("$M" --igvm "$f" --zero-pages normal 2>/dev/null); b=$($REF measure "$f" --zero-normal)
-	check "$name: --zero-pages normal equals igvm_ref.py --zero-normal" "$a" "$b"
+	a=$("$M" --igvm "$f" --zero-pages zero 2>/dev/null); b=$($REF measure "$f" --native-zero)
+	check "$name: --zero-pages zero equals igvm_ref.py --native-zero" "$a" "$b"
+	check "$name: --zero-pages normal is the default" "$("$M" --igvm "$f" --zero-pages normal 2>/dev/null)" \
+		"$("$M" --igvm "$f" 2>/dev/null)"
 }
 
 # corrupt_check NAME FILE OFFSETS...: each one-byte change is refused or measured differently.
@@ -93,19 +95,46 @@ for t in SUPPORTED_PLATFORM GUEST_POLICY PARAMETER_AREA PAGE_DATA PARAMETER_INSE
 	grep -q " $t " "$TMP/dump" || missing="$missing $t"
 done
 check "sample --dump names every header type" "${missing:-none}" "none"
-if grep -q 'snp=ZERO' "$TMP/dump" && grep -q 'snp=SECRETS' "$TMP/dump" &&
+# A page without data is NORMAL (QEMU/KVM) unless --zero-pages zero asks for the PSP ZERO type.
+if grep -qE 'PAGE_DATA .*data_type=NORMAL .*snp=NORMAL sha384=-$' "$TMP/dump" &&
+	! grep -q 'snp=ZERO' "$TMP/dump" && grep -q 'snp=SECRETS' "$TMP/dump" &&
 	grep -q 'snp=CPUID' "$TMP/dump" && grep -q 'snp=UNMEASURED' "$TMP/dump" &&
 	grep -qE 'PAGE_DATA .*snp=NORMAL sha384=[0-9a-f]{96}' "$TMP/dump"; then
 	ok "sample --dump: SNP page types and SHA-384 of page data"
 else
 	nok "sample --dump: page types/hashes missing"
 fi
+"$M" --igvm "$TMP/sample.igvm" --dump --zero-pages zero 2>/dev/null | grep -qE 'PAGE_DATA .*snp=ZERO sha384=-$' &&
+	ok "sample --dump --zero-pages zero: no-data pages as the PSP ZERO type" ||
+	nok "sample --dump --zero-pages zero: no ZERO page"
+"$M" --igvm "$TMP/sample.igvm" --zero-pages native >/dev/null 2>&1
+check "--zero-pages with an unknown value: exit 2" "$?" "2"
 want=$("$M" --igvm "$TMP/sample.igvm" 2>/dev/null | xxd -r -p | base64 -w0)
 check "--output-format base64" "$("$M" --igvm "$TMP/sample.igvm" --output-format base64 2>/dev/null)" "$want"
 case $("$M" --igvm "$TMP/sample.igvm" -v 2>/dev/null) in
 "Calculated IGVM SEV_SNP guest measurement: "*) ok "-v labels the digest" ;;
 *) nok "-v does not label the digest" ;;
 esac
+
+# --- a page without data: the vector of tests/tools/snp_zero_vector.py ---
+# Computed from the IGVM/SNP ABI layouts and QEMU's sev.c rule alone (not from
+# igvm_ref.py or attest/): QEMU + KVM measure the page as NORMAL with the
+# SHA-384 of 4096 zero bytes; the PSP ZERO type is only --zero-pages zero.
+if vec=$(python3 tests/tools/snp_zero_vector.py "$TMP/zero.igvm"); then
+	want_normal=$(echo "$vec" | sed -n 's/^normal //p'); want_zero=$(echo "$vec" | sed -n 's/^zero //p')
+	check "zero-page vector: default digest is QEMU/KVM's (NORMAL page of zeros)" \
+		"$("$M" --igvm "$TMP/zero.igvm" 2>&1)" "$want_normal"
+	check "zero-page vector: --zero-pages zero gives the PSP ZERO page type's digest" \
+		"$("$M" --igvm "$TMP/zero.igvm" --zero-pages zero 2>&1)" "$want_zero"
+	check "zero-page vector: igvm_ref.py agrees (default, --native-zero)" \
+		"$($REF measure "$TMP/zero.igvm") $($REF measure "$TMP/zero.igvm" --native-zero)" \
+		"$want_normal $want_zero"
+	[ -n "$want_normal" ] && [ "$want_normal" != "$want_zero" ] &&
+		ok "zero-page vector: the two page types give different digests" ||
+		nok "zero-page vector: the two modes do not differ"
+else
+	nok "tests/tools/snp_zero_vector.py failed"
+fi
 
 # --- malformed input and usage: exit 1 with one line, exit 2 ---
 head -c 1000 "$TMP/sample.igvm" >"$TMP/trunc.igvm"

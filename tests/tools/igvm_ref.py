@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Reference model for the IGVM tests, written separately from attest/igvm.c.
 
-  igvm_ref.py measure FILE [--vcpus N --vcpu-sig SIG] [--zero-normal]
+  igvm_ref.py measure FILE [--vcpus N --vcpu-sig SIG] [--native-zero]
       SNP launch digest of FILE as QEMU's IGVM loader issues it
       (backends/igvm.c: runs of page directives are held back until a page
       breaks the run, parameter inserts go at once, KVM measures the VMSAs
       of vCPU 0..N-1 last; vCPUs without a VP context get QEMU's reset VMSA).
+      A page without file data is a NORMAL page of 4096 zero bytes, as QEMU's
+      target/i386/sev.c cgs_set_guest_state() issues CGS_PAGE_TYPE_ZERO
+      (KVM_SEV_SNP_PAGE_TYPE_NORMAL); --native-zero measures it as the PSP
+      ZERO page type instead (a VMM that issues SNP_PAGE_TYPE_ZERO).
   igvm_ref.py sample OUT
       write a small hand-made IGVM file that uses every header type QEMU's
       loader handles, for the cross-check in tests/tools/igvm.sh.
@@ -66,7 +70,7 @@ def reset_vmsa(eip, features, sig):
     return bytes(v)
 
 
-def measure(b, vcpus=1, sig=None, zero_normal=False):
+def measure(b, vcpus=1, sig=None, native_zero=False):
     hs = headers(b)
     snp = 0
     for t, body in hs:
@@ -90,7 +94,7 @@ def measure(b, vcpus=1, sig=None, zero_normal=False):
             return CPUID
         if flags & 2:
             return UNMEASURED
-        return NORMAL if (has_data or zero_normal) else ZERO
+        return ZERO if (native_zero and not has_data) else NORMAL
 
     areas, vmsas, run = {}, {}, []
     directives = [(t, body) for t, body in hs if 0x301 <= t <= 0x400]
@@ -252,7 +256,7 @@ def main(argv):
             f.write(sample())
         return 0
     if len(argv) >= 3 and argv[1] == "measure":
-        vcpus, sig, zero_normal = 1, None, False
+        vcpus, sig, native_zero = 1, None, False
         rest = argv[3:]
         while rest:
             opt = rest.pop(0)
@@ -260,12 +264,12 @@ def main(argv):
                 vcpus = int(rest.pop(0), 0)
             elif opt == "--vcpu-sig":
                 sig = int(rest.pop(0), 0)
-            elif opt == "--zero-normal":
-                zero_normal = True
+            elif opt == "--native-zero":
+                native_zero = True
             else:
                 raise SystemExit("unknown option " + opt)
         with open(argv[2], "rb") as f:
-            print(measure(f.read(), vcpus, sig, zero_normal))
+            print(measure(f.read(), vcpus, sig, native_zero))
         return 0
     print(__doc__)
     return 2

@@ -112,15 +112,15 @@ static uint8_t *make_small(size_t *len)
 }
 
 /* python3 tests/tools/igvm_ref.py measure small.igvm [...] */
-static const char small_ld_1[] = /* measure FILE */
-    "559eecc19fd0c3537a37e8a2c329e590c0eea673dc2086567a000041057bb6eaedf25a0e2f1298eadda4771a13df3c"
-    "66";
-static const char small_ld_2_epyc[] = /* --vcpus 2 --vcpu-sig 0x800f12 */
-    "424fa1d7ad3c8cf0d97ae5bcea3be162e54d81011cbfe6370124682d5cc3ea946e61d82e43af57ff5c47a7721b6b85"
-    "34";
-static const char small_ld_normal[] = /* --zero-normal */
+static const char small_ld_1[] = /* measure FILE (no-data page: NORMAL zeros, QEMU/KVM) */
     "e580b7845d566b0cfa0cde0d30bc531bdc4290900790f2c79b74b528efb0f80f3d5a8acb3983e4dafe9834518b6039"
     "f0";
+static const char small_ld_2_epyc[] = /* --vcpus 2 --vcpu-sig 0x800f12 */
+    "5d61870f7ca3c23e3acdec91689663afb1ba7152f53f5d7436a0cf1901ed2ac2c2636e4498e5c2bbf9837422fb3523"
+    "66";
+static const char small_ld_native_zero[] = /* --native-zero (PSP ZERO page type) */
+    "559eecc19fd0c3537a37e8a2c329e590c0eea673dc2086567a000041057bb6eaedf25a0e2f1298eadda4771a13df3c"
+    "66";
 
 static void test_crc32(void **state)
 {
@@ -162,10 +162,10 @@ static void test_small_digest(void **state)
 	assert_int_equal(igvm_snp_digest(&file, &ld_hash_mbedtls, &o, d, NULL, NULL), IGVM_OK);
 	hex(d, sizeof(d), h);
 	assert_string_equal(h, small_ld_2_epyc);
-	o = (struct igvm_snp_opts){.vcpus = 1, .zero_as_normal = true};
+	o = (struct igvm_snp_opts){.vcpus = 1, .native_zero = true};
 	assert_int_equal(igvm_snp_digest(&file, &ld_hash_mbedtls, &o, d, NULL, NULL), IGVM_OK);
 	hex(d, sizeof(d), h);
-	assert_string_equal(h, small_ld_normal);
+	assert_string_equal(h, small_ld_native_zero);
 	free(f);
 }
 
@@ -173,32 +173,46 @@ static void test_small_digest(void **state)
  * The same digest written out as the PSP would chain it (SNP ABI 56860
  * table 67): the insert first (QEMU issues it at once), then the pages in
  * file order with their SNP page types, then the one VMSA at the VMSA GPA.
+ * The page without data is NORMAL with CONTENTS = SHA-384 of 4096 zero
+ * bytes (QEMU sev.c cgs_set_guest_state(): CGS_PAGE_TYPE_ZERO ->
+ * launch_update_data -> KVM_SEV_SNP_PAGE_TYPE_NORMAL); with native_zero it
+ * is the PSP ZERO type with CONTENTS zero.
  */
 static void test_small_digest_by_hand(void **state)
 {
 	static const uint8_t zeros[LD_SHA384_LEN];
 	struct launch_digest ld;
+	static const uint8_t zero_page[IGVM_PAGE_SIZE];
 	uint8_t data[IGVM_PAGE_SIZE], vmsa[IGVM_PAGE_SIZE], h[LD_SHA384_LEN], d[LD_SHA384_LEN];
-	struct igvm_snp_opts o = {.vcpus = 1};
 	size_t len;
 	uint8_t *f = make_small(&len);
 
 	memset(data, 0xAB, sizeof(data));
 	vmsa_page(vmsa, 0x1000, SEV_FEAT_SNP_ACTIVE);
-	launch_digest_init(&ld, &ld_hash_mbedtls, NULL);
-	launch_digest_update(&ld, LD_PAGE_UNMEASURED, 0x10000, zeros);
-	ld_hash_mbedtls.sha384(data, sizeof(data), h);
-	launch_digest_update(&ld, LD_PAGE_NORMAL, 0x1000, h);
-	launch_digest_update(&ld, LD_PAGE_ZERO, 0x2000, zeros);
-	launch_digest_update(&ld, LD_PAGE_SECRETS, 0x3000, zeros);
-	launch_digest_update(&ld, LD_PAGE_CPUID, 0x4000, zeros);
-	launch_digest_update(&ld, LD_PAGE_UNMEASURED, 0x5000, zeros);
-	ld_hash_mbedtls.sha384(vmsa, sizeof(vmsa), h);
-	launch_digest_update(&ld, LD_PAGE_VMSA, LD_VMSA_GPA, h);
-
 	assert_int_equal(parse(f, len), IGVM_OK);
-	assert_int_equal(igvm_snp_digest(&file, &ld_hash_mbedtls, &o, d, NULL, NULL), IGVM_OK);
-	assert_memory_equal(d, ld.ld, LD_SHA384_LEN);
+	for (int native_zero = 0; native_zero <= 1; native_zero++) {
+		struct igvm_snp_opts o = {.vcpus = 1, .native_zero = native_zero};
+
+		launch_digest_init(&ld, &ld_hash_mbedtls, NULL);
+		launch_digest_update(&ld, LD_PAGE_UNMEASURED, 0x10000, zeros);
+		ld_hash_mbedtls.sha384(data, sizeof(data), h);
+		launch_digest_update(&ld, LD_PAGE_NORMAL, 0x1000, h);
+		if (native_zero) {
+			launch_digest_update(&ld, LD_PAGE_ZERO, 0x2000, zeros);
+		} else {
+			ld_hash_mbedtls.sha384(zero_page, sizeof(zero_page), h);
+			launch_digest_update(&ld, LD_PAGE_NORMAL, 0x2000, h);
+		}
+		launch_digest_update(&ld, LD_PAGE_SECRETS, 0x3000, zeros);
+		launch_digest_update(&ld, LD_PAGE_CPUID, 0x4000, zeros);
+		launch_digest_update(&ld, LD_PAGE_UNMEASURED, 0x5000, zeros);
+		ld_hash_mbedtls.sha384(vmsa, sizeof(vmsa), h);
+		launch_digest_update(&ld, LD_PAGE_VMSA, LD_VMSA_GPA, h);
+
+		assert_int_equal(igvm_snp_digest(&file, &ld_hash_mbedtls, &o, d, NULL, NULL),
+				 IGVM_OK);
+		assert_memory_equal(d, ld.ld, LD_SHA384_LEN);
+	}
 	free(f);
 }
 
@@ -337,7 +351,7 @@ static void test_issue_order(void **state)
 	assert_int_equal(rec.gpa[2], 0x1000);
 	assert_int_equal(rec.gpa[3], 0x2000);
 	assert_int_equal(rec.gpa[4], 0x3000);
-	assert_int_equal(rec.type[5], LD_PAGE_ZERO);
+	assert_int_equal(rec.type[5], LD_PAGE_NORMAL); /* no data: NORMAL zeros (QEMU/KVM) */
 	assert_int_equal(rec.gpa[5], 0x4000);
 	assert_int_equal(rec.type[6], LD_PAGE_VMSA);
 	assert_int_equal(rec.type[7], LD_PAGE_VMSA);
@@ -947,7 +961,8 @@ static void test_csvsm_image(void **state)
 		if (h.type == IGVM_VHT_PAGE_DATA && h.u.page.gpa == CSVSM_IGVM_BOOT_BLOCK_GPA)
 			memcpy(&bb, h.data, sizeof(bb));
 		if (h.type == IGVM_VHT_PAGE_DATA) {
-			uint8_t t = igvm_snp_page_type(&h.u.page, h.data, false);
+			/* native_zero: tell the pages without data (ZERO) from the rest */
+			uint8_t t = igvm_snp_page_type(&h.u.page, h.data, true);
 
 			zero += t == LD_PAGE_ZERO;
 			normal += t == LD_PAGE_NORMAL;
