@@ -55,6 +55,8 @@ def build():
     struct.pack_into("<Q", vmsa, 0xD0, 0x1000)   # EFER.SVME
     struct.pack_into("<Q", vmsa, 0x148, 0x40)    # CR4.MCE
     struct.pack_into("<Q", vmsa, 0x158, 0x10)    # CR0.ET
+    struct.pack_into("<Q", vmsa, 0x160, 0x400)   # DR7 reset value (KVM takes no other)
+    struct.pack_into("<Q", vmsa, 0x168, 0xFFFF0FF0)  # DR6 reset value
     struct.pack_into("<Q", vmsa, 0x170, 2)       # RFLAGS
     struct.pack_into("<Q", vmsa, 0x178, 0xFFF0)  # RIP
     struct.pack_into("<Q", vmsa, 0x3B0, 1)       # SEV_FEATURES.SNPActive
