@@ -222,6 +222,8 @@ struct loader {
 	uint8_t *scratch; /* NULL when nothing reads the areas */
 	struct run run;
 	uint8_t ld[SNPM_IGVM_DIGEST_LEN];
+	bool native_zero;			 /* ops->native_zero, read once */
+	uint8_t zero_hash[SNPM_IGVM_DIGEST_LEN]; /* SHA-384 of a 4 KiB page of zeros */
 };
 
 static uint16_t rd16(const uint8_t *p)
@@ -1036,7 +1038,13 @@ static int page_info(struct loader *l, uint64_t gpa, uint8_t type,
 	return sha384(pi, sizeof(pi), l->ld);
 }
 
-/* One SNP_LAUNCH_UPDATE page: measure it, then hand it to the machine. */
+/*
+ * One SNP_LAUNCH_UPDATE page: measure it, then hand it to the machine. A page
+ * without file data goes out as QEMU's sev.c cgs_set_guest_state() sends
+ * CGS_PAGE_TYPE_ZERO: to launch_update_data (sev_snp_launch_update_data),
+ * KVM_SEV_SNP_PAGE_TYPE_NORMAL on the zero-filled buffer, so the PSP hashes
+ * 4096 zero bytes; only native_zero uses the PSP ZERO type.
+ */
 static int emit(struct loader *l, uint64_t gpa, enum snpm_page_kind kind, const uint8_t *data)
 {
 	static const uint8_t psp_type[] = {
@@ -1050,7 +1058,9 @@ static int emit(struct loader *l, uint64_t gpa, enum snpm_page_kind kind, const 
 	if (kind == SNPM_PAGE_NORMAL) {
 		if ((rc = sha384(data, IGVM_PAGE, contents)))
 			return rc;
-		rc = page_info(l, gpa, psp_type[kind], contents);
+		rc = page_info(l, gpa, PAGE_TYPE_NORMAL, contents);
+	} else if (kind == SNPM_PAGE_ZERO && !l->native_zero) {
+		rc = page_info(l, gpa, PAGE_TYPE_NORMAL, l->zero_hash);
 	} else {
 		rc = page_info(l, gpa, psp_type[kind], NULL);
 	}
@@ -1270,6 +1280,13 @@ int snpm_igvm_load(const uint8_t *file, size_t len, unsigned vcpus, const struct
 				       "scratch too small for the parameter areas; they need",
 				       l.scratch_need);
 		l.scratch = ops->scratch;
+	}
+	l.native_zero = ops->native_zero;
+	if (!l.native_zero) {
+		static const uint8_t zero_page[IGVM_PAGE];
+
+		if ((rc = sha384(zero_page, sizeof(zero_page), l.zero_hash)))
+			return rc;
 	}
 	if ((rc = act(&l)))
 		return rc;

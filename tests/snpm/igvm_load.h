@@ -4,6 +4,12 @@
  * the PSP would produce for QEMU's SNP_LAUNCH_UPDATE order
  * (docs/igvm.md §1, §2, §4).
  *
+ * A PAGE_DATA without file data is measured as QEMU + KVM issue it: an
+ * SNP_LAUNCH_UPDATE of type NORMAL on a page of zeros (QEMU target/i386/sev.c
+ * cgs_set_guest_state() hands CGS_PAGE_TYPE_ZERO to launch_update_data, i.e.
+ * KVM_SEV_SNP_PAGE_TYPE_NORMAL), unless ops->native_zero asks for the PSP
+ * ZERO page type (a VMM that issues SNP_PAGE_TYPE_ZERO, e.g. Vanadium).
+ *
  * Written independently of attest/igvm.c (the project's own parser and
  * csvsm-measure --igvm): the two are meant to check each other. Format facts
  * come from microsoft/igvm igvm_defs/src/lib.rs and igvm/src/lib.rs, QEMU
@@ -35,10 +41,11 @@
 #define SNPM_IGVM_MEMORY_MAP		     0x30Cu /* IGVM_VHS_MEMORY_MAP_ENTRY[] at offset 0 */
 #define SNPM_IGVM_ENVIRONMENT_INFO_PARAMETER 0x313u /* u32, bit 0 memory_is_shared */
 
-/* SNP page types as QEMU issues them (qigvm_type_to_cgs_type, docs/igvm.md §2). */
+/* Kinds of page as QEMU's loader sorts them (qigvm_type_to_cgs_type, docs/igvm.md §2). */
 enum snpm_page_kind {
 	SNPM_PAGE_NORMAL,     /* file data, measured */
-	SNPM_PAGE_ZERO,	      /* no file data: PSP zero page */
+	SNPM_PAGE_ZERO,	      /* no file data (CGS_PAGE_TYPE_ZERO): a page of zeros, measured
+				 as NORMAL, or as the PSP ZERO type with ops->native_zero */
 	SNPM_PAGE_UNMEASURED, /* UNMEASURED flag, or a parameter area being inserted */
 	SNPM_PAGE_SECRETS,    /* content made by the PSP */
 	SNPM_PAGE_CPUID,      /* content is QEMU/KVM's CPUID table, checked by the PSP */
@@ -76,6 +83,12 @@ struct snpm_igvm_ops {
 	 */
 	uint8_t *scratch;
 	size_t scratch_bytes;
+	/*
+	 * How the modelled VMM issues a page without file data: false (QEMU +
+	 * KVM) NORMAL with CONTENTS = SHA-384 of 4096 zero bytes; true the PSP
+	 * ZERO page type (CONTENTS zero). Not a callback: read once, at the start.
+	 */
+	bool native_zero;
 };
 
 /* Errors (negative). why names the rule, the header index and its file offset. */

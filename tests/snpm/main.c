@@ -390,12 +390,16 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *   snpm.madt=ID,...       a hostile host: the MADT lists these APIC IDs (hex)
  *   snpm.refuse_boot_vmsa=1  a hostile host: refuse the AP creation of the
  *                          guest's boot VMSA (csvsm then terminates)
+ *   snpm.zero_pages=zero   the host issues IGVM pages without data as the PSP
+ *                          ZERO page type (a VMM such as Vanadium; csvsm-measure
+ *                          --zero-pages zero) instead of QEMU + KVM's NORMAL
+ *                          page of zeros (snpm.zero_pages=normal, the default)
  *   snpm.key_scan_at_launch=1  run the key scan (below) at the guest's launch
  *                          too, while csvsm holds VMPCK0: the scan's control
  *   snpm.cpuid_hide_aes=1  a hostile host: the CPUID page hides AES-NI and
  *                          PCLMULQDQ
  */
-static bool stop_at_launch, key_scan_at_launch;
+static bool stop_at_launch, key_scan_at_launch, native_zero;
 bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 
@@ -445,6 +449,14 @@ static void machine_options(void)
 			    .gpa_page = pg, .pages = np, .type = (uint16_t)type};
 		}
 		snpm_phase("options", "a hostile memory map of %u entries", n_mm_override);
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.zero_pages", &v, &vlen)) {
+		if (vlen == 4 && !memcmp(v, "zero", 4))
+			native_zero = true;
+		else if (!(vlen == 6 && !memcmp(v, "normal", 6)))
+			fail("bad snpm.zero_pages= value (want normal or zero)");
+		snpm_phase("options", "pages without data issued as %s",
+			   native_zero ? "the PSP ZERO page type" : "NORMAL pages of zeros");
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.vp_count", &v, &vlen)) {
 		const char *stop = v + vlen;
@@ -613,7 +625,8 @@ static void launch(void)
 				    .fill_param = on_param,
 				    .vmsa = on_vmsa,
 				    .scratch = scratch,
-				    .scratch_bytes = sizeof(scratch)};
+				    .scratch_bytes = sizeof(scratch),
+				    .native_zero = native_zero};
 	uint8_t digest[SNPM_IGVM_DIGEST_LEN];
 	uint64_t policy = 0;
 	char why[160];

@@ -6,7 +6,9 @@
  *    and the callbacks see what docs/igvm.md §6 says the image holds;
  *  - one-byte corruptions of that file: refused or measured differently;
  *  - small files built here, whose digest is chained here from the PAGE_INFO
- *    layout (SNP ABI 56860 §8.17) in QEMU's issue order, and malformed ones.
+ *    layout (SNP ABI 56860 §8.17) in QEMU's issue order, and malformed ones;
+ *  - the vector of tests/tools/snp_zero_vector.py (a page without data is a
+ *    NORMAL page of zeros for QEMU + KVM, the PSP ZERO type with native_zero).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -23,8 +25,9 @@
 /* The loader is compiled into this test (it is not part of the host library). */
 #include "../snpm/igvm_load.c"
 
-#define IMAGE	"build/csvsm.igvm"
-#define MEASURE "build/csvsm-measure"
+#define IMAGE	    "build/csvsm.igvm"
+#define MEASURE	    "build/csvsm-measure"
+#define ZERO_VECTOR "tests/tools/snp_zero_vector.py"
 
 /* ---- little helpers of the test's own ---- */
 
@@ -614,10 +617,16 @@ static void test_crc32_check_value(void **state)
 	assert_int_equal(snpm_igvm_crc32(snpm_igvm_crc32(0, s, 4), s + 4, 5), 0xCBF43926u);
 }
 
-/* QEMU's order: the insert goes out before the pending run D; E as 512 pages. */
+/*
+ * QEMU's order: the insert goes out before the pending run D; E as 512 pages.
+ * B and E have no data: QEMU + KVM measure them as NORMAL pages of zeros
+ * (sev.c cgs_set_guest_state: CGS_PAGE_TYPE_ZERO -> launch_update_data);
+ * with native_zero as the PSP ZERO type (3).
+ */
 static void test_small_file_order_and_digest(void **state)
 {
-	uint8_t want[48] = {0}, got[48];
+	static const uint8_t zero_page[4096];
+	uint8_t want[48] = {0}, want_native[48] = {0}, got[48];
 	uint64_t policy = 0;
 	char why[256];
 	size_t len;
@@ -633,14 +642,21 @@ static void test_small_file_order_and_digest(void **state)
 	    {0x200000, SNPM_PAGE_UNMEASURED}, /* ...when the insert comes */
 	};
 
-	ref_extend(want, 0x100000, 1, page_a);
-	ref_extend(want, 0x101000, 3, NULL);
-	ref_extend(want, 0x102000, 5, NULL);
-	ref_extend(want, 0x200000, 4, NULL);
-	ref_extend(want, 0x103000, 6, NULL);
-	for (int i = 0; i < 512; i++)
-		ref_extend(want, 0x400000 + 4096ull * i, 3, NULL);
-	ref_extend(want, 0xFFFFFFFFF000ULL, 2, vmsa0);
+	for (int native = 0; native <= 1; native++) {
+		uint8_t *ld = native ? want_native : want;
+		uint8_t zt = native ? 3 : 1;
+		const uint8_t *zp = native ? NULL : zero_page;
+
+		ref_extend(ld, 0x100000, 1, page_a);
+		ref_extend(ld, 0x101000, zt, zp);
+		ref_extend(ld, 0x102000, 5, NULL);
+		ref_extend(ld, 0x200000, 4, NULL);
+		ref_extend(ld, 0x103000, 6, NULL);
+		for (int i = 0; i < 512; i++)
+			ref_extend(ld, 0x400000 + 4096ull * i, zt, zp);
+		ref_extend(ld, 0xFFFFFFFFF000ULL, 2, vmsa0);
+	}
+	assert_memory_not_equal(want, want_native, 48);
 
 	assert_int_equal(snpm_igvm_load(f, len, 1, &ops, got, &policy, why, sizeof(why)), 0);
 	assert_memory_equal(got, want, 48);
@@ -666,6 +682,14 @@ static void test_small_file_order_and_digest(void **state)
 	assert_false(r.page_after_vmsa);
 	rec_free(&r);
 
+	/* The same pages, measured as a VMM that issues SNP_PAGE_TYPE_ZERO does. */
+	ops = rec_ops(&r, 1);
+	ops.native_zero = true;
+	assert_int_equal(snpm_igvm_load(f, len, 1, &ops, got, &policy, why, sizeof(why)), 0);
+	assert_memory_equal(got, want_native, 48);
+	assert_int_equal(r.kinds[SNPM_PAGE_ZERO], 1 + 512);
+	rec_free(&r);
+
 	/* A callback's error stops the load and comes back unchanged. */
 	ops = rec_ops(&r, 1);
 	r.fail_at = 3;
@@ -679,6 +703,70 @@ static void test_small_file_order_and_digest(void **state)
 	assert_int_equal(snpm_igvm_load(f, len, 1, &ops, got, &policy, why, sizeof(why)),
 			 SNPM_IGVM_E_LIMIT);
 	rec_free(&r);
+	free(f);
+}
+
+/* Parse "normal HEX" / "zero HEX" lines of snp_zero_vector.py into d. */
+static bool vector_line(const char *line, const char *key, uint8_t d[48])
+{
+	size_t k = strlen(key);
+
+	if (strncmp(line, key, k) || line[k] != ' ' || strlen(line + k + 1) < 96)
+		return false;
+	for (int i = 0; i < 48; i++) {
+		int hi = hexval(line[k + 1 + 2 * i]), lo = hexval(line[k + 2 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		d[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+/*
+ * tests/tools/snp_zero_vector.py writes a tiny IGVM file (a page without
+ * data, a page with data, the BSP VMSA) and prints its digests, chained from
+ * the SNP ABI's PAGE_INFO layout and QEMU's rule alone; the loader must give
+ * the "normal" one by default and the "zero" one with native_zero.
+ */
+static void test_zero_page_vector(void **state)
+{
+	static const struct snpm_igvm_ops qemu, native = {.native_zero = true};
+	char path[] = "/tmp/snpm_zero_vector_XXXXXX", cmd[256], line[256];
+	uint8_t want_normal[48], want_zero[48], got[48], *f;
+	bool have_normal = false, have_zero = false;
+	uint64_t policy;
+	char why[256];
+	size_t len;
+	FILE *p;
+	int fd;
+
+	if (access(ZERO_VECTOR, R_OK) != 0 || system("python3 -c '' 2>/dev/null") != 0) {
+		print_message("skipping: needs python3 and %s\n", ZERO_VECTOR);
+		skip();
+	}
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(cmd, sizeof(cmd), "python3 " ZERO_VECTOR " %s", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	while (fgets(line, sizeof(line), p)) {
+		have_normal |= vector_line(line, "normal", want_normal);
+		have_zero |= vector_line(line, "zero", want_zero);
+	}
+	assert_int_equal(pclose(p), 0);
+	assert_true(have_normal && have_zero);
+	f = host_load_file(path, &len);
+	unlink(path);
+	assert_non_null(f);
+
+	if (snpm_igvm_load(f, len, 1, &qemu, got, &policy, why, sizeof(why)))
+		fail_msg("loader refused the vector file: %s", why);
+	assert_memory_equal(got, want_normal, 48);
+	assert_int_equal(snpm_igvm_load(f, len, 1, &native, got, &policy, why, sizeof(why)), 0);
+	assert_memory_equal(got, want_zero, 48);
+	assert_memory_not_equal(want_normal, want_zero, 48);
 	free(f);
 }
 
@@ -847,6 +935,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_crc32_check_value),
 	    cmocka_unit_test(test_small_file_order_and_digest),
+	    cmocka_unit_test(test_zero_page_vector),
 	    cmocka_unit_test(test_small_file_malformed),
 	    cmocka_unit_test(test_image_matches_csvsm_measure),
 	    cmocka_unit_test(test_image_corruptions),
