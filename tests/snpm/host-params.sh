@@ -6,13 +6,16 @@
 # the host's page-state changes then fail, never fault or hang, and leave no
 # VMPCK in VMPL0-only memory on any of these early termination paths (the
 # machine's key scan). The true map for -m 2G is 0:a0,100:6ff00 (pages; the
-# machine keeps 0x70000000 up).
+# machine keeps 0x70000000 up). Also a host that issues IGVM pages without
+# data as the PSP ZERO page type (snpm.zero_pages=zero): the launch digest
+# changes to csvsm-measure --zero-pages zero's (docs/igvm.md section 4).
 set -u
 cd "$(dirname "$0")/../.."
 . tests/qemu/lib.sh
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-snpm_need
+MEASURE=${MEASURE:-build/csvsm-measure}
+snpm_need "$MEASURE"
 QEMU_TIMEOUT=90
 
 refuse() { # name machine-options expected-line
@@ -52,6 +55,17 @@ snpm_qemu "$tmp/g.log" 2G 1 -append "snpm.memmap=0:a0,100:6ff00 snpm.stop_at_lau
 aud=$(grep -m1 '^snpm: accept-audit: ' "$tmp/g.log")
 tap_check "the true map given explicitly: accepted, RMP audit clean (QEMU exit $QEMU_RC)" \
 	test "$QEMU_RC" -eq 1 -a "$(field unvalidated_ranges "$aud")" = "$(fw_host_pages)" -a "$(field no_guest_access "$aud")" = 0
+
+# Pages without data as the PSP ZERO type (a VMM such as Vanadium), not
+# QEMU + KVM's NORMAL pages of zeros: the other digest, and only that one.
+snpm_qemu "$tmp/z.log" 2G 1 -append "snpm.zero_pages=zero snpm.stop_at_launch=1"
+got=$(sed -n 's/^snpm: launch: measurement=\([0-9a-f]*\) .*/\1/p' "$tmp/z.log")
+tap_check "snpm.zero_pages=zero: the launch digest is csvsm-measure --zero-pages zero's, not the default's (QEMU exit $QEMU_RC)" \
+	test "$QEMU_RC" -eq 1 -a -n "$got" -a "$got" = "$("$MEASURE" --igvm "$CSVSM_IGVM" --zero-pages zero)" \
+	-a "$got" != "$("$MEASURE" --igvm "$CSVSM_IGVM")"
+snpm_qemu "$tmp/y.log" 2G 1 -append "snpm.zero_pages=native"
+tap_check "a malformed snpm.zero_pages= is the machine's own error (QEMU exit $QEMU_RC)" \
+	grep -q 'bad snpm.zero_pages= value' "$tmp/y.log"
 
 snpm_qemu "$tmp/b.log" 2G 1 -append "snpm.memmap=0:a0,zz"
 tap_check "a malformed snpm.memmap= is the machine's own error (QEMU exit $QEMU_RC)" \
