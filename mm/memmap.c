@@ -57,6 +57,26 @@ static void add_ram(struct memmap *mm, gpa_t start, gpa_t end)
 	mm->nr_ram++;
 }
 
+/*
+ * RAM as a PC guest can use it: less the legacy VGA/option-ROM/BIOS window
+ * [640 KiB, 1 MiB), which QEMU's e820 counts as RAM (hw/i386/pc.c
+ * pc_memory_init: one E820_RAM entry from 0 to the below-4G size, which is
+ * also QEMU's IGVM memory map, target/i386/igvm.c) but which is VGA MMIO,
+ * SMRAM and PAM-shadowed ROM on q35, not guest_memfd memory: a page-state
+ * change there stops the VM (kvm_convert_memory). OVMF never uses it as
+ * system memory (OvmfPkg/Library/PlatformInitLib/MemDetect.c: RAM below
+ * 1 MiB is [0, 640 KiB)), so csvsm neither pre-accepts nor hands it out.
+ */
+static void add_ram_pc(struct memmap *mm, gpa_t start, gpa_t end)
+{
+	if (start < MEMMAP_LEGACY_END && end > MEMMAP_LEGACY_START) {
+		add_ram(mm, start, MIN(end, MEMMAP_LEGACY_START));
+		add_ram(mm, MAX(start, MEMMAP_LEGACY_END), end);
+		return;
+	}
+	add_ram(mm, start, end);
+}
+
 int memmap_build(struct memmap *mm, const struct hvm_memmap_table_entry *e, unsigned n,
 		 gpa_t csvsm_start, gpa_t csvsm_end)
 {
@@ -138,10 +158,10 @@ int memmap_build(struct memmap *mm, const struct hvm_memmap_table_entry *e, unsi
 		if (ALIGN_UP(entry_end(a), PAGE_SIZE) > mm->max_gpa)
 			mm->max_gpa = ALIGN_UP(entry_end(a), PAGE_SIZE);
 		if ((int)i == home) {
-			add_ram(mm, a->addr, csvsm_start);
-			add_ram(mm, csvsm_end, end);
+			add_ram_pc(mm, a->addr, csvsm_start);
+			add_ram_pc(mm, csvsm_end, end);
 		} else {
-			add_ram(mm, a->addr, end);
+			add_ram_pc(mm, a->addr, end);
 		}
 	}
 	if (!mm->nr_ram)

@@ -13,7 +13,7 @@
 
 #define MEMMAP_MAX_ENTRIES 128
 /* RAM ranges after carving: one entry may be split in two by csvsm. */
-#define MEMMAP_MAX_RANGES    (MEMMAP_MAX_ENTRIES + 1)
+#define MEMMAP_MAX_RANGES    (MEMMAP_MAX_ENTRIES + 2) /* + csvsm's split + the legacy window's */
 #define MEMMAP_TYPE_RAM	     1
 #define MEMMAP_TYPE_RESERVED 2
 
@@ -30,6 +30,10 @@ enum memmap_err {
 	MEMMAP_ERR_SYNTAX = -8,	   /* malformed command-line override */
 	MEMMAP_ERR_ARG = -9,	   /* bad csvsm region / NULL input (caller bug) */
 };
+
+/* The PC's legacy VGA/ROM window: never guest RAM (mm/memmap.c add_ram_pc). */
+#define MEMMAP_LEGACY_START 0xA0000ULL
+#define MEMMAP_LEGACY_END   0x100000ULL
 
 struct mem_range {
 	gpa_t start, end; /* [start, end), page-aligned */

@@ -5,7 +5,7 @@
 # them. csvsm must refuse what it can see is wrong, terminate cleanly when
 # the host's page-state changes then fail, never fault or hang, and leave no
 # VMPCK in VMPL0-only memory on any of these early termination paths (the
-# machine's key scan). The true map for -m 2G is 0:a0,100:6ff00 (pages; the
+# machine's key scan). The machine's default map for -m 2G is QEMU's, feffc:4:1,0:70000; the SeaBIOS-style one is 0:a0,100:6ff00 (pages; the
 # machine keeps 0x70000000 up). Also a host that issues IGVM pages without
 # data as the PSP ZERO page type (snpm.zero_pages=zero): the launch digest
 # changes to csvsm-measure --zero-pages zero's (docs/igvm.md section 4).
@@ -34,8 +34,19 @@ refuse "overlapping RAM" "snpm.memmap=0:a0,100:6ff00,20000:1000" "memmap: refuse
 refuse "RAM over csvsm's region" "snpm.memmap=0:a0,100:6ff00,fc000:100" "memmap: refused: overlapping"
 refuse "RAM over csvsm's launch area (boot block, parameters)" "snpm.memmap=0:a0,100:6ff00,fe000:7" "memmap: refused: RAM \\[0xfe000000, 0xfe007000\\) covers csvsm's launch area"
 refuse "an entry beyond the address space" "snpm.memmap=0:a0,100:6ff00,10000000000:1" "memmap: refused: entry beyond"
-refuse "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00" "accept: stopped: the hypervisor's page-state change"
-refuse "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000" "accept: stopped: the hypervisor's page-state change"
+# RAM the host does not back: a host that answers the page-state change
+# with an error (snpm.psc_nonram=error) gets csvsm's clean termination ...
+refuse "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00 snpm.psc_nonram=error" "accept: stopped: the hypervisor's page-state change"
+refuse "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000 snpm.psc_nonram=error" "accept: stopped: the hypervisor's page-state change"
+# ... and QEMU stops the VM itself (kvm_convert_memory fails; the machine's default).
+snpm_qemu "$tmp/q.log" 2G 2 -append "snpm.memmap=0:a0,100:7ff00 snpm.stop_at_launch=1"
+tap_check "RAM the host does not have, QEMU's way: the host stops the VM at the page-state change (QEMU exit $QEMU_RC)" \
+	grep -q "^snpm: host: page-state change of GPA 0x70000000 .*not guest memory: the VM stops here" "$tmp/q.log"
+# QEMU's own map covers the legacy window [0xa0000, 0x100000), which no host
+# backs: csvsm leaves it alone, so the default boot never stops there.
+snpm_qemu "$tmp/w.log" 2G 1 -append "snpm.memmap=0:70000 snpm.stop_at_launch=1"
+tap_check "QEMU's map, RAM from 0 (snpm.memmap=0:70000): csvsm skips the legacy window and the audit is clean (QEMU exit $QEMU_RC)" \
+	test "$QEMU_RC" -eq 1 -a "$(field unvalidated_ranges "$(grep -m1 '^snpm: accept-audit: ' "$tmp/w.log")")" = "$(fw_host_pages)"
 
 refuse "a CPUID page hiding AES-NI and PCLMULQDQ" "snpm.cpuid_hide_aes=1" "cpuid: refused: the CPUID page hides AES-NI and PCLMULQDQ"
 refuse "a vCPU count of 0" "snpm.vp_count=0" "vcpus: refused: the host says 0 vCPUs"

@@ -294,6 +294,48 @@ static struct igvm_mm_entry mm_override[64];
 static unsigned n_mm_override;
 static bool have_mm_override;
 
+/*
+ * The guest's memory map as its host gives it, both as the IGVM MEMORY_MAP
+ * parameter and as fw_cfg etc/e820 (one table in QEMU, e820_get_table).
+ * Default, QEMU's: KVM's reserved identity-map/TSS pages first
+ * (target/i386/kvm/kvm.c kvm_arch_init, at accelerator init, before the
+ * board: e820_add_entry(0xfeffc000, 0x4000, E820_RESERVED)), then one RAM
+ * entry from GPA 0 to the end of low RAM and one above 4 GiB if there is
+ * RAM there (hw/i386/pc.c pc_memory_init); QEMU's IGVM loader turns it into
+ * the MEMORY_MAP as it stands (target/i386/igvm.c
+ * qigvm_x86_get_mem_map_entry: E820_RAM -> MEMORY, E820_RESERVED ->
+ * PLATFORM_RESERVED, table order). It covers the legacy window [640 KiB,
+ * 1 MiB), which the machine does not back (not guest_memfd memory on q35).
+ * snpm.e820=seabios: the map derived from the outer PVH map instead
+ * (SeaBIOS-style, the window left out), as the machine gave before.
+ */
+static struct hvm_memmap_table_entry guest_e820[MEMMAP_MAX_ENTRIES + 2];
+static unsigned n_guest_e820;
+static bool e820_seabios;
+
+static void build_guest_e820(void)
+{
+	if (e820_seabios) {
+		int n = memmap_guest_e820(&mm, guest_e820, ARRAY_SIZE(guest_e820));
+		n_guest_e820 = n < 0 ? 0 : (unsigned)n;
+		return;
+	}
+	gpa_t low = 0, high = 0;
+	for (unsigned i = 0; i < mm.nr_ram; i++) {
+		if (mm.ram[i].end <= (4ULL << 30))
+			low = MAX(low, mm.ram[i].end);
+		else
+			high = MAX(high, mm.ram[i].end);
+	}
+	n_guest_e820 = 0;
+	guest_e820[n_guest_e820++] = (struct hvm_memmap_table_entry){0xfeffc000, 0x4000,
+								     MEMMAP_TYPE_RESERVED, 0};
+	guest_e820[n_guest_e820++] = (struct hvm_memmap_table_entry){0, low, MEMMAP_TYPE_RAM, 0};
+	if (high > (4ULL << 30))
+		guest_e820[n_guest_e820++] = (struct hvm_memmap_table_entry){
+		    4ULL << 30, high - (4ULL << 30), MEMMAP_TYPE_RAM, 0};
+}
+
 static int fill_memory_map(uint8_t *area, uint64_t bytes)
 {
 	struct igvm_mm_entry *e = (struct igvm_mm_entry *)area;
@@ -304,11 +346,21 @@ static int fill_memory_map(uint8_t *area, uint64_t bytes)
 		memcpy(e, mm_override, n_mm_override * sizeof(*e));
 		return 0;
 	}
-	if (mm.nr_ram >= max) /* a zero entry ends the list */
+	if (e820_seabios) { /* the RAM ranges alone, as before */
+		if (mm.nr_ram >= max) /* a zero entry ends the list */
+			return 8;
+		for (unsigned i = 0; i < mm.nr_ram; i++)
+			e[i] = (struct igvm_mm_entry){.gpa_page = mm.ram[i].start >> 12,
+						      .pages = (mm.ram[i].end - mm.ram[i].start) >> 12};
+		return 0;
+	}
+	if (n_guest_e820 >= max)
 		return 8;
-	for (unsigned i = 0; i < mm.nr_ram; i++)
-		e[i] = (struct igvm_mm_entry){.gpa_page = mm.ram[i].start >> 12,
-					      .pages = (mm.ram[i].end - mm.ram[i].start) >> 12};
+	for (unsigned i = 0; i < n_guest_e820; i++) /* QEMU's: whole pages already */
+		e[i] = (struct igvm_mm_entry){
+		    .gpa_page = guest_e820[i].addr >> 12,
+		    .pages = guest_e820[i].size >> 12,
+		    .type = guest_e820[i].type == MEMMAP_TYPE_RAM ? 0 : 1 /* PLATFORM_RESERVED */};
 	return 0;
 }
 
@@ -398,6 +450,12 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          too, while csvsm holds VMPCK0: the scan's control
  *   snpm.cpuid_hide_aes=1  a hostile host: the CPUID page hides AES-NI and
  *                          PCLMULQDQ
+ *   snpm.e820=qemu|seabios the guest's memory map (IGVM MEMORY_MAP and fw_cfg
+ *                          etc/e820): QEMU's (default) or the outer one's
+ *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
+ *                          not back: the VM stops, as QEMU stops it
+ *                          (default), or the request fails (a host that
+ *                          answers with an error)
  */
 static bool stop_at_launch, key_scan_at_launch, native_zero;
 bool snpm_refuse_boot_vmsa;
@@ -420,6 +478,20 @@ static void machine_options(void)
 	cpuid_hide_aes = option_is_1("snpm.cpuid_hide_aes");
 	const char *v;
 	size_t vlen;
+	if (cmdline_get(cmdline, cmdline_len, "snpm.e820", &v, &vlen)) {
+		if (vlen == 7 && !memcmp(v, "seabios", 7))
+			e820_seabios = true;
+		else if (!(vlen == 4 && !memcmp(v, "qemu", 4)))
+			fail("bad snpm.e820= value (want qemu or seabios)");
+	}
+	build_guest_e820();
+	extern bool snpm_psc_nonram_error;
+	if (cmdline_get(cmdline, cmdline_len, "snpm.psc_nonram", &v, &vlen)) {
+		if (vlen == 5 && !memcmp(v, "error", 5))
+			snpm_psc_nonram_error = true;
+		else if (!(vlen == 4 && !memcmp(v, "stop", 4)))
+			fail("bad snpm.psc_nonram= value (want stop or error)");
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.memmap", &v, &vlen)) {
 		const char *stop = v + vlen;
 		have_mm_override = true;
@@ -713,7 +785,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	 * probe, if one was given, is their kernel. */
 	static uint8_t probe[4 << 20];
 	uint32_t probe_size = 0;
-	struct sim_io_config io = {.mm = &mm};
+	struct sim_io_config io = {.mm = &mm, .e820 = guest_e820, .n_e820 = n_guest_e820};
 	if (fw_cfg_load_file("opt/csvsm/probe", probe, sizeof(probe), &probe_size) && probe_size) {
 		io.probe = probe;
 		io.probe_size = probe_size;

@@ -51,6 +51,29 @@ static void test_q35_good(void **state)
 	assert_string_equal(memmap_strerror(MEMMAP_OK), "ok");
 }
 
+/* What QEMU gives an IGVM guest (its e820 table, KVM's reserved identity
+ * map first, in QEMU's order): the legacy window is not RAM (issue 16 item 2). */
+static void test_qemu_igvm_map(void **state)
+{
+	static const struct hvm_memmap_table_entry qemu[] = {
+	    {0xfeffc000, 0x4000, 2, 0}, {0x0, 0x80000000, 1, 0}, {0x100000000, 0x80000000, 1, 0}};
+	assert_int_equal(memmap_build(&mm, qemu, ARRAY_SIZE(qemu), CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.nr_ram, 4);
+	assert_int_equal(mm.ram[0].start, 0);
+	assert_int_equal(mm.ram[0].end, MEMMAP_LEGACY_START);
+	assert_int_equal(mm.ram[1].start, MEMMAP_LEGACY_END);
+	assert_int_equal(mm.ram[1].end, CS_START);
+	assert_false(memmap_is_guest_ram(&mm, 0xA0000, 0x1000));
+	assert_false(memmap_is_guest_ram(&mm, 0xFF000, 0x1000));
+	assert_true(memmap_is_guest_ram(&mm, 0x9F000, 0x1000));
+	/* an entry inside the window, or one that only starts in it */
+	static const struct hvm_memmap_table_entry in[] = {{0xC0000, 0x10000, 1, 0},
+							    {0xF0000, 0x7ff10000, 1, 0}};
+	assert_int_equal(memmap_build(&mm, in, ARRAY_SIZE(in), CS_START, CS_END), MEMMAP_OK);
+	assert_int_equal(mm.nr_ram, 2);
+	assert_int_equal(mm.ram[0].start, MEMMAP_LEGACY_END);
+}
+
 static void test_unsorted_and_carve_edges(void **state)
 {
 	/* reversed input; csvsm at the very start of a RAM entry */
@@ -284,6 +307,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_q35_good),
+	    cmocka_unit_test(test_qemu_igvm_map),
 	    cmocka_unit_test(test_unsorted_and_carve_edges),
 	    cmocka_unit_test(test_partial_last_page),
 	    cmocka_unit_test(test_subtract),

@@ -115,10 +115,8 @@ static void synth_pass(uint16_t key, uint16_t real, uint32_t len)
 
 static void fw_build_e820(void)
 {
-	struct hvm_memmap_table_entry e[MEMMAP_MAX_ENTRIES + 2];
-	int n = memmap_guest_e820(cfg.mm, e, ARRAY_SIZE(e));
-	if (n < 0)
-		n = 0;
+	const struct hvm_memmap_table_entry *e = cfg.e820;
+	int n = e ? (int)MIN(cfg.n_e820, MEMMAP_MAX_ENTRIES + 2) : 0;
 	for (int i = 0; i < n; i++) {
 		uint8_t *p =
 		    fw_e820 + 20 * i; /* QEMU struct e820_entry: u64 addr, u64 len, u32 type */

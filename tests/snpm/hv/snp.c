@@ -522,12 +522,27 @@ static void nae_mmio(struct svm_vcpu *v, struct ghcb *g, bool write)
  * keeps its validated state; KVM converts only what changes), private
  * assigns it unvalidated, shared gives it back to the host. 0 or -1.
  */
+bool snpm_psc_nonram_error; /* snpm.psc_nonram=error */
+
 static int psc_one(gpa_t gpa, bool big, uint64_t op)
 {
 	uint64_t bytes = big ? PAGE_SIZE_2M : PAGE_SIZE;
 	int rc = 0;
-	if (!IS_ALIGNED(gpa, bytes) || !hv_is_mem(gpa, bytes))
+	if (!IS_ALIGNED(gpa, bytes))
 		return -1;
+	if (!hv_is_mem(gpa, bytes)) {
+		/* Memory the host does not back with guest_memfd (the legacy
+		 * window, MMIO, memory that is not the VM's): QEMU's conversion
+		 * fails (accel/kvm/kvm-all.c kvm_convert_memory) and a failed
+		 * KVM_HC_MAP_GPA_RANGE exit stops the vCPU with an internal
+		 * error (target/i386/kvm/kvm.c kvm_handle_hypercall, ret < 0). */
+		if (snpm_psc_nonram_error)
+			return -1;
+		con_printf("%s: host: page-state change of GPA 0x%llx (+0x%llx), not guest memory: "
+			   "the VM stops here, as QEMU stops it\n",
+			   hv_tag, (unsigned long long)gpa, (unsigned long long)bytes);
+		platform->terminate(false, 0, 0x26);
+	}
 	if (op == PSC_OP_PSMASH)
 		return big ? rmp_hv_psmash(gpa) : -1;
 	if (op != PSC_OP_PRIVATE && op != PSC_OP_SHARED)

@@ -129,6 +129,9 @@ struct sim_io_config {
 	const uint8_t *probe; /* the guest's kernel (the probe), or NULL */
 	uint32_t probe_size;
 	const struct memmap *mm;
+	/* The table fw_cfg etc/e820 serves (QEMU's struct e820_entry list). */
+	const struct hvm_memmap_table_entry *e820;
+	unsigned n_e820;
 };
 void sim_io_init(const struct sim_io_config *cfg);
 /* Emulate one port access; *val in/out. Returns false when the guest must stop. */
