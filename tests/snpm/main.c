@@ -76,11 +76,17 @@ static size_t cmdline_len;
 
 /* ---- the platform the shared objects see: a plain x86 machine ---- */
 
+/*
+ * Every way the VM ends comes here. "snpm: end: ..." is the log's last
+ * line: the tests require it before they take the absence of a fault or
+ * panic line as evidence (an empty or cut-off log has no end line).
+ */
 static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigned reason_code)
 {
 	if (!success)
 		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
 			   reason_code);
+	con_printf("snpm: end: %s\n", success ? "success" : "failure");
 	/* QEMU exits with (value << 1) | 1: 0 -> 1 (success), 1 -> 3 (failure). */
 	outl(DEBUG_EXIT_PORT, success ? 0 : 1);
 	for (;;) {

@@ -229,6 +229,7 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 		   sim_guest_power_event == 1 ? "powered off" : "requested a reset",
 		   (unsigned long long)exits, (unsigned long long)switches);
 	sim_snp_print_counts();
+	sim_io_print_refusals();
 	print_calls();
 	platform->terminate(sim_guest_power_event == 1, 0, 0x23);
 }

@@ -26,6 +26,50 @@ volatile int sim_guest_power_event;
 static struct sim_io_config cfg;
 static gpa_t ecam_base; /* PCIEXBAR's window, fixed for the guest's lifetime */
 
+/*
+ * ---- refusals: a console line for each ----
+ * Every guest write the filter refuses (or changes) is printed as
+ * "snpm: refused: <device>: <register> := <value>...", the first
+ * REFUSAL_LINES of each device, so that the firmware's BAR sizing cannot
+ * use up the lines of a later attempt (tests/snpm/hostile.sh requires the
+ * machine's line for each attack it refuses, printed between the attempt
+ * and its check). Power-off prints the counts (sim_io_print_refusals).
+ * Called under the exit lock, like everything here.
+ */
+enum refusal {
+	RF_LAPIC,
+	RF_IOAPIC,
+	RF_CMOS,
+	RF_PCI,
+	RF_BUS_MASTER,
+	RF_PCIEXBAR,
+	RF_FW_CFG,
+	RF_KBC,
+	RF_PORT,
+	RF_MMIO,
+	RF_N
+};
+static const char *const refusal_name[RF_N] = {"lapic",	   "ioapic", "cmos", "pci",  "bus-master",
+					       "pciexbar", "fw_cfg", "kbc",  "port", "mmio"};
+#define REFUSAL_LINES 64
+static unsigned refusal_count[RF_N];
+
+/* Counts a refusal of `dev`; true while its lines are still printed. */
+static bool refusal_log(enum refusal dev)
+{
+	return ++refusal_count[dev] <= REFUSAL_LINES;
+}
+
+void sim_io_print_refusals(void)
+{
+	char line[256];
+	size_t n = fmt_snprintf(line, sizeof(line), "%s: refusals:", hv_tag);
+	for (unsigned i = 0; i < RF_N && n < sizeof(line); i++)
+		n += fmt_snprintf(line + n, sizeof(line) - n, " %s=%u", refusal_name[i],
+				  refusal_count[i]);
+	con_printf("%s (lines: the first %u of each)\n", line, REFUSAL_LINES);
+}
+
 /* ---- fw_cfg, QEMU docs/specs/fw_cfg.txt ---- */
 #define FW_SIG		  0x0000
 #define FW_ID		  0x0001
@@ -80,6 +124,13 @@ static uint32_t fw_e820_len;
 /* Keys of the files the guest's directory lists (passed through). */
 static uint16_t file_keys[FW_MAX_FILES];
 static unsigned nfile_keys;
+/* The machine's own files (opt/csvsm/...): absent from the guest's directory. */
+#define FW_HIDDEN_MAX 8
+static struct {
+	uint16_t key;
+	char name[56];
+} hidden[FW_HIDDEN_MAX];
+static unsigned nhidden;
 static uint32_t u32_zero, u32_one, u32_id = 1 /* traditional interface only, no DMA */,
 				   probe_size_le;
 static uint16_t u16_one = 1;
@@ -142,6 +193,12 @@ static void fw_build_dir(void)
 		const char *name = (const char *)e + 8;
 		if (strncmp(name, FW_HIDDEN_PREFIX, sizeof(FW_HIDDEN_PREFIX) - 1) == 0) {
 			uint32_t size = get_be32(e);
+			if (nhidden < FW_HIDDEN_MAX) {
+				hidden[nhidden].key = key;
+				memcpy(hidden[nhidden].name, name,
+				       sizeof(hidden[nhidden].name) - 1);
+				nhidden++;
+			}
 			if (strcmp(name, "opt/csvsm/linux/kernel") == 0)
 				lx.kernel_key = key, lx.kernel_size = size;
 			else if (strcmp(name, "opt/csvsm/linux/initrd") == 0)
@@ -160,6 +217,13 @@ static void fw_build_dir(void)
 	}
 	put_be32(fw_dir, kept);
 	fw_dir_len = 4 + 64 * kept;
+	char line[FW_HIDDEN_MAX * 58];
+	size_t n = 0;
+	line[0] = 0;
+	for (unsigned i = 0; i < nhidden && n < sizeof(line); i++)
+		n +=
+		    fmt_snprintf(line + n, sizeof(line) - n, "%s%s", i ? ", " : "", hidden[i].name);
+	con_printf("%s: fw_cfg: hidden from the guest: %s\n", hv_tag, nhidden ? line : "nothing");
 }
 
 /* PCIEXBAR of the q35 MCH (00:00.0 0x60/0x64, Intel 3 Series datasheet
@@ -231,7 +295,10 @@ static void pciexbar_access(unsigned reg, unsigned size, bool in, uint32_t *val)
 		con_printf("%s: guest ECAM window at 0x%llx\n", hv_tag, (unsigned long long)base);
 		break;
 	case DPX_REFUSED:
-		con_printf("%s: guest PCIEXBAR 0x%llx refused\n", hv_tag, (unsigned long long)want);
+		if (refusal_log(RF_PCIEXBAR))
+			con_printf(
+			    "%s: refused: pciexbar: 0:0.0 reg 0x%x := 0x%x (PCIEXBAR 0x%llx)\n",
+			    hv_tag, reg, *val, (unsigned long long)want);
 		break;
 	}
 }
@@ -311,7 +378,13 @@ static void fw_select(uint16_t selector)
 	if (pass) {
 		fw_cur = NULL;
 		outw(0x510, key);
+		return;
 	}
+	for (unsigned i = 0; i < nhidden; i++)
+		if (hidden[i].key == key && refusal_log(RF_FW_CFG))
+			con_printf("%s: refused: fw_cfg: hidden item %s (selector 0x%x, item 0x%x) "
+				   "reads empty\n",
+				   hv_tag, hidden[i].name, selector, key);
 }
 
 static uint8_t fw_read_byte(void)
@@ -409,8 +482,6 @@ static void mmio_wr(gpa_t a, unsigned size, uint32_t v)
 	}
 }
 
-static unsigned pci_refused_logged;
-
 /*
  * One configuration access of function `bdf` at byte `reg`, whichever way
  * the guest came: csvsm performs it through ECAM (every register), after
@@ -434,11 +505,14 @@ static void pci_cfg(uint16_t bdf, unsigned reg, unsigned size, bool in, uint32_t
 	}
 	uint32_t v = *val, cur = mmio_rd(ALIGN_DOWN(a, 4), 4);
 	if (devpolicy_pci_write(bdf, reg, size, &v, cur)) {
+		if (v != *val && refusal_log(RF_BUS_MASTER))
+			con_printf("%s: refused: bus-master: %x:%x.%x reg 0x%x := 0x%x (written as "
+				   "0x%x)\n",
+				   hv_tag, bdf >> 8, (bdf >> 3) & 31, bdf & 7, reg, *val, v);
 		mmio_wr(a, size, v);
-	} else if (pci_refused_logged++ < 16) {
-		con_printf("%s: guest PCI config write 0x%x (%u bytes) to %x:%x.%x reg 0x%x "
-			   "refused\n",
-			   hv_tag, *val, size, bdf >> 8, (bdf >> 3) & 31, bdf & 7, reg);
+	} else if (refusal_log(RF_PCI)) {
+		con_printf("%s: refused: pci: %x:%x.%x reg 0x%x := 0x%x (%u bytes)\n", hv_tag,
+			   bdf >> 8, (bdf >> 3) & 31, bdf & 7, reg, *val, size);
 	}
 }
 
@@ -447,7 +521,6 @@ static uint32_t ioregsel;
 #define LAPIC_ICR_LO_OFF 0x300
 #define LAPIC_ICR_HI_OFF 0x310
 static uint32_t guest_icr_hi[MAX_CPUS]; /* per csvsm vCPU: each runs one guest vCPU */
-static unsigned mmio_denied_logged, lapic_refused_logged;
 
 bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 {
@@ -474,9 +547,9 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 				mmio_wr(DP_LAPIC_BASE + LAPIC_ICR_HI_OFF, 4,
 					guest_icr_hi[this_cpu()->id]);
 			mmio_wr(gpa, 4, (uint32_t)v);
-		} else if (lapic_refused_logged++ < 8)
-			con_printf("%s: guest local APIC write 0x%x to 0x%x refused\n", hv_tag,
-				   (uint32_t)v, off);
+		} else if (refusal_log(RF_LAPIC))
+			con_printf("%s: refused: lapic: register 0x%x := 0x%x\n", hv_tag, off,
+				   (uint32_t)v);
 		break;
 	case DPM_IOAPIC:
 		if (!dword)
@@ -492,10 +565,9 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 				v = mmio_rd(DP_IOAPIC_BASE + 0x10, 4);
 			else if (devpolicy_ioapic_write(ioregsel, (uint32_t)v))
 				mmio_wr(DP_IOAPIC_BASE + 0x10, 4, (uint32_t)v);
-			else if (lapic_refused_logged++ < 8)
-				con_printf("%s: guest IOAPIC write 0x%x to register 0x%x "
-					   "refused\n",
-					   hv_tag, (uint32_t)v, ioregsel);
+			else if (refusal_log(RF_IOAPIC))
+				con_printf("%s: refused: ioapic: register 0x%x := 0x%x\n", hv_tag,
+					   ioregsel, (uint32_t)v);
 		} else if (off == 0x40 && write) { /* EOI */
 			mmio_wr(gpa, 4, (uint32_t)v);
 		}
@@ -510,8 +582,8 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 		break;
 	}
 	case DPM_DENY:
-		if (mmio_denied_logged++ < 8)
-			con_printf("%s: guest MMIO %s at gpa 0x%llx (%u bytes) denied\n", hv_tag,
+		if (refusal_log(RF_MMIO))
+			con_printf("%s: refused: mmio: %s at gpa 0x%llx (%u bytes)\n", hv_tag,
 				   write ? "write" : "read", (unsigned long long)gpa, size);
 		break;
 	}
@@ -522,7 +594,6 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val)
 
 /* ---- ports ---- */
 static uint8_t cmos_index;
-static unsigned unknown_logged;
 
 static bool io_byte(uint16_t port, bool in, uint32_t *val);
 
@@ -596,15 +667,17 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 			v = inb(0x71);
 		else if (devpolicy_cmos_write(cmos_index))
 			outb(0x71, (uint8_t)v);
-		else if (unknown_logged++ < 8)
-			con_printf("%s: guest CMOS write to register 0x%x refused\n", hv_tag,
-				   cmos_index & 0x7F);
+		else if (refusal_log(RF_CMOS))
+			con_printf("%s: refused: cmos: register 0x%x := 0x%x\n", hv_tag,
+				   cmos_index & 0x7F, v & 0xFF);
 		break;
 	case DP_KBC_CMD:
 		if (in)
 			v = inb(0x64);
 		else if (devpolicy_kbc_command((uint8_t)v))
 			outb(0x64, (uint8_t)v);
+		else if (refusal_log(RF_KBC))
+			con_printf("%s: refused: kbc: command 0x%x\n", hv_tag, v & 0xFF);
 		break;
 	case DP_PASS:
 		if (in)
@@ -613,11 +686,10 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 			port_out(port, size, v);
 		break;
 	case DP_DENY:
-		if (unknown_logged < 8 && port != 0x80) {
-			unknown_logged++;
-			con_printf("%s: guest port 0x%x denied (%s, %u bytes)\n", hv_tag, port,
+		/* Port 0x80 (POST codes) is written all through the firmware's boot. */
+		if (port != 0x80 && refusal_log(RF_PORT))
+			con_printf("%s: refused: port: 0x%x %s (%u bytes)\n", hv_tag, port,
 				   in ? "in" : "out", size);
-		}
 		v = 0xFFFFFFFFu;
 		break;
 	}

@@ -138,6 +138,8 @@ void sim_io_init(const struct sim_io_config *cfg);
 bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val);
 /* Emulate one guest MMIO access outside its RAM (default deny); *val in/out. */
 bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val);
+/* The refused device accesses by device ("snpm: refusals: ..."), printed at power-off. */
+void sim_io_print_refusals(void);
 /* The guest asked to power off / reset (sim_io.c sets it, the loop ends the VM). */
 extern volatile int sim_guest_power_event; /* 0 none, 1 shutdown, 2 reset */
 
