@@ -712,6 +712,11 @@ bool sim_io_port(uint16_t port, unsigned size, bool in, uint32_t *val)
 			pci_addr = *val;
 		return true;
 	}
+	/* The fw_cfg selector is the 16-bit register at 0x510, which QEMU
+	 * decodes over 0x510-0x511 (hw/nvram/fw_cfg.c fw_cfg_comb_write): a
+	 * 16-bit write there selects, it is not a byte of data at 0x511. */
+	if (port == 0x510 && size == 2)
+		return io_one(port, size, in, val);
 	/* An access that spans devices of different classes (outw 0x70 writes
 	 * the CMOS index and its data) is taken apart byte by byte, as QEMU's
 	 * 1-byte devices do, so each byte meets its own rule. */
