@@ -1,7 +1,7 @@
 /*
- * The hostile guest's assembly (tests/guest/hostile.c): port I/O, string
- * I/O with a fault-recovery point, control registers, and the code of the
- * vCPUs it creates with CREATE_VCPU. System V ABI, like probe_asm.S.
+ * The hostile guest's assembly (tests/guest/hostile.c): port I/O, CR3, and
+ * the code of the vCPUs it creates with CREATE_VCPU. System V ABI, like
+ * probe_asm.S.
  */
 #define VMGEXIT .byte 0xf3, 0x0f, 0x01, 0xd9
 
@@ -36,39 +36,8 @@ hostile_out:
 2:	outw	%ax, %dx
 	ret
 
-/*
- * void hostile_insb(u16 port, u64 dst, u64 count): `rep insb` with its own
- * fault point (the #PF csvsm must raise resumes at hostile_insb_resume).
- * void hostile_outsb(u16 port, u64 src, u64 count): `rep outsb` likewise.
- */
-	.globl hostile_insb, hostile_insb_fault, hostile_insb_resume
-hostile_insb:
-	movl	%edi, %eax
-	movq	%rsi, %rdi
-	movq	%rdx, %rcx
-	movl	%eax, %edx
-hostile_insb_fault:
-	rep insb
-hostile_insb_resume:
-	ret
-
-	.globl hostile_outsb, hostile_outsb_fault, hostile_outsb_resume
-hostile_outsb:
-	movq	%rdx, %rcx
-	movl	%edi, %edx
-hostile_outsb_fault:
-	rep outsb
-hostile_outsb_resume:
-	ret
-
-/* u64 hostile_read_cr0(void), void hostile_write_cr0(u64), void hostile_write_cr3(u64) */
-	.globl hostile_read_cr0, hostile_write_cr0, hostile_write_cr3
-hostile_read_cr0:
-	movq	%cr0, %rax
-	ret
-hostile_write_cr0:
-	movq	%rdi, %cr0
-	ret
+/* void hostile_write_cr3(u64) */
+	.globl hostile_write_cr3
 hostile_write_cr3:
 	movq	%rdi, %cr3
 	ret
