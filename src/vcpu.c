@@ -19,6 +19,9 @@
 #define EFER_SVME (1ULL << 12)
 
 uint64_t vcpu_guest_sev_features;
+uint64_t vcpu_delete_wait_us = 20000; /* 20 ms, as for a VMSA still running */
+uint64_t vcpu_delete_wait_tries = 100000;
+uint64_t vcpu_delete_waits; /* times DELETE_VCPU waited (tests) */
 static struct guest_vmsa_slot slots[MAX_GUEST_VCPUS];
 static uint32_t state_lock, state_waiters;
 
@@ -187,9 +190,27 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 	struct guest_vmsa_slot *s = vcpu_find(vmsa_gpa);
 	if (!s)
 		return SVSM_ERR_INVALID_PARAMETER;
-	/* csvsm is serving that vCPU on another of its own (src/guest_snp.c
+	/*
+	 * csvsm is serving that vCPU on another of its own (src/guest_snp.c
 	 * serve_begin): the page stays a VMSA until it is done (AMD reference
-	 * SVSM's code, reference §10.8). */
+	 * SVSM's code, reference §10.8). That service is one request, or the
+	 * look at a VMSA the host just stopped: Linux deletes right after an AP
+	 * DESTROY (wakeup_cpu_via_vmgexit, snp_cleanup_vmsa) and leaks the
+	 * page on a failure. So wait for it, bounded in time and in tries,
+	 * with the state lock released so that serve_end can take it; the slot
+	 * is looked up again each time.
+	 */
+	uint64_t w0 = timer_us();
+	for (uint64_t tries = 0; s->running && tries < vcpu_delete_wait_tries &&
+				 timer_us() - w0 < vcpu_delete_wait_us;
+	     tries++) {
+		__atomic_fetch_add(&vcpu_delete_waits, 1, __ATOMIC_RELAXED);
+		vcpu_state_unlock();
+		cpu_relax();
+		vcpu_state_lock();
+		if (!(s = vcpu_find(vmsa_gpa)))
+			return SVSM_ERR_INVALID_PARAMETER;
+	}
 	if (s->running)
 		return SVSM_ERR_FAIL_INUSE;
 	/*

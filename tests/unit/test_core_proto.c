@@ -1235,7 +1235,41 @@ static void test_create_vcpu_waits_for_csvsm_writes_in_flight(void **state)
 	assert_int_equal(rmp_vmpl_perms(c.vmsa, GUEST_VMPL), RMP_PERM_ALL); /* given back */
 }
 
-/* A DELETE_VCPU of a VMSA csvsm is serving on another vCPU: FAIL_INUSE. */
+/* A DELETE_VCPU of a VMSA csvsm is serving on another vCPU: waited for,
+ * with the state lock released (else serve_end could never take it), then
+ * SUCCESS; FAIL_INUSE if the service outlasts the bound. */
+static gpa_t ending_vmsa;
+static void *end_serving_when_waited(void *arg)
+{
+	/* Once the deleter waits (it releases the lock as it does), serve_end gets in. */
+	while (__atomic_load_n(&vcpu_delete_waits, __ATOMIC_RELAXED) == 0)
+		sched_yield();
+	vcpu_serve_end(ending_vmsa);
+	return NULL;
+}
+
+static void test_delete_vcpu_waits_for_service(void **state)
+{
+	gpa_t vmsa = PG(4), got, caa;
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_begin(12, &got, &caa));
+	ending_vmsa = vmsa;
+	uint64_t saved = vcpu_delete_wait_us, saved_tries = vcpu_delete_wait_tries;
+	vcpu_delete_wait_us = 60ULL * 1000000; /* no race with the clock in the test */
+	vcpu_delete_wait_tries = ~0ULL;
+	vcpu_delete_waits = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, end_serving_when_waited, NULL);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
+	pthread_join(t, NULL);
+	vcpu_delete_wait_us = saved;
+	vcpu_delete_wait_tries = saved_tries;
+	assert_true(vcpu_delete_waits > 0); /* it did wait, and the serve ended meanwhile */
+	assert_null(vcpu_find(vmsa));
+}
+
+/* A DELETE_VCPU of a VMSA csvsm serves past the bound: FAIL_INUSE, nothing changed. */
 static void test_delete_vcpu_while_served(void **state)
 {
 	gpa_t vmsa = PG(4), got, caa;
@@ -1375,6 +1409,7 @@ int main(void)
 	    T(test_create_vcpu_waits_for_the_state_lock),
 	    T(test_create_vcpu_waits_for_csvsm_writes_in_flight),
 	    T(test_delete_vcpu_while_served),
+	    T(test_delete_vcpu_waits_for_service),
 	    T(test_no_service_after_wipe),
 	    T(test_create_vcpu_many),
 	    T(test_query_protocol),
