@@ -11,6 +11,8 @@
 #   build/guests/OVMF.fd      trixie's 4 MiB OVMF.fd
 #   build/guests/vmlinuz      the trixie-backports kernel
 #   build/guests/modules      that kernel's modules tree (/usr/lib/modules/<release>)
+#   build/guests/tpm_svsm.ko  the kernel's SVSM vTPM driver, built from Debian's
+#                             sources for it (tests/linux/build-tpm-svsm.sh; root)
 #   build/guests/versions     key=value: versions, kernel release, packages
 #   build/guests/{ovmf,linux}.stamp   rewritten only when a version changes
 #
@@ -94,6 +96,7 @@ report() {
 if ! out=$(apt-get update --error-on=any 2>&1); then
 	if have_ovmf && have_linux; then
 		echo "csvsm: warning: cannot reach $MIRROR ($OVMF_SUITE, $LINUX_SUITE); keeping the guests fetched before" >&2
+		CSVSM_OFFLINE=1 "$(dirname "$0")/build-tpm-svsm.sh" "$G" || true
 		report
 		exit 0
 	fi
@@ -205,6 +208,11 @@ if ! have_linux || [ "$(cut -d' ' -f1 "$G/linux.stamp")" != "$LINUX_VER" ]; then
 	echo "$LINUX_VER $LINUX_SUITE $rel" >"$G/linux.stamp"
 fi
 
+# --- tpm_svsm.ko for that kernel (needs root; without it, a warning) ----------
+# Its own stamp: rebuilt only when the kernel changes. A failed build leaves
+# build/guests/tpm_svsm.missing with the reason and fails `make deps`.
+"$(dirname "$0")/build-tpm-svsm.sh" "$G" || die "building tpm_svsm.ko failed: $(cat "$G/tpm_svsm.missing" 2>/dev/null)"
+
 # --- summary ------------------------------------------------------------------
 {
 	echo "ovmf_version=$(cut -d' ' -f1 "$G/ovmf.stamp")"
@@ -215,5 +223,9 @@ fi
 	echo "mirror=$MIRROR"
 	sed 's/^/ovmf_/' "$G/root/ovmf/.packages"
 	sed 's/^/linux_/' "$G/root/linux/.packages"
-} >"$G/versions.new" && mv "$G/versions.new" "$G/versions"
+	if [ -s "$G/tpm_svsm.info" ]; then cat "$G/tpm_svsm.info"
+	else echo "tpm_svsm_missing=$(cat "$G/tpm_svsm.missing" 2>/dev/null)"; fi
+} >"$G/versions.new"
+# Replaced only when it changed: the initramfs rule depends on it.
+if cmp -s "$G/versions.new" "$G/versions"; then rm -f "$G/versions.new"; else mv "$G/versions.new" "$G/versions"; fi
 report

@@ -2,7 +2,10 @@
 # tests/linux/README.md):
 #   `make deps`  fetches trixie's ovmf and trixie-backports' linux-image-amd64
 #                with a private apt configuration (tests/linux/fetch-guests.sh)
-#                into build/guests/: OVMF.fd, vmlinuz, modules
+#                into build/guests/: OVMF.fd, vmlinuz, modules; and, as root,
+#                builds tpm_svsm.ko for that kernel from Debian's packages
+#                (tests/linux/build-tpm-svsm.sh; without root: a warning, no
+#                module, and the guest's vTPM checks fail saying why)
 #   `make`       builds build/linux/initramfs.cpio.gz (busybox-static, the
 #                kernel's sev-guest/tsm_report modules, tests/linux/init)
 #   `make linux-plain`  boots them under plain QEMU/OVMF without csvsm, the
