@@ -92,6 +92,27 @@ for t in snp vmpl vcpus ram warn vtpm sev-guest tsm-svsm tsm-svsm-data tsm-vmpl;
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-150)" \
 		grep -qE "^ok [0-9]+ - $t: " "$log"
 done
+# The vTPM through Linux's tpm_svsm driver (built by `make deps` as root,
+# tests/linux/build-tpm-svsm.sh): each check by tag; a missing module fails
+# them all with its reason.
+for t in tpm-driver tpm-dev tpm-pcr0-sha256 tpm-pcr0-sha384 tpm-getrandom tpm-ek tpm-ak tpm-quote; do
+	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-200)" \
+		grep -qE "^ok [0-9]+ - $t: " "$log"
+done
+# PCR0 as the host computes it from the OVMF image in csvsm.igvm
+# (H(0...0 || H(OVMF.fd)) per bank) must be what csvsm reported on its
+# console and what the guest was given to expect (/etc/csvsm-expected).
+pcr0_host() { # <sha256sum|sha384sum> <bytes>
+	{ head -c "$2" /dev/zero; "$1" build/guests/OVMF.fd | cut -d' ' -f1 | xxd -r -p; } | "$1" | cut -d' ' -f1
+}
+for b in "sha256 32" "sha384 48"; do
+	read -r bank bytes <<<"$b"
+	want=$(pcr0_host "${bank}sum" "$bytes")
+	got=$(sed -n "s/^csvsm: vtpm: pcr0_$bank=\([0-9a-f]*\).*/\1/p" "$log" | head -n1)
+	guest=$(sed -n "s/^linux-guest: tpm expected .*pcr0_$bank=\([0-9a-f]*\).*/\1/p" "$log" | head -n1)
+	tap_check "PCR0 $bank: csvsm's (${got:-none}) = the guest's expected (${guest:-none}) = the host's H(0 || H(OVMF.fd)) ($want)" \
+		test -n "$want" -a "$got" = "$want" -a "$guest" = "$want"
+done
 grep -E '^snpm: launch:|\] platform +snp|\] accept +done|^snpm: guest powered|snp-view' "$log" | sed 's/^/# /'
 tap_check "the guest powered off through ACPI" grep -q '^snpm: guest powered off' "$log"
 tap_check "csvsm ran its snp platform and pre-accepted memory with its own PVALIDATEs" \

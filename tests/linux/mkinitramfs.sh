@@ -11,6 +11,12 @@
 # tsm_report) plus everything modules.dep says they need, decompressed
 # (Debian ships .ko.xz; busybox insmod hands the file to init_module()
 # as is), with /lib/modules/load-order listing them dependencies first.
+# For the vTPM checks: extra/tpm_svsm.ko (built by `make deps`,
+# build-tpm-svsm.sh; if it is missing, /etc/csvsm-tpm-svsm-missing says why
+# and /init fails those checks with that reason), the system's (bookworm)
+# tpm2-tools with the shared libraries ldd lists for it and for the device
+# TCTI it dlopen()s, and /etc/csvsm-expected: the PCR0 values csvsm must
+# have measured, computed here from <guests dir>/OVMF.fd.
 set -euo pipefail
 
 G=${1:?guests dir}; INIT=${2:?init script}; OUT=${3:?output}
@@ -23,7 +29,7 @@ die() { echo "csvsm: mkinitramfs: $*" >&2; exit 1; }
 	die "no downloaded kernel under $G: run 'make deps' first"
 dpkg-query -W -f='${Status}' busybox-static 2>/dev/null | grep -q 'install ok installed' ||
 	die "busybox-static is not installed: run 'make deps' (as root it installs it)"
-for tool in depmod cpio gzip xz; do
+for tool in depmod cpio gzip xz ldd modinfo sha256sum sha384sum xxd tpm2; do
 	command -v "$tool" >/dev/null || die "'$tool' not found: run 'make deps'"
 done
 
@@ -74,11 +80,59 @@ for m in "${order[@]}"; do
 	echo "$ko" >>"$stage/lib/modules/load-order"
 done
 
+# --- the vTPM: tpm_svsm.ko, tpm2-tools, the expected PCR0 --------------------
+ko=$G/tpm_svsm.ko
+if [ -f "$ko" ] && [ "$(modinfo -F vermagic "$ko" | cut -d' ' -f1)" = "$rel" ]; then
+	mkdir -p "$stage/lib/modules/$rel/extra"
+	cp "$ko" "$stage/lib/modules/$rel/extra/tpm_svsm.ko"
+	tpm_svsm="extra/tpm_svsm.ko sha256=$(sha256sum "$ko" | cut -d' ' -f1)"
+else
+	why=$(cat "$G/tpm_svsm.missing" 2>/dev/null || true)
+	[ -f "$ko" ] && why="$ko has vermagic '$(modinfo -F vermagic "$ko")', not for $rel"
+	why=${why:-"no $ko (make deps builds it, as root)"}
+	echo "$why" >"$stage/etc/csvsm-tpm-svsm-missing"
+	tpm_svsm="missing: $why"
+	echo "csvsm: mkinitramfs: warning: no tpm_svsm.ko in the initramfs: $why; the guest's vTPM checks will fail" >&2
+fi
+# tpm2-tools 5.4 is one multi-call binary, /usr/bin/tpm2, with tpm2_* links.
+# Libraries keep the paths ldd prints (glibc's ld.so searches
+# /lib/x86_64-linux-gnu by default); libtss2-tcti-device.so.0 is loaded by
+# libtss2-tctildr at run time (TPM2TOOLS_TCTI=device:/dev/tpmrm0).
+TPM2=$(readlink -f "$(command -v tpm2)")
+TCTI=$(ls /usr/lib/x86_64-linux-gnu/libtss2-tcti-device.so.0 /lib/x86_64-linux-gnu/libtss2-tcti-device.so.0 2>/dev/null | head -n1)
+[ -n "$TCTI" ] || die "libtss2-tcti-device.so.0 not found: run 'make deps' (package libtss2-tcti-device0)"
+cp "$TPM2" "$stage/usr/bin/tpm2"
+for l in "$(dirname "$TPM2")"/tpm2_*; do
+	[ "$(readlink -f "$l")" = "$TPM2" ] && ln -sf tpm2 "$stage/usr/bin/$(basename "$l")"
+done
+mkdir -p "$stage/lib/x86_64-linux-gnu"
+cp -L "$TCTI" "$stage/lib/x86_64-linux-gnu/libtss2-tcti-device.so.0"
+# "name => /path (addr)" and "/lib64/ld-linux-x86-64.so.2 (addr)"
+{ ldd "$TPM2"; ldd "$TCTI"; } | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' | sort -u |
+	while read -r lib; do
+		mkdir -p "$stage$(dirname "$lib")"
+		cp -L "$lib" "$stage$lib"
+	done
+nlibs=$(find "$stage/lib/x86_64-linux-gnu" "$stage/lib64" -type f | wc -l)
+# csvsm measures the firmware image into PCR0 once, before OVMF runs
+# (docs/vtpm.md): PCR0 = H(0...0 || H(OVMF.fd)) in each bank.
+pcr0() { # <sha256sum|sha384sum> <bytes>
+	{ head -c "$2" /dev/zero; "$1" "$G/OVMF.fd" | cut -d' ' -f1 | xxd -r -p; } | "$1" | cut -d' ' -f1
+}
+[ -f "$G/OVMF.fd" ] || die "no $G/OVMF.fd: run 'make deps' first"
+{
+	echo "pcr0_sha256=$(pcr0 sha256sum 32)"
+	echo "pcr0_sha384=$(pcr0 sha384sum 48)"
+	echo "ovmf_sha256=$(sha256sum "$G/OVMF.fd" | cut -d' ' -f1)"
+} >"$stage/etc/csvsm-expected"
+
 # What the guest was built from, for /init to print.
 {
 	grep -E '^(ovmf_version|linux_version|linux_suite|kernel_release)=' "$G/versions"
 	echo "busybox=$(dpkg-query -W -f='${Version}' busybox-static)"
 	echo "modules=${order[*]}"
+	echo "tpm_svsm=$tpm_svsm"
+	echo "tpm2_tools=$(dpkg-query -W -f='${Version}' tpm2-tools) ($nlibs shared libraries)"
 } >"$stage/etc/csvsm-guest"
 
 # /dev/console must exist before /init runs (the kernel opens it for init's
@@ -104,4 +158,4 @@ tmp=$OUT.tmp
 	newc TRAILER!!! 0 0 0 0
 ) | gzip -9n >"$tmp"
 mv "$tmp" "$OUT"
-echo "csvsm: $OUT: linux $rel, modules: ${order[*]}, $(stat -c %s "$OUT") bytes"
+echo "csvsm: $OUT: linux $rel, modules: ${order[*]}, tpm_svsm: $tpm_svsm, tpm2-tools with $nlibs libraries, $(stat -c %s "$OUT") bytes"
