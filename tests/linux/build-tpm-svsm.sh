@@ -96,7 +96,7 @@ pkgline() { printf 'package=%s size=%s sha256=%s\n' "$(basename "$1")" "$(stat -
 # tools; binutils is not in the headers' closure but without `as` every
 # cc-option probe fails quietly. apt resolves against the private, empty
 # dpkg status: the result is a complete root, whatever the system has.
-want=(linux-headers-"$rel"="$ver" make binutils dash bash coreutils sed grep mawk findutils diffutils)
+want=("linux-headers-$rel=$ver" make binutils dash bash coreutils sed grep mawk findutils diffutils)
 sim=$(apt-get install -s -q --no-install-recommends "${want[@]}" 2>&1) ||
 	die "apt cannot resolve the build root for $rel: $(grep -E '^E:' <<<"$sim" | head -3 | tr '\n' ' ')"
 # "Inst <pkg> (<version> <suites> [arch])"
