@@ -137,7 +137,12 @@ format:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps test run bench format clean
+.PHONY: all deps test run bench format clean host-cmdline
+
+# The QEMU command line for a real SEV-SNP host and the MEASUREMENT it gives
+# (docs/hardware.md): make host-cmdline [SMP=4] [MEM=8G] [CBITPOS=51] [KVM=coconut|upstream]
+host-cmdline: all
+	@tools/host-cmdline.sh $(BUILD)/csvsm.igvm $(or $(SMP),4) $(or $(MEM),8G) $(or $(CBITPOS),51) $(or $(KVM),coconut)
 -include $(shell find $(BUILD) -path $(BUILD)/guests -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # The objects of csvsm's image, for tests/tools/layers.sh.

@@ -218,6 +218,19 @@ if [ -f build/guests/OVMF.fd ] && [ -f "$IMG" ]; then
 	grep -q 'snp=SECRETS' "$TMP/dump" && grep -q 'snp=CPUID' "$TMP/dump" &&
 		ok "build/csvsm.igvm: secrets and CPUID pages" || nok "build/csvsm.igvm: secrets/CPUID missing"
 	corrupt_check "build/csvsm.igvm" "$IMG" $(offsets "$IMG" 24)
+	# make host-cmdline (docs/hardware.md): the command line names the image,
+	# and its MEASUREMENT is csvsm-measure's for the VMSAs that host measures.
+	for k in coconut:1 upstream:3; do
+		out=$(MEASURE=$M tools/host-cmdline.sh "$IMG" 3 4G 51 "${k%%:*}" 2>&1)
+		want=$("$M" --igvm "$IMG" --vcpus "${k##*:}" --vcpu-type EPYC-v4 2>/dev/null)
+		got=$(tail -n 1 <<<"$out")
+		if [[ "$got" =~ ^[0-9a-f]{96}$ ]] && [ "$got" = "$want" ] &&
+		   grep -q "igvm-cfg,id=igvm0,file=$IMG" <<<"$out" && grep -q -- "-smp 3" <<<"$out"; then
+			ok "host-cmdline (${k%%:*} KVM): QEMU command line and MEASUREMENT for ${k##*:} VMSA(s)"
+		else nok "host-cmdline (${k%%:*} KVM): got '$got', want '$want'"; fi
+	done
+	if tools/host-cmdline.sh "$IMG" 3 4G 51 bogus >/dev/null 2>&1; then nok "host-cmdline refuses KVM=bogus"
+	else ok "host-cmdline refuses KVM=bogus"; fi
 elif [ -f build/guests/OVMF.fd ]; then
 	nok "build/guests/OVMF.fd exists but $IMG was not built (make all)"
 else

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Print the QEMU command line that launches build/csvsm.igvm on a real
+# SEV-SNP host, and the csvsm-measure command (with its result) that gives
+# the launch MEASUREMENT that host produces. docs/hardware.md says which
+# host stack this is for and what is not yet done. Usage:
+#   tools/host-cmdline.sh [IGVM] [SMP] [MEM] [CBITPOS] [KVM=coconut|upstream]
+set -eu
+IGVM=${1:-build/csvsm.igvm}
+SMP=${2:-4}
+MEM=${3:-8G}
+CBIT=${4:-51}
+KVM=${5:-coconut}
+MEASURE=${MEASURE:-build/csvsm-measure}
+[ -f "$IGVM" ] || { echo "host-cmdline: $IGVM not found (run make)" >&2; exit 1; }
+[ -x "$MEASURE" ] || { echo "host-cmdline: $MEASURE not found (run make)" >&2; exit 1; }
+case "$KVM" in
+upstream) VCPUS=$SMP ;; # KVM measures one VMSA per vCPU (snp_launch_update_vmsa)
+coconut) VCPUS=1 ;;     # COCONUT's KVM with the SVSM init flag: the BSP only
+*) echo "host-cmdline: KVM must be upstream or coconut" >&2; exit 1 ;;
+esac
+# QEMU >= 9 with IGVM (qemu/qemu backends/igvm.c; the shape of COCONUT's
+# scripts/launch_guest.sh): guest_memfd-backed RAM, the IGVM file as the
+# machine's igvm-cfg, an sev-snp-guest object; -vga none as COCONUT does.
+cat <<CMD
+qemu-system-x86_64 -enable-kvm -cpu EPYC-v4 -smp $SMP \\
+  -machine q35,confidential-guest-support=sev0,memory-backend=mem0,igvm-cfg=igvm0 \\
+  -object memory-backend-memfd,id=mem0,size=$MEM,share=true,prealloc=false,reserve=false \\
+  -object igvm-cfg,id=igvm0,file=$IGVM \\
+  -object sev-snp-guest,id=sev0,cbitpos=$CBIT,reduced-phys-bits=1 \\
+  -nographic -vga none -monitor none -serial stdio -no-reboot
+CMD
+echo "# expected MEASUREMENT ($KVM KVM, $VCPUS VMSA(s) measured):"
+echo "$MEASURE --igvm $IGVM --vcpus $VCPUS --vcpu-type EPYC-v4"
+"$MEASURE" --igvm "$IGVM" --vcpus "$VCPUS" --vcpu-type EPYC-v4
