@@ -17,7 +17,7 @@
 #include "tpm/vtpm.h"
 #include "tpm/vtpm_svsm.h"
 
-/* csvsm measures one firmware image: 69 + 100 + 21 bytes; room for later measurements. */
+/* csvsm measures one firmware image: 69 + 100 + 22 bytes; room for later measurements. */
 #define TPM_BOOT_LOG_SIZE 16384
 
 static uint8_t log_buf[TPM_BOOT_LOG_SIZE];

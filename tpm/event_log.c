@@ -107,7 +107,11 @@ int event_log_append(struct event_log *log, uint32_t pcr, uint32_t type,
 size_t event_log_blob2_data(uint8_t *out, size_t cap, const char *desc, uint64_t base,
 			    uint64_t length)
 {
-	size_t dlen = strlen(desc);
+	/* BlobDescriptionSize counts the terminating NUL, as edk2 fills it
+	 * (SecurityPkg Tcg2Pei MeasureFvImage: BlobDescriptionSize =
+	 * sizeof (BlobDescription), a NUL-terminated CHAR8 array) and as
+	 * tpm2_eventlog prints it (without the NUL, "OVMF" showed as "OVM"). */
+	size_t dlen = strlen(desc) + 1;
 	size_t need = 1 + dlen + 8 + 8;
 
 	if (dlen > 255 || need > cap)

@@ -200,6 +200,29 @@ sed 's/^/# csvsm-verify stderr: /' "$tmp/svsm.json.err"
 tap_check "SVSM report verifies (exit $vrc): test chain, VMPL 0, measurement, SHA-512(nonce || manifest)" \
 	json_ok "$tmp/svsm.json" signature chain measurement policy.vmpl report_data
 
+# csvsm's boot event log, as the verified manifest carries it (service
+# 9a2f6a0c-5d3b-4c1e-8f71-2b6e4d0c9a35), replays with tpm2-tools'
+# tpm2_eventlog to the PCR0 the host computes, and names the blob "OVMF"
+# (BlobDescriptionSize counts the NUL, as edk2 fills it; issue 18 item 3;
+# bookworm's tpm2-tools 5.4 prints the description in hex, less the NUL:
+# "4f564d46", where the old 4-byte size gave "4f564d", "OVM").
+python3 - "$tmp/manifest.bin" "$tmp/evlog.bin" <<'PY'
+import struct, sys, uuid
+m = open(sys.argv[1], "rb").read()
+want = uuid.UUID("9a2f6a0c-5d3b-4c1e-8f71-2b6e4d0c9a35").bytes_le
+_, n = struct.unpack_from("<II", m, 16)
+for i in range(n):
+    g = m[24 + 24 * i:40 + 24 * i]
+    off, ln = struct.unpack_from("<II", m, 40 + 24 * i)
+    if g == want:
+        open(sys.argv[2], "wb").write(m[off:off + ln])
+PY
+evl=$(tpm2_eventlog "$tmp/evlog.bin" 2>&1)
+ev256=$(awk '/^  sha256:/{f=1; next} f && /^ *0 *:/{print tolower($3); exit}' <<<"$evl" | sed 's/^0x//')
+tap_check "csvsm's event log from the manifest replays with tpm2_eventlog to PCR0 sha256 ${ev256:-none} = H(0 || H(OVMF.fd)), blob \"OVMF\"" \
+	test -s "$tmp/evlog.bin" -a "$ev256" = "$(pcr0_host sha256sum 32)" -a -n "$(grep -E 'BlobDescription: "(OVMF|4f564d46)"$' <<<"$evl")"
+[ -n "$ev256" ] || sed 's/^/# tpm2_eventlog: /' <<<"$evl" | head -20
+
 echo "# csvsm-verify of the sev-guest report under VMPCK2 (VMPL 2):"
 verify_json "$tmp/vmpl.json" --report "$tmp/vreport.bin" --vmpl 2 --report-data "$vnonce"
 vrc=$?

@@ -250,19 +250,20 @@ static void measure_matches_event_log_replay(void **state)
 	assert_int_equal(vtpm_measure_firmware(&log, "OVMF", 0xFFC00000, image, sizeof(image)), 0);
 	assert_int_equal(vtpm_measure_firmware(&log, "OVMF", 0xFFE00000, image, 4096), 0);
 	assert_int_equal(log.len,
-			 EVENT_LOG_SPEC_ID_RECORD_SIZE + 2 * (EVENT_LOG_EVENT2_HDR_SIZE + 21));
+			 EVENT_LOG_SPEC_ID_RECORD_SIZE + 2 * (EVENT_LOG_EVENT2_HDR_SIZE + 22));
 
-	/* BLOB2 record: PCR 0, type, two digests, {4, "OVMF", base, length} */
+	/* BLOB2 record: PCR 0, type, two digests, {5, "OVMF\0", base, length}
+	 * (the size counts the NUL, as edk2's BlobDescriptionSize does) */
 	const uint8_t *r = logbuf + EVENT_LOG_SPEC_ID_RECORD_SIZE;
 	assert_int_equal(r[0] | r[1] << 8, 0);
 	assert_int_equal((uint32_t)(r[4] | r[5] << 8 | r[6] << 16 | (uint32_t)r[7] << 24),
 			 EV_EFI_PLATFORM_FIRMWARE_BLOB2);
 	const uint8_t *ev = r + EVENT_LOG_EVENT2_HDR_SIZE;
-	assert_int_equal(ev[-4], 21);
-	assert_int_equal(ev[0], 4);
-	assert_memory_equal(ev + 1, "OVMF", 4);
+	assert_int_equal(ev[-4], 22);
+	assert_int_equal(ev[0], 5);
+	assert_memory_equal(ev + 1, "OVMF", 5);
 	static const uint8_t base_len[16] = {0, 0, 0xC0, 0xFF, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0};
-	assert_memory_equal(ev + 5, base_len, 16);
+	assert_memory_equal(ev + 6, base_len, 16);
 
 	assert_int_equal(event_log_replay(logbuf, log.len, &pcrs), 0);
 	assert_int_equal(pcrs.events, 2);
@@ -282,7 +283,7 @@ static void measure_matches_event_log_replay(void **state)
 	for (size_t cut = 1; cut < log.len; cut++)
 		if (cut != EVENT_LOG_SPEC_ID_RECORD_SIZE && cut != EVENT_LOG_SPEC_ID_RECORD_SIZE +
 								       EVENT_LOG_EVENT2_HDR_SIZE +
-								       21) /* record ends */
+								       22) /* record ends */
 			assert_int_equal(event_log_replay(logbuf, cut, &bad), -1);
 
 	/* a full log refuses the measurement and nothing is extended */
