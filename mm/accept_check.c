@@ -1,11 +1,11 @@
 /*
  * accept_check(): the post-acceptance audit against the software RMP model
- * (mm/rmp.c). Only where the RMP is that model: the unit tests and
+ * (tests/snpm/model/rmp.c). Only where the RMP is that model: the unit tests and
  * benchmarks; not in csvsm's image (the SNP machine audits its own RMP).
  */
 #include "base/string.h"
 #include "mm/accept.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 
 void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm_end,
 		  struct accept_check_result *res)

@@ -112,7 +112,7 @@ unsigned accept_next_batch(const struct accept_share *share, struct accept_curso
 
 static bool overlaps_4k_only(gpa_t block, const struct mem_range *only4k, unsigned n4k)
 {
-	/* Same rule as rmp_hv_block_is_4k_only (mm/rmp.c). */
+	/* Same rule as rmp_hv_block_is_4k_only (tests/snpm/model/rmp.c). */
 	for (unsigned i = 0; i < n4k; i++)
 		if (only4k[i].start < block + PAGE_SIZE_2M && block < only4k[i].end)
 			return true;

@@ -1,9 +1,9 @@
 # mm/: build fragment (see the variables in the top-level Makefile).
 # Pre-acceptance, memory map, the GHCB page-state change acceptance is built
-# on, software RMP model; plus the hypervisor's page-state model
+# on; plus the hypervisor's page-state model
 # (src/platform/sim_hv.c) for the host programs. All of it is pure logic:
 # CORE (image + host; the models are filtered out of the image, src/build.mk).
-CORE_SRCS += mm/rmp.c mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c mm/accept_check.c \
+CORE_SRCS += mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c mm/accept_check.c \
              mm/ghcb_psc.c src/platform/sim_hv.c
 
 # csvsm-accept-plan: predicted acceptance counts for a console log's memmap.
@@ -12,4 +12,3 @@ csvsm-accept-plan_SRCS := tests/tools/accept_plan.c
 csvsm-accept-plan_LIBS :=
 
 test_accept_LIBS := -lpthread
-test_rmp_LIBS := -lpthread

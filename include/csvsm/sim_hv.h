@@ -1,7 +1,7 @@
 /*
  * A software hypervisor for host programs (src/platform/sim_hv.c): the
  * hypervisor side of the GHCB page-state change and MSR protocol (AMD pub.
- * 56421), acting on the software RMP model (mm/rmp.c). The unit tests'
+ * 56421), acting on the software RMP model (tests/snpm/model/rmp.c). The unit tests'
  * and benchmarks' platform ops (tests/fake/host_sim.c) route here. Not in
  * csvsm's image.
  */

@@ -11,7 +11,7 @@
 #include "attest/sim_psp.h"
 #include "base/percpu.h"
 #include "csvsm/sim_hv.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "snp/ghcb.h"
 
 #define READ_ONCE(x)	 __atomic_load_n(&(x), __ATOMIC_RELAXED)

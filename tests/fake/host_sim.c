@@ -1,6 +1,6 @@
 /* Host sim platform operations (tests/fake/host_sim.h). */
 #include "csvsm/sim_hv.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "tests/fake/host_sim.h"
 
 /* csvsm identity-maps guest memory on both builds: the address is the GPA. */

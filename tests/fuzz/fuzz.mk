@@ -13,7 +13,7 @@ FUZZ_CORE_TIME  ?= 30
 FUZZ_CORE       := $(BUILD)/fuzz/fuzz_core_proto
 FUZZ_CORE_CORPUS := $(BUILD)/fuzz/corpus-core
 FUZZ_CORE_SRCS  := tests/fuzz/fuzz_core_proto.c src/requests.c src/core_proto.c src/vcpu.c \
-                   mm/guest_mem.c mm/memmap.c mm/cmdline.c mm/rmp.c mm/accept.c \
+                   mm/guest_mem.c mm/memmap.c mm/cmdline.c tests/snpm/model/rmp.c mm/accept.c \
                    mm/accept_plan.c base/ghcb.c mm/ghcb_psc.c src/platform/sim_hv.c base/fmt.c base/secret.c \
                    tests/fake/insn_fake.c tests/fake/console_host.c tests/fake/host_sim.c \
                    attest/sim_psp.c attest/guest_req.c attest/certtable.c attest/report.c

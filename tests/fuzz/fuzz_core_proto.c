@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the SVSM request path: src/requests.c (calling-area
  * handshake, dispatch) and the core protocol (src/core_proto.c, src/vcpu.c)
- * over mm/guest_mem.c, the RMP model (mm/rmp.c) and the pre-acceptance
+ * over mm/guest_mem.c, the RMP model (tests/snpm/model/rmp.c) and the pre-acceptance
  * record (mm/accept.c), on the host. `make fuzz-core [FUZZ_CORE_TIME=s]`.
  *
  * Guest-physical addresses are identity-mapped host pointers into a 4 MiB
@@ -42,7 +42,7 @@
 #include "mm/accept.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "snp/ghcb.h"
 #include "snp/svsm.h"
 

@@ -13,7 +13,7 @@
  *  - the IGVM file (fw_cfg opt/csvsm/igvm, hidden from the guests) is
  *    loaded and measured by tests/snpm/igvm_load.c, written apart from
  *    csvsm's own tools: every page is assigned and validated for VMPL0 in
- *    the RMP model (mm/rmp.c), a page populated twice is refused as the
+ *    the RMP model (tests/snpm/model/rmp.c), a page populated twice is refused as the
  *    PSP refuses it, pages outside RAM are backed with machine memory
  *    (QEMU's qigvm_prepare_memory), REQUIRED_MEMORY is assigned but not
  *    validated, the PSP makes the secrets page (VMPCK0..3 from RDRAND)
@@ -43,7 +43,7 @@
 #include "mm/memmap.h"
 #include "mm/pgtable.h"
 #include "mm/pool.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "snp/cpuid_view.h"
 #include "snp/secrets.h"
 #include "snp/vmsa.h"

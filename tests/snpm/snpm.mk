@@ -22,7 +22,7 @@ SNPM_SRCS := tests/snpm/main.c tests/snpm/vmpl.c tests/snpm/igvm_load.c tests/sn
 SNPM_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SNPM_SRCS))) \
              $(addprefix $(IMGOBJ)/,src/boot.o src/pvh_entry.o src/exception.o src/idt.o base/console.o base/platform.o \
                src/cpu.o base/cpu.o src/smp.o base/fmt.o base/secret.o mm/pool.o mm/pgtable.o mm/memmap.o \
-               mm/rmp.o mm/guest_walk.o mm/cmdline.o tests/snpm/hv/svm.o \
+               tests/snpm/model/rmp.o mm/guest_walk.o mm/cmdline.o tests/snpm/hv/svm.o \
                tests/snpm/hv/snp.o tests/snpm/hv/io.o tests/snpm/hv/svm_entry.o \
                src/platform/insn_decode.o src/platform/devpolicy.o src/platform/snp_cpuid.o \
                tests/snpm/hv/sipi.o base/ghcb.o attest/sim_psp.o attest/guest_req.o attest/certtable.o) \

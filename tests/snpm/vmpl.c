@@ -29,7 +29,7 @@
 #include "csvsm/cpu.h"
 #include "base/platform.h"
 #include "base/string.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "snp/ghcb.h"
 #include "snp/vmsa.h"
 #include "tests/snpm/hv/svm.h"

@@ -19,7 +19,7 @@
 #include <string.h>
 #include "csvsm/sim_hv.h"
 #include "mm/accept.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 
 static struct mem_range ranges[MEMMAP_MAX_RANGES];
 static struct accept_plan plan;

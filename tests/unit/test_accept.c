@@ -20,7 +20,7 @@
 #include "csvsm/sim_hv.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 
 #define CS_START 0x4000000ULL
 #define CS_END	 0x6000000ULL

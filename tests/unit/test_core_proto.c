@@ -1,7 +1,7 @@
 /*
  * Unit tests of the SVSM request decoder (src/requests.c) and the core
  * protocol (src/core_proto.c, src/vcpu.c) on the host, against the software
- * RMP model (mm/rmp.c) and the pre-acceptance record (mm/accept.c).
+ * RMP model (tests/snpm/model/rmp.c) and the pre-acceptance record (mm/accept.c).
  *
  * Guest-physical addresses are identity-mapped host pointers: the test maps
  * an 8 MiB "guest RAM" region at a fixed low address (so the RMP model that
@@ -42,7 +42,7 @@
 #include "mm/accept.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "snp/ghcb.h"
 #include "snp/svsm.h"
 #include "snp/vmsa.h"

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the software RMP model (mm/rmp.c): every PVALIDATE and
+ * Unit tests of the software RMP model (tests/snpm/model/rmp.c): every PVALIDATE and
  * RMPADJUST return code and the CF case, 2M/4K size mismatches, the host's
  * PSMASH on a 4K access to a 2M entry, 4K-only host ranges, VMPL permissions.
  */
@@ -11,7 +11,7 @@
 #include <cmocka.h>
 
 #include "arch/x86/insn.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 
 #define MAX_GPA (64ULL << 20)
 #define MB2	PAGE_SIZE_2M

@@ -35,7 +35,7 @@
 #include "base/string.h"
 #include "base/svsm_call.h"
 #include "mm/memmap.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "svm.h"
 #include "snp/cpuid_view.h"
 #include "snp/ghcb.h"

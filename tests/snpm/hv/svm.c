@@ -20,7 +20,7 @@
 #include "mm/guest_walk.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 #include "svm.h"
 #include "snp/ghcb.h"
 #include "snp/svsm.h"

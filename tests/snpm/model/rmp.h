@@ -1,5 +1,5 @@
 /*
- * Software model of the SEV-SNP Reverse Map Table (mm/rmp.c), used by the
+ * Software model of the SEV-SNP Reverse Map Table (rmp.c), used by the
  * SNP machine in place of the hardware RMP and by the host unit tests (not
  * in csvsm's image).
  *
@@ -17,8 +17,8 @@
  * Queries read one entry without the lock. The configuration (rmp_init,
  * rmp_hv_set_4k_only) is done once before the vCPUs start.
  */
-#ifndef MM_RMP_H
-#define MM_RMP_H
+#ifndef TESTS_SNPM_MODEL_RMP_H
+#define TESTS_SNPM_MODEL_RMP_H
 
 #include "arch/x86/insn.h" /* RMP_PG_SIZE_*, PVALIDATE_* / RMPADJUST_* codes */
 #include "base/types.h"

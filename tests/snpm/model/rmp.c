@@ -1,5 +1,5 @@
 /*
- * Software RMP model (see include/mm/rmp.h): the hardware semantics of
+ * Software RMP model (see rmp.h): the hardware semantics of
  * RMPUPDATE/PSMASH (hypervisor side) and PVALIDATE/RMPADJUST (guest side,
  * issued at VMPL0) over a compact 16-bit-per-page table in caller-provided
  * storage. Return codes follow AMD APM vol. 3 "PVALIDATE"/"RMPADJUST" as
@@ -11,7 +11,7 @@
  */
 #include "arch/x86/insn.h"
 #include "base/string.h"
-#include "mm/rmp.h"
+#include "tests/snpm/model/rmp.h"
 
 struct rmp_range {
 	gpa_t start, end;
