@@ -1,18 +1,17 @@
 # attest/attest.mk: SNP guest requests (VMPCK0 channel to the PSP), the
-# simulated PSP, the attestation protocol (1) and its services manifest,
-# the test certificate chain (see docs/attestation.md). Included by the
+# attestation protocol (1) and its services manifest, the test certificate
+# chain for the PSP model (tests/snpm/model/psp.c; see docs/attestation.md). Included by the
 # top-level Makefile after attest/build.mk.
 
 # Core (image + host library). In the image, mbedTLS headers come from the
 # system include directories after the freestanding ones; the functions are
 # linked from libmbedcrypto.a (base/libc.mk).
-ATTEST_SRCS := attest/guest_req.c attest/sim_psp.c attest/attest_proto.c attest/manifest.c
+ATTEST_SRCS := attest/guest_req.c attest/attest_proto.c attest/manifest.c
 CORE_SRCS += $(ATTEST_SRCS)
 $(patsubst %.c,$(IMGOBJ)/%.o,$(ATTEST_SRCS)): \
 	IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu
 
 test_guest_req_LIBS    := -lmbedcrypto
-test_sim_psp_LIBS      := -lmbedx509 -lmbedcrypto
 test_attest_proto_LIBS := -lmbedcrypto
 # src/platform/sim_hv.c calls the sim PSP (exits 0x80000011/12), so whatever
 # links sim_hv.o also needs mbedTLS. (bench/build.mk and tests/fuzz/fuzz.mk
@@ -33,7 +32,7 @@ ATTEST_FUZZ_TIME ?= 30
 ATTEST_FUZZ_CC   ?= clang
 FUZZ_ATTEST      := $(BUILD)/fuzz/fuzz_attest_proto
 FUZZ_ATTEST_SRCS := tests/fuzz/fuzz_attest_proto.c attest/attest_proto.c attest/manifest.c \
-                    attest/guest_req.c attest/sim_psp.c attest/certtable.c attest/report.c \
+                    attest/guest_req.c tests/snpm/model/psp.c attest/certtable.c attest/report.c \
                     mm/guest_mem.c mm/memmap.c mm/cmdline.c base/ghcb.c base/secret.c tests/fake/console_host.c
 $(FUZZ_ATTEST): $(FUZZ_ATTEST_SRCS) include/attest/attest_proto.h include/attest/guest_req.h
 	@mkdir -p $(dir $@)

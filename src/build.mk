@@ -12,5 +12,5 @@ include src/snp.mk
 # library for the unit tests and in the SNP machine (tests/snpm), never in
 # csvsm's image (build/csvsm.elf, build/csvsm.igvm), which has one platform: snp.
 MODEL_SRCS := src/pvh_entry.S src/platform/devpolicy.c src/platform/sim_hv.c \
-              mm/accept_check.c attest/sim_psp.c
+              mm/accept_check.c
 CORE_SRCS  += src/platform/devpolicy.c

@@ -13,7 +13,7 @@
  * the same sealed message is resent unchanged.
  *
  * The seal/open and GHCB fill/check functions are pure and also used by the
- * simulated PSP (attest/sim_psp.c), so both run in host unit tests.
+ * PSP model (tests/snpm/model/psp.c), so both run in host unit tests.
  */
 #ifndef ATTEST_GUEST_REQ_H
 #define ATTEST_GUEST_REQ_H

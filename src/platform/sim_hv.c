@@ -8,7 +8,7 @@
  * before use; a malformed request gets GHCB_RESULT_ERROR with a GHCB_ERR_*
  * reason, never a crash.
  */
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
 #include "csvsm/sim_hv.h"
 #include "tests/snpm/model/rmp.h"
@@ -107,7 +107,7 @@ void sim_hv_ghcb_exit(struct percpu *cpu, struct ghcb *g)
 		return;
 	case SVM_VMGEXIT_GUEST_REQUEST:
 	case SVM_VMGEXIT_EXT_GUEST_REQUEST:
-		sim_psp_ghcb_exit(cpu, g); /* attest/sim_psp.c: the simulated PSP */
+		sim_psp_ghcb_exit(cpu, g); /* tests/snpm/model/psp.c: the simulated PSP */
 		return;
 	/*
 	 * Hook for the other exits the sim hypervisor serves, added by their

@@ -15,7 +15,7 @@
 
 #include "attest/attest_proto.h"
 #include "attest/guest_req.h"
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
 #include "base/platform.h"
 #include "mm/guest_mem.h"

@@ -20,7 +20,7 @@
  *    and the CPUID page is the host's table (snp_cpuid.c), parameter areas
  *    get the vCPU count, the memory map (the VM's RAM less the machine)
  *    and a MADT; the launch digest is printed and given to the PSP model;
- *  - the PSP model (attest/sim_psp.c) holds the VMPCKs and the test VCEK
+ *  - the PSP model (tests/snpm/model/psp.c) holds the VMPCKs and the test VCEK
  *    (fw_cfg opt/csvsm/psp-keys) in machine memory, which no VMPL maps;
  *  - the vCPUs run (tests/snpm/vmpl.c): the boot vCPU's VMPL0 from the
  *    launch VMSA, the others once csvsm creates them.
@@ -28,7 +28,7 @@
  * off, 3 on any failure or termination request.
  */
 #include "arch/x86/insn.h"
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "csvsm/boot.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"

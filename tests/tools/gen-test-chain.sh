@@ -1,7 +1,7 @@
 #!/bin/sh
 # gen-test-chain.sh OUTDIR: a test SEV-SNP certificate chain shaped like
 # AMD's (snp-svsm-interfaces.md §7 "Certificate chain"), and the keys blob
-# for csvsm's simulated PSP (include/attest/sim_psp.h). Run at build time;
+# for the SNP machine's PSP model (tests/snpm/model/psp.h). Run at build time;
 # the private keys stay in OUTDIR (under build/) and are never committed.
 #
 #   ARK  RSA-4096, self-signed, RSASSA-PSS SHA-384 / MGF1-SHA384 / salt 48, CN ARK-Test
@@ -78,7 +78,7 @@ openssl x509 -in "$T/ark.pem" -outform DER -out "$T/ark.der"
 openssl verify -CAfile "$T/ark.pem" "$T/ask.pem" >/dev/null
 openssl verify -CAfile "$T/ark.pem" -untrusted "$T/ask.pem" "$T/vcek.pem" >/dev/null
 
-# The sim PSP's keys blob (format in include/attest/sim_psp.h).
+# The PSP model's keys blob (format in tests/snpm/model/psp.h).
 python3 - "$T" "$BL_SPL" "$TEE_SPL" "$SNP_SPL" "$UCODE_SPL" "$CPUID_FAM" "$CPUID_MOD" "$CPUID_STEP" <<'EOT'
 import struct, sys, uuid
 t = sys.argv[1]

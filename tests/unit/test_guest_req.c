@@ -1,6 +1,6 @@
 /*
  * SNP guest request client (attest/guest_req.c) against the simulated PSP
- * (attest/sim_psp.c): message layout and crypto of reference §6.1 byte for
+ * (tests/snpm/model/psp.c): message layout and crypto of reference §6.1 byte for
  * byte, the GHCB encoding, the round trip, and the sequence-number rules
  * (replay refused, a tampered response wipes VMPCK0 and refuses the rest,
  * BUSY resends the same message, INVALID_LEN on the extended request).
@@ -25,7 +25,7 @@
 #include "attest/certtable.h"
 #include "attest/guest_req.h"
 #include "attest/report.h"
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
 #include "base/platform.h"
 #include "snp/ghcb.h"

@@ -28,7 +28,7 @@
  */
 #include "arch/x86/insn.h"
 #include "attest/guest_req.h"
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"
 #include "base/platform.h"

@@ -1,5 +1,5 @@
 /*
- * The simulated PSP of the sim platform (attest/sim_psp.c). It stands in for
+ * The PSP model of the SNP machine and the unit tests (psp.c). It stands in for
  * the SNP firmware behind SNP_GUEST_REQUEST / SNP_EXT_GUEST_REQUEST: it
  * shares VMPCK0 with csvsm, checks and decrypts the request (same message
  * rules as attest/guest_req.c, reference §6), and answers
@@ -21,8 +21,8 @@
  *   0x90  4  certificate-table length, 4 reserved
  *   0x98  n  certificate table (VCEK, ASK, ARK DER certificates)
  */
-#ifndef ATTEST_SIM_PSP_H
-#define ATTEST_SIM_PSP_H
+#ifndef TESTS_SNPM_MODEL_PSP_H
+#define TESTS_SNPM_MODEL_PSP_H
 
 #include "base/types.h"
 

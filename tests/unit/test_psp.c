@@ -1,5 +1,5 @@
 /*
- * The simulated PSP (attest/sim_psp.c) on its own: keys-blob parsing, the
+ * The simulated PSP (tests/snpm/model/psp.c) on its own: keys-blob parsing, the
  * report it signs (verified with the test VCEK certificate from
  * tests/tools/gen-test-chain.sh when build/test-chain/psp-keys.bin exists,
  * else with a key generated here), report-request checks, key derivation
@@ -27,7 +27,7 @@
 #include "attest/certtable.h"
 #include "attest/guest_req.h"
 #include "attest/report.h"
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
 #include "base/platform.h"
 #include "snp/ghcb.h"

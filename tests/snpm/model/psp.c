@@ -1,9 +1,9 @@
 /*
- * The simulated PSP (include/attest/sim_psp.h). What the SNP firmware does
- * for SNP_GUEST_REQUEST (AMD 56860 §7.1 MSG_REPORT_REQ, §7.2 MSG_KEY_REQ)
- * and what KVM does around it for the extended request (arch/x86/kvm/svm/
- * sev.c snp_handle_ext_guest_req), reduced to what csvsm needs on the sim
- * platform. Reports are real: version 3, layout of include/attest/report.h,
+ * The PSP model (psp.h). What the SNP firmware does for SNP_GUEST_REQUEST
+ * (AMD 56860 §7.1 MSG_REPORT_REQ, §7.2 MSG_KEY_REQ) and what KVM does
+ * around it for the extended request (arch/x86/kvm/svm/sev.c
+ * snp_handle_ext_guest_req), reduced to what csvsm needs in the SNP machine
+ * and the unit tests. Reports are real: version 3, layout of include/attest/report.h,
  * signed ECDSA P-384/SHA-384 by the test VCEK whose chain
  * tests/tools/gen-test-chain.sh makes, so csvsm-verify checks them as it
  * would check hardware reports.
@@ -17,13 +17,13 @@
 
 #include "attest/guest_req.h"
 #include "attest/report.h"
-#include "attest/sim_psp.h"
+#include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
 #include "base/secret.h"
 #include "base/string.h"
 #include "snp/ghcb.h"
 
-/* Firmware version the simulated PSP reports (CURRENT/COMMITTED_{MAJOR,MINOR,BUILD}). */
+/* Firmware version the PSP model reports (CURRENT/COMMITTED_{MAJOR,MINOR,BUILD}). */
 #define SIM_PSP_FW_MAJOR 1
 #define SIM_PSP_FW_MINOR 55
 #define SIM_PSP_FW_BUILD 0
