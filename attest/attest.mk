@@ -13,13 +13,8 @@ $(patsubst %.c,$(IMGOBJ)/%.o,$(ATTEST_SRCS)): \
 
 test_guest_req_LIBS    := -lmbedcrypto
 test_attest_proto_LIBS := -lmbedcrypto
-# src/platform/sim_hv.c calls the sim PSP (exits 0x80000011/12), so whatever
-# links sim_hv.o also needs mbedTLS. (bench/build.mk and tests/fuzz/fuzz.mk
-# set their own; see docs/attestation.md "Wiring".)
-test_accept_LIBS       += -lmbedcrypto
-test_core_proto_LIBS   += -lmbedcrypto
 
-# Test chain (ARK/ASK/VCEK) and the sim PSP's keys blob, generated at build
+# Test chain (ARK/ASK/VCEK) and the PSP model's keys blob, generated at build
 # time; the private keys never enter the repository.
 CHAIN_DIR := $(BUILD)/test-chain
 $(CHAIN_DIR)/psp-keys.bin: tests/tools/gen-test-chain.sh

@@ -19,7 +19,7 @@
 
 #include "tests/fake/host_sim.h"
 #include "base/platform.h"
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"
 #include "tests/snpm/model/rmp.h"

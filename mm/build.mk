@@ -1,10 +1,9 @@
 # mm/: build fragment (see the variables in the top-level Makefile).
 # Pre-acceptance, memory map, the GHCB page-state change acceptance is built
-# on; plus the hypervisor's page-state model
-# (src/platform/sim_hv.c) for the host programs. All of it is pure logic:
-# CORE (image + host; the models are filtered out of the image, src/build.mk).
+# on. All of it is pure logic: CORE (image + host; the acceptance audit
+# mm/accept_check.c is filtered out of the image, src/build.mk).
 CORE_SRCS += mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c mm/accept_check.c \
-             mm/ghcb_psc.c src/platform/sim_hv.c
+             mm/ghcb_psc.c
 
 # csvsm-accept-plan: predicted acceptance counts for a console log's memmap.
 TOOLS += csvsm-accept-plan

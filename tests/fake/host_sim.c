@@ -1,5 +1,5 @@
 /* Host sim platform operations (tests/fake/host_sim.h). */
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "tests/snpm/model/rmp.h"
 #include "tests/fake/host_sim.h"
 

@@ -14,7 +14,7 @@ FUZZ_CORE       := $(BUILD)/fuzz/fuzz_core_proto
 FUZZ_CORE_CORPUS := $(BUILD)/fuzz/corpus-core
 FUZZ_CORE_SRCS  := tests/fuzz/fuzz_core_proto.c src/requests.c src/core_proto.c src/vcpu.c \
                    mm/guest_mem.c mm/memmap.c mm/cmdline.c tests/snpm/model/rmp.c mm/accept.c \
-                   mm/accept_plan.c base/ghcb.c mm/ghcb_psc.c src/platform/sim_hv.c base/fmt.c base/secret.c \
+                   mm/accept_plan.c base/ghcb.c mm/ghcb_psc.c tests/snpm/model/ghcb_host.c base/fmt.c base/secret.c \
                    tests/fake/insn_fake.c tests/fake/console_host.c tests/fake/host_sim.c \
                    tests/snpm/model/psp.c attest/guest_req.c attest/certtable.c attest/report.c
 FUZZ_CORE_CFLAGS := -std=gnu11 -g -O1 $(WARN) $(INCS) -DCSVSM_HOST \

@@ -36,7 +36,7 @@
 #include "arch/x86/insn.h"
 #include "base/percpu.h"
 #include "base/platform.h"
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "base/svsm_call.h"
 #include "csvsm/vcpu.h"
 #include "mm/accept.h"

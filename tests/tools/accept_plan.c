@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "mm/accept.h"
 #include "tests/snpm/model/rmp.h"
 

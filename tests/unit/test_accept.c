@@ -1,7 +1,7 @@
 /*
  * Unit tests of pre-acceptance: the planner (mm/accept_plan.c), the executor
  * and audit (mm/accept.c) end to end against the software RMP model and the
- * sim hypervisor (src/platform/sim_hv.c), the GHCB page-state change
+ * sim hypervisor (tests/snpm/model/ghcb_host.c), the GHCB page-state change
  * (mm/ghcb_psc.c) with well-behaved and hostile hypervisors, and the sim
  * hypervisor's own checks. A local platform ops table routes PVALIDATE and
  * RMPADJUST to the model; its terminate() longjmps back into the test.
@@ -17,7 +17,7 @@
 
 #include "arch/x86/insn.h"
 #include "base/platform.h"
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"
 #include "tests/snpm/model/rmp.h"

@@ -36,7 +36,7 @@
 #include "base/percpu.h"
 #include "base/platform.h"
 #include "base/secret.h"
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "base/svsm_call.h"
 #include "csvsm/vcpu.h"
 #include "mm/accept.h"

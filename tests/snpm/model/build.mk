@@ -4,8 +4,13 @@
 # library for the unit tests, benchmarks and host tools, and as image objects
 # into build/snpm.elf (tests/snpm/snpm.mk lists them). Included by the
 # top-level Makefile after tests/build.mk.
-MODEL_SRCS += tests/snpm/model/rmp.c tests/snpm/model/psp.c
-HOST_SRCS  += tests/snpm/model/rmp.c tests/snpm/model/psp.c
+MODEL_SRCS += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c
+HOST_SRCS  += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c
 
 test_rmp_LIBS := -lpthread
 test_psp_LIBS := -lmbedx509 -lmbedcrypto
+# ghcb_host.c calls the PSP model (exits 0x80000011/12), so whatever links
+# ghcb_host.o also needs mbedTLS. (bench/build.mk and tests/fuzz/fuzz.mk set
+# their own; see docs/attestation.md "Wiring".)
+test_accept_LIBS     += -lmbedcrypto
+test_core_proto_LIBS += -lmbedcrypto

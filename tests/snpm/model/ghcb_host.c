@@ -1,5 +1,5 @@
 /*
- * Sim platform: the software hypervisor side of the GHCB (include/csvsm/sim_hv.h).
+ * The GHCB host model: the software hypervisor side of the GHCB (ghcb_host.h).
  * What a KVM host does for an SNP guest (arch/x86/kvm/svm/sev.c:
  * sev_handle_vmgexit, snp_begin_psc, sev_handle_vmgexit_msr_protocol),
  * reduced to what csvsm needs, acting on the software RMP model.
@@ -10,7 +10,7 @@
  */
 #include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
-#include "csvsm/sim_hv.h"
+#include "tests/snpm/model/ghcb_host.h"
 #include "tests/snpm/model/rmp.h"
 #include "snp/ghcb.h"
 

@@ -1,12 +1,12 @@
 /*
- * A software hypervisor for host programs (src/platform/sim_hv.c): the
- * hypervisor side of the GHCB page-state change and MSR protocol (AMD pub.
- * 56421), acting on the software RMP model (tests/snpm/model/rmp.c). The unit tests'
+ * A software hypervisor for host programs (ghcb_host.c): the hypervisor
+ * side of the GHCB page-state change and MSR protocol (AMD pub. 56421),
+ * acting on the software RMP model (rmp.c). The unit tests'
  * and benchmarks' platform ops (tests/fake/host_sim.c) route here. Not in
  * csvsm's image.
  */
-#ifndef CSVSM_SIM_HV_H
-#define CSVSM_SIM_HV_H
+#ifndef TESTS_SNPM_MODEL_GHCB_HOST_H
+#define TESTS_SNPM_MODEL_GHCB_HOST_H
 
 #include "base/types.h"
 
@@ -17,8 +17,8 @@ struct percpu;
  * PSC entries handled per VMGEXIT. KVM completes the whole request
  * (arch/x86/kvm/svm/sev.c snp_begin_psc loops until cur_entry > end_entry),
  * so the default is 0 = all. A host may legally stop early and let the
- * guest resume (56421 §4.1.6); csvsm.sim_psc_limit=N makes the sim
- * hypervisor do so, and the tests use it to run csvsm's resume path.
+ * guest resume (56421 §4.1.6); sim_hv_set_psc_limit makes this model do
+ * so, and the tests use it to run csvsm's resume path.
  */
 #define SIM_HV_PSC_LIMIT 0
 
