@@ -5,7 +5,7 @@
  * text starts with whose property it tests:
  *
  *  - "machine: ..." the SNP machine's device filter (tests/snpm/hv/io.c,
- *    src/platform/devpolicy.c), which plays the host and is never part of
+ *    tests/snpm/model/devpolicy.c), which plays the host and is never part of
  *    csvsm's image: IOAPIC redirection entries, local APIC LVT and ICR
  *    delivery modes that would reach another CPU (INIT, SMI, NMI), the
  *    CMOS shutdown byte, fw_cfg selectors with the bits QEMU ignores and

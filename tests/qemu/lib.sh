@@ -5,7 +5,7 @@ QEMU_TIMEOUT=${QEMU_TIMEOUT:-300}
 # q35 without its DMA-capable SATA and SMBus controllers (nested paging does
 # not confine device DMA, sim notes pitfall 10), without the HPET (its FSB
 # interrupts are MSIs with any delivery mode), SMM and the VMware port. The
-# SNP machine denies them to its guests anyway (src/platform/devpolicy.c);
+# SNP machine denies them to its guests anyway (tests/snpm/model/devpolicy.c);
 # this is QEMU's own minimum.
 QEMU_MACHINE="q35,sata=off,smbus=off,hpet=off,smm=off,vmport=off"
 # 52 physical address bits: an SNP guest's C-bit (51) is then an ordinary

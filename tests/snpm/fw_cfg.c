@@ -73,7 +73,7 @@ bool fw_cfg_find(const char *name, uint16_t *key, uint32_t *size)
 /*
  * The machine's bulk reads (the launch image, the probe) use the fw_cfg DMA
  * interface when QEMU offers it (FW_CFG_ID bit 1); the guest never gets
- * DMA (src/platform/devpolicy.c). Fields are big-endian (fw_cfg.txt).
+ * DMA (tests/snpm/model/devpolicy.c). Fields are big-endian (fw_cfg.txt).
  */
 #define FW_CFG_ID	   0x0001
 #define FW_CFG_DMA_ADDR_HI 0x514

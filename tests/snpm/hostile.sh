@@ -5,7 +5,7 @@
 # Each of the guest's checks becomes one of this script's TAP lines under
 # the guest's label:
 #   machine: the SNP machine's device filter (tests/snpm/hv/io.c,
-#     src/platform/devpolicy.c; never in csvsm's image): interrupt delivery
+#     tests/snpm/model/devpolicy.c; never in csvsm's image): interrupt delivery
 #     to other CPUs through the IOAPIC and the local APIC, the CMOS
 #     shutdown byte and BIOS resume path, fw_cfg selector bits and the
 #     machine's hidden items, PCI configuration through CF8/CFC and ECAM,

@@ -787,7 +787,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 
 	launch();
 
-	/* The guests' devices: default deny (src/platform/devpolicy.c); the
+	/* The guests' devices: default deny (tests/snpm/model/devpolicy.c); the
 	 * probe, if one was given, is their kernel. */
 	static uint8_t probe[4 << 20];
 	uint32_t probe_size = 0;

@@ -1,5 +1,5 @@
 /*
- * Unit tests of the guest's device view (src/platform/devpolicy.c): every
+ * Unit tests of the guest's device view (tests/snpm/model/devpolicy.c): every
  * way issue 8's review found to reach csvsm's CPUs or hidden data through a
  * device is refused (IOAPIC / LAPIC INIT, SMI, NMI delivery; the CMOS
  * shutdown byte; i8042 reset; fw_cfg selector bits QEMU ignores; PCIEXBAR,
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include "csvsm/devpolicy.h"
+#include "tests/snpm/model/devpolicy.h"
 
 #define MCH 0x000
 #define LPC ((31u << 3) | 0)

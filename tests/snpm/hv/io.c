@@ -1,6 +1,6 @@
 /*
  * The SNP machine: the guests' device view, default deny for ports and MMIO
- * (the rules: src/platform/devpolicy.c; the list: docs/snp-machine-devices.md).
+ * (the rules: tests/snpm/model/devpolicy.c; the list: docs/snp-machine-devices.md).
  * Device DMA is not confined by nested paging (sim notes §4 pitfall 10),
  * and under TCG an INIT or SMI reaches a CPU even in host mode, so every
  * guest port access exits (IOPM all ones) and every guest access outside
@@ -16,7 +16,7 @@
 #include "base/console.h"
 #include "csvsm/cpu.h"
 #include "tests/snpm/fw_cfg.h"
-#include "csvsm/devpolicy.h"
+#include "tests/snpm/model/devpolicy.h"
 #include "base/percpu.h"
 #include "base/string.h"
 #include "mm/memmap.h"

@@ -4,8 +4,10 @@
 # library for the unit tests, benchmarks and host tools, and as image objects
 # into build/snpm.elf (tests/snpm/snpm.mk lists them). Included by the
 # top-level Makefile after tests/build.mk.
-MODEL_SRCS += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c
-HOST_SRCS  += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c
+MODEL_SRCS += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c \
+              tests/snpm/model/devpolicy.c
+HOST_SRCS  += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c \
+              tests/snpm/model/devpolicy.c
 
 test_rmp_LIBS := -lpthread
 test_psp_LIBS := -lmbedx509 -lmbedcrypto

@@ -1,5 +1,5 @@
 /*
- * The guest's device view, default deny (include/csvsm/devpolicy.h).
+ * The guest's device view, default deny (devpolicy.h).
  *
  * Register layouts: Intel 82093AA IOAPIC datasheet §3.2 (redirection
  * entries: delivery mode bits 10:8); Intel SDM vol. 3 §10.5-10.6 and AMD
@@ -15,7 +15,7 @@
  * status); the i8042 command set (0xD1 write output port, 0xF0..0xFF pulse
  * output lines, 0xFE = reset).
  */
-#include "csvsm/devpolicy.h"
+#include "tests/snpm/model/devpolicy.h"
 
 #define DM(val)	   (((val) >> 8) & 7)
 #define DM_FIXED   0

@@ -1,6 +1,6 @@
 /*
- * The guest's device view: what a guest may do with each device csvsm
- * passes through or emulates (src/platform/devpolicy.c). Default deny: a
+ * The guest's device view: what a guest may do with each device the SNP
+ * machine passes through or emulates (devpolicy.c). Default deny: a
  * port, an MMIO address, a register or a value that is not listed here is
  * refused. The list, and why each entry is safe, is in
  * docs/snp-machine-devices.md "Devices: default deny". The SNP machine's
@@ -13,8 +13,8 @@
  * was not given (fw_cfg items csvsm hides). Pure functions: unit-tested on
  * the host (tests/unit/test_devpolicy.c).
  */
-#ifndef CSVSM_DEVPOLICY_H
-#define CSVSM_DEVPOLICY_H
+#ifndef TESTS_SNPM_MODEL_DEVPOLICY_H
+#define TESTS_SNPM_MODEL_DEVPOLICY_H
 
 #include "base/types.h"
 
