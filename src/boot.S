@@ -2,8 +2,8 @@
  * What every entry shares: the 32-bit -> long mode switch, SSE/AVX
  * enabling, the AP 64-bit entry, the boot GDT, page tables and stack, and
  * OpenSSL's .init wrapper. The entries themselves: src/snp_entry.S (the
- * SNP launch image) and src/pvh_entry.S (PVH: the sim image, the SNP
- * machine and the libc smoke test).
+ * SNP launch image) and tests/snpm/model/pvh_entry.S (PVH: the SNP
+ * machine and the libc smoke test; never in csvsm's image).
  */
 #include "src/entry.h"
 #define MSR_EFER    0xC0000080

@@ -11,5 +11,4 @@ include src/snp.mk
 # handling and device policy, the PSP), and the PVH entry: in the host
 # library for the unit tests and in the SNP machine (tests/snpm), never in
 # csvsm's image (build/csvsm.elf, build/csvsm.igvm), which has one platform: snp.
-MODEL_SRCS := src/pvh_entry.S \
-              mm/accept_check.c
+MODEL_SRCS := mm/accept_check.c

@@ -1,5 +1,5 @@
 /*
- * What csvsm's entries share (src/boot.S, src/snp_entry.S, src/pvh_entry.S):
+ * What the entries share (src/boot.S, src/snp_entry.S, tests/snpm/model/pvh_entry.S):
  * the boot stack's size and, in assembly, the data segments of 64-bit mode.
  */
 #ifndef CSVSM_SRC_ENTRY_H

@@ -37,7 +37,7 @@
 #include "base/platform.h"
 #include "arch/x86/pvh.h"
 #include "base/secret.h"
-#include "csvsm/sim_guest.h"
+#include "tests/snpm/model/guest_config.h"
 #include "base/string.h"
 #include "mm/cmdline.h"
 #include "mm/memmap.h"

@@ -20,7 +20,7 @@ test_snpm_igvm_load_LIBS := -lmbedcrypto
 SNPM_BASE := 0x70000000
 SNPM_SRCS := tests/snpm/main.c tests/snpm/vmpl.c tests/snpm/igvm_load.c tests/snpm/fw_cfg.c
 SNPM_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SNPM_SRCS))) \
-             $(addprefix $(IMGOBJ)/,src/boot.o src/pvh_entry.o src/exception.o src/idt.o base/console.o base/platform.o \
+             $(addprefix $(IMGOBJ)/,src/boot.o tests/snpm/model/pvh_entry.o src/exception.o src/idt.o base/console.o base/platform.o \
                src/cpu.o base/cpu.o src/smp.o base/fmt.o base/secret.o mm/pool.o mm/pgtable.o mm/memmap.o \
                tests/snpm/model/rmp.o mm/guest_walk.o mm/cmdline.o tests/snpm/hv/svm.o \
                tests/snpm/hv/snp.o tests/snpm/hv/io.o tests/snpm/hv/svm_entry.o \

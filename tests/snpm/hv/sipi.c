@@ -1,7 +1,7 @@
 /*
  * The SNP machine's own secondary CPUs: INIT-SIPI-SIPI into the real-mode
- * trampoline of src/pvh_entry.S copied below 1 MiB, which enters ap_entry64 with this CPU's
- * stack and percpu.
+ * trampoline of tests/snpm/model/pvh_entry.S copied below 1 MiB, which
+ * enters ap_entry64 with this CPU's stack and percpu.
  */
 #include "arch/x86/insn.h"
 #include "csvsm/cpu.h"

@@ -12,7 +12,7 @@
 #include "csvsm/insn_decode.h"
 #include "csvsm/cpu.h"
 #include "base/platform.h"
-#include "csvsm/sim_guest.h"
+#include "tests/snpm/model/guest_config.h"
 #include "base/string.h"
 #include "base/svsm_call.h"
 #include "csvsm/vcpu.h"

@@ -5,7 +5,7 @@
 # into build/snpm.elf (tests/snpm/snpm.mk lists them). Included by the
 # top-level Makefile after tests/build.mk.
 MODEL_SRCS += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c \
-              tests/snpm/model/devpolicy.c
+              tests/snpm/model/devpolicy.c tests/snpm/model/pvh_entry.S
 HOST_SRCS  += tests/snpm/model/rmp.c tests/snpm/model/psp.c tests/snpm/model/ghcb_host.c \
               tests/snpm/model/devpolicy.c
 

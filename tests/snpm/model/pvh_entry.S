@@ -2,8 +2,8 @@
  * PVH entry (32-bit protected mode, paging off, EBX = physical address of
  * struct hvm_start_info): switch to 64-bit long mode on a 4 GiB identity
  * map (src/boot.S), enable SSE/AVX state, then boot_main(start_info).
- * Also the INIT-SIPI AP trampoline (copied below 1 MiB). Not in the SNP
- * launch image: the sim image, the SNP machine and the libc smoke test.
+ * Also the INIT-SIPI AP trampoline (copied below 1 MiB). Not in csvsm's
+ * image (the SNP launch image): the SNP machine and the libc smoke test.
  */
 #include "src/entry.h"
 #define XEN_ELFNOTE_PHYS32_ENTRY 18

@@ -1,6 +1,6 @@
 /* What the SNP machine's hypervisor core is told about its guests (tests/snpm/hv/svm.c). */
-#ifndef CSVSM_SIM_GUEST_H
-#define CSVSM_SIM_GUEST_H
+#ifndef TESTS_SNPM_MODEL_GUEST_CONFIG_H
+#define TESTS_SNPM_MODEL_GUEST_CONFIG_H
 
 #include "base/types.h"
 
