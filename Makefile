@@ -77,10 +77,11 @@ $(HOSTOBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(HOST_CFLAGS) -MMD -MP -c $< -o $@
 
-# csvsm's image: its objects without the models (src/build.mk MODEL_SRCS),
-# linked where the SNP launch puts csvsm (IGVM region,
-# include/csvsm/igvm_boot.h); build/csvsm.igvm is made from it.
-CSVSM_IMAGE_OBJS := $(filter-out $(patsubst %,$(IMGOBJ)/%.o,$(basename $(MODEL_SRCS))),$(IMAGE_OBJS))
+# csvsm's image: its objects (never a model of tests/snpm/model/, which no
+# IMAGE_SRCS or CORE_SRCS lists; tests/tools/layers.sh checks), linked where
+# the SNP launch puts csvsm (IGVM region, include/csvsm/igvm_boot.h);
+# build/csvsm.igvm is made from it.
+CSVSM_IMAGE_OBJS := $(IMAGE_OBJS)
 $(BUILD)/csvsm.elf: $(CSVSM_IMAGE_OBJS) $(IMAGE_ARCHIVES) linker.ld
 	$(CC) $(IMAGE_LDFLAGS) -Wl,--defsym=CSVSM_LINK_BASE=0xFC000000 -Wl,--entry=snp_entry32 -o $@ $(CSVSM_IMAGE_OBJS) $(IMAGE_ARCHIVES) -lgcc
 

@@ -1,9 +1,7 @@
 # mm/: build fragment (see the variables in the top-level Makefile).
 # Pre-acceptance, memory map, the GHCB page-state change acceptance is built
-# on. All of it is pure logic: CORE (image + host; the acceptance audit
-# mm/accept_check.c is filtered out of the image, src/build.mk).
-CORE_SRCS += mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c mm/accept_check.c \
-             mm/ghcb_psc.c
+# on. All of it is pure logic: CORE (image + host).
+CORE_SRCS += mm/memmap.c mm/cmdline.c mm/accept_plan.c mm/accept.c mm/ghcb_psc.c
 
 # csvsm-accept-plan: predicted acceptance counts for a console log's memmap.
 TOOLS += csvsm-accept-plan

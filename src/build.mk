@@ -7,8 +7,3 @@ CORE_SRCS  += src/platform/insn_decode.c src/requests.c \
               src/core_proto.c src/vcpu.c src/platform/snp_cpuid.c mm/guest_mem.c \
               mm/guest_walk.c
 include src/snp.mk
-# Models of what is outside csvsm (the RMP, the hypervisor's page-state
-# handling and device policy, the PSP), and the PVH entry: in the host
-# library for the unit tests and in the SNP machine (tests/snpm), never in
-# csvsm's image (build/csvsm.elf, build/csvsm.igvm), which has one platform: snp.
-MODEL_SRCS := mm/accept_check.c

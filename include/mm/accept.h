@@ -9,12 +9,12 @@
  *                        at most PSC_MAX_ENTRIES per batch, 2M entries where
  *                        the chunk is a whole aligned 2 MiB, 4K elsewhere;
  *   accept_predict()     the operation counts the executor will produce
- *                        against the sim hypervisor (4K-only ranges, PSC limit).
+ *                        against the GHCB host model (4K-only ranges, PSC limit).
  * mm/accept.c (runs on each vCPU, goes through `platform`):
  *   accept_run_share()   PSC to private, PVALIDATE, RMPADJUST for the guest
  *                        VMPL, per batch; any unexpected result terminates;
  *   accept_is_preaccepted() the per-page record a later guest PVALIDATE uses;
- *   accept_check()       post-acceptance audit against the RMP model (sim).
+ *   accept_check()       audit against the RMP model (tests/snpm/model/accept_check.c).
  */
 #ifndef MM_ACCEPT_H
 #define MM_ACCEPT_H
@@ -74,7 +74,7 @@ void accept_cursor_init(struct accept_cursor *c);
 /* Next batch of PSC entries (op private) for `share`: count, 0 when done. */
 unsigned accept_next_batch(const struct accept_share *share, struct accept_cursor *c,
 			   uint64_t *entries, unsigned max);
-/* The expected totals for `plan` on the sim hypervisor (psc_limit 0 = unlimited). */
+/* The expected totals for `plan` on the GHCB host model (psc_limit 0 = unlimited). */
 void accept_predict(const struct accept_plan *plan, const struct mem_range *only4k, unsigned n4k,
 		    unsigned psc_limit, struct accept_totals *out);
 /* Sum of the percpu accept_* counters of cpus[0..n). */
@@ -102,8 +102,8 @@ bool accept_is_preaccepted(gpa_t gpa, uint64_t size);
 /* Drop [gpa, gpa+size) from the record (the guest rescinded it). 0 / -1. */
 int accept_forget(gpa_t gpa, uint64_t size);
 /*
- * Audit after all shares ran (platforms with the RMP model, i.e. sim and host
- * tests): pages of the plan, missing ones, and doubles (share doubles +
+ * Audit after all shares ran, where the RMP is the model (the unit tests and
+ * benchmarks): pages of the plan, missing ones, and doubles (share doubles +
  * recorded or RMP-validated pages outside the plan and outside
  * [csvsm_start, csvsm_end)). The caller prints
  * "csvsm: accept-check: pages=<n> missing=<n> double=<n>".

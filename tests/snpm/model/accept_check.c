@@ -1,7 +1,8 @@
 /*
  * accept_check(): the post-acceptance audit against the software RMP model
- * (tests/snpm/model/rmp.c). Only where the RMP is that model: the unit tests and
- * benchmarks; not in csvsm's image (the SNP machine audits its own RMP).
+ * (rmp.c; declared in include/mm/accept.h). Only where the RMP is that
+ * model: the unit tests and benchmarks; not in csvsm's image (the SNP
+ * machine audits its own RMP).
  */
 #include "base/string.h"
 #include "mm/accept.h"
