@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 		if (rmp_hv_assign(g, false, true) || rmp_pvalidate(g, RMP_PG_SIZE_4K, true, &cf))
 			return 1;
 	}
-	sim_hv_set_psc_limit(limit);
+	ghcb_host_set_psc_limit(limit);
 	for (unsigned i = 0; i < nvcpus; i++) {
 		memset(&percpus[i], 0, sizeof(percpus[i]));
 		percpus[i].id = i;

@@ -144,7 +144,7 @@ enum guest_req_err {
 	GUEST_REQ_ERR_CERTS_LEN = -8, /* report OK, certificate buffer too small */
 };
 
-/* ---- pure message functions (host-testable, shared with sim_psp) ---- */
+/* ---- pure message functions (host-testable, shared with the PSP model) ---- */
 
 /* Build the header and encrypt payload[0..len) into *m under key with seqno. */
 int guest_req_msg_seal(struct snp_guest_msg *m, const uint8_t key[SNP_VMPCK_LEN], uint64_t seqno,

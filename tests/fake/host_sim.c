@@ -14,11 +14,11 @@ int host_sim_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
 }
 uint64_t host_sim_msr_call(uint64_t req)
 {
-	return sim_hv_msr_protocol(req);
+	return ghcb_host_msr_protocol(req);
 }
 void host_sim_ghcb_call(struct percpu *cpu, struct ghcb *g)
 {
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 }
 unsigned host_sim_flushes;
 void host_sim_flush_guest_tlb(void)

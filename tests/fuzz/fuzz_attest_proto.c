@@ -33,7 +33,7 @@ static uint8_t data_pages[2 * 4096] __attribute__((aligned(4096)));
 
 static void fuzz_ghcb_call(struct percpu *cpu, struct ghcb *g)
 {
-	sim_psp_ghcb_exit(cpu, g);
+	psp_model_ghcb_exit(cpu, g);
 }
 static const struct platform_ops fuzz_ops = {.name = "fuzz", .ghcb_call = fuzz_ghcb_call};
 const struct platform_ops *platform = &fuzz_ops;
@@ -53,10 +53,10 @@ static void init_once(void)
 {
 	static int done;
 	struct hvm_memmap_table_entry e = {.addr = (uintptr_t)mem, .size = sizeof(mem), .type = 1};
-	struct sim_psp_keys k = {.reported_tcb = 0xD115000000000004ull,
-				 .cpuid_fam = 0x19,
-				 .cpuid_mod = 1,
-				 .cpuid_step = 1};
+	struct psp_model_keys k = {.reported_tcb = 0xD115000000000004ull,
+				   .cpuid_fam = 0x19,
+				   .cpuid_mod = 1,
+				   .cpuid_step = 1};
 
 	if (done)
 		return;
@@ -69,7 +69,7 @@ static void init_once(void)
 	guest_mem_init(&mm);
 	percpus[0].ghcb = &ghcb_page;
 	uint8_t m[48] = {0};
-	if (sim_psp_init(vmpck, &k, m, SIM_PSP_DEFAULT_POLICY, rng, NULL))
+	if (psp_model_init(vmpck, &k, m, PSP_MODEL_DEFAULT_POLICY, rng, NULL))
 		abort();
 	attest_set_services(ek, sizeof(ek), evlog, sizeof(evlog));
 }
@@ -89,14 +89,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	init_once();
 	/* A fresh channel each run so the PSP's sequence and ours stay in step. */
 	uint8_t m[48] = {0};
-	struct sim_psp_keys k = {.reported_tcb = 1, .cpuid_fam = 0x19, .cpuid_mod = 1};
+	struct psp_model_keys k = {.reported_tcb = 1, .cpuid_fam = 0x19, .cpuid_mod = 1};
 	k.vcek_d[47] = 0x2A;
-	if (sim_psp_init(vmpck, &k, m, SIM_PSP_DEFAULT_POLICY, rng, NULL) ||
+	if (psp_model_init(vmpck, &k, m, PSP_MODEL_DEFAULT_POLICY, rng, NULL) ||
 	    guest_req_init(vmpck, &req_page, (uintptr_t)&req_page, &resp_page,
 			   (uintptr_t)&resp_page, data_pages, (uintptr_t)data_pages, 2))
 		abort();
-	sim_psp_set_shared_pages((uintptr_t)&req_page, (uintptr_t)&resp_page, (uintptr_t)data_pages,
-				 2);
+	psp_model_set_shared_pages((uintptr_t)&req_page, (uintptr_t)&resp_page,
+				   (uintptr_t)data_pages, 2);
 	if (size < 1 + 8)
 		return 0;
 	uint32_t call_id = data[0] & 3;
@@ -124,8 +124,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (getenv("FUZZ_ATTEST_DEBUG"))
 		fprintf(stderr, "call %u rc 0x%llx enabled %d refused %llu served %llu\n", call_id,
 			(unsigned long long)rc, guest_req_enabled(),
-			(unsigned long long)sim_psp_refused(),
-			(unsigned long long)sim_psp_served());
+			(unsigned long long)psp_model_refused(),
+			(unsigned long long)psp_model_served());
 	if (rc != SVSM_SUCCESS && rc != SVSM_ERR_INVALID_PARAMETER &&
 	    rc != SVSM_ERR_INVALID_ADDRESS && rc != SVSM_ERR_UNSUPPORTED_PROTOCOL &&
 	    rc != SVSM_ERR_UNSUPPORTED_CALL)

@@ -725,18 +725,18 @@ static void launch(void)
 		   (unsigned long long)(L.required >> 10), (unsigned long long)policy);
 
 	/* The PSP model: the launch digest, the VMPCKs it put in the secrets page, its keys. */
-	struct sim_psp_keys keys;
-	static uint8_t blob[SIM_PSP_CERTS_MAX + SIM_PSP_KEYS_HDR_SIZE];
+	struct psp_model_keys keys;
+	static uint8_t blob[PSP_MODEL_CERTS_MAX + PSP_MODEL_KEYS_HDR_SIZE];
 	uint32_t blen = 0;
-	if (!fw_cfg_load_file(SIM_PSP_KEYS_FW_CFG, blob, sizeof(blob), &blen) ||
-	    sim_psp_keys_parse(blob, blen, &keys) != 0) {
+	if (!fw_cfg_load_file(PSP_MODEL_KEYS_FW_CFG, blob, sizeof(blob), &blen) ||
+	    psp_model_keys_parse(blob, blen, &keys) != 0) {
 		snpm_phase("psp", "no test VCEK (fw_cfg %s): guest requests are refused",
-			   SIM_PSP_KEYS_FW_CFG);
+			   PSP_MODEL_KEYS_FW_CFG);
 	} else {
 		sim_fpu_enter();
-		rc = sim_psp_init(L.vmpck[0], &keys, digest, policy, psp_rng, NULL);
+		rc = psp_model_init(L.vmpck[0], &keys, digest, policy, psp_rng, NULL);
 		for (unsigned i = 1; i < 4 && rc == 0; i++)
-			rc = sim_psp_set_vmpck(i, L.vmpck[i]);
+			rc = psp_model_set_vmpck(i, L.vmpck[i]);
 		if (rc != 0)
 			fail("PSP model: bad keys");
 		snpm_phase("psp", "VCEK and certificate table loaded; VMPCK0..3 installed");
@@ -778,7 +778,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	if (rmp_init(pool_alloc(rmp_bytes, PAGE_SIZE), rmp_bytes, top) != 0)
 		fail("RMP model");
 	machine_options();
-	struct sim_guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
+	struct guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
 	hv_tag = "snpm";
 	svm_host_init(&gc);
 	snpm_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,

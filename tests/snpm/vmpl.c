@@ -226,12 +226,12 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 			exits += hvs[i].ctx[k] ? hvs[i].ctx[k]->exits : 0;
 	}
 	con_printf("snpm: guest %s; %llu exits, %llu VMPL switches\n",
-		   sim_guest_power_event == 1 ? "powered off" : "requested a reset",
+		   guest_power_event == 1 ? "powered off" : "requested a reset",
 		   (unsigned long long)exits, (unsigned long long)switches);
 	sim_snp_print_counts();
 	sim_io_print_refusals();
 	print_calls();
-	platform->terminate(sim_guest_power_event == 1, 0, 0x23);
+	platform->terminate(guest_power_event == 1, 0, 0x23);
 }
 
 void hv_guest_terminated(struct svm_vcpu *v)

@@ -8,7 +8,7 @@
  * address order) is used; everything else is ignored.
  * Options: --vcpus N (default 2), --4k-only S-E (hex, repeatable: the sim
  * hypervisor's csvsm.sim_4k_only ranges), --psc-limit N (entries the sim
- * hypervisor handles per PSC exit, default SIM_HV_PSC_LIMIT; 0 = all), -v.
+ * hypervisor handles per PSC exit, default GHCB_HOST_PSC_LIMIT; 0 = all), -v.
  * Output (stdout), one line, the same text as the image's accept line holds:
  *   bytes=<n> pvalidate_2m=<n> pvalidate_4k=<n> rmpadjust=<n> psc_calls=<n>
  * With -v, the shares and the fallback count go to stderr.
@@ -48,7 +48,7 @@ static uint64_t num(const char *s, int base, const char *what)
 int main(int argc, char **argv)
 {
 	struct mem_range only4k[RMP_MAX_4K_ONLY];
-	unsigned n4k = 0, nvcpus = 2, limit = SIM_HV_PSC_LIMIT, n = 0;
+	unsigned n4k = 0, nvcpus = 2, limit = GHCB_HOST_PSC_LIMIT, n = 0;
 	bool verbose = false;
 	char line[1024];
 

@@ -92,15 +92,15 @@ static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
 
 	switch (hv_mode) {
 	case HV_OK:
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		break;
 	case HV_BACKWARDS:
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		if (n == 2)
 			d->cur_entry = 10; /* below the 64 done in round trip 1 */
 		break;
 	case HV_ERROR:
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		if (n == 2) {
 			g->sw_exit_info_1 = GHCB_RESULT_ERROR;
 			g->sw_exit_info_2 = GHCB_ERR_INVALID_INPUT;
@@ -108,23 +108,23 @@ static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
 		break;
 	case HV_END_CHANGED:
 		/* once done, claims the descriptor was longer: end_entry moved */
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		if (d->cur_entry > d->end_entry)
 			d->end_entry = (uint16_t)(d->end_entry + 5);
 		break;
 	case HV_INFO1:
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		g->sw_exit_info_1 = GHCB_RESULT_EXCEPTION; /* without an event in info_2 */
 		break;
 	case HV_INFO2:
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		g->sw_exit_info_2 = 1; /* info_1 says OK, info_2 does not */
 		break;
 	case HV_RESERVED:
 		/* the model itself refuses a dirty header: hide it, so only ghcb_psc can catch it
 		 */
 		d->reserved = 0;
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		d->reserved = 1;
 		break;
 	case HV_STALL:
@@ -132,14 +132,14 @@ static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
 		break;
 	case HV_STALL_THEN_OK:
 		if (n > 3)
-			sim_hv_ghcb_exit(cpu, g);
+			ghcb_host_ghcb_exit(cpu, g);
 		break;
 	case HV_SKIP_ASSIGN:
 		d->cur_entry = (uint16_t)(d->end_entry + 1); /* claims done, did nothing */
 		g->sw_exit_info_1 = g->sw_exit_info_2 = 0;
 		break;
 	case HV_BEYOND:
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		d->cur_entry = (uint16_t)(d->end_entry + 2);
 		break;
 	case HV_INSPECT:
@@ -156,14 +156,14 @@ static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
 		assert_int_equal(g->protocol_version, 2);
 		assert_int_equal(g->ghcb_usage, 0);
 		assert_int_equal(d->reserved, 0);
-		sim_hv_ghcb_exit(cpu, g);
+		ghcb_host_ghcb_exit(cpu, g);
 		break;
 	}
 }
 
 static uint64_t t_msr_call(uint64_t req)
 {
-	return sim_hv_msr_protocol(req);
+	return ghcb_host_msr_protocol(req);
 }
 
 static __noreturn void t_terminate(bool success, unsigned set, unsigned code)
@@ -203,7 +203,7 @@ static void reset_world(void)
 	bad_gpa = ~0ULL;
 	bad_pvalidate_rc = bad_rmpadjust_rc = 0;
 	term_armed = false;
-	sim_hv_set_psc_limit(TEST_PSC_LIMIT);
+	ghcb_host_set_psc_limit(TEST_PSC_LIMIT);
 	for (unsigned i = 0; i < 4; i++) {
 		memset(&percpus[i], 0, sizeof(percpus[i]));
 		percpus[i].id = i;
@@ -507,7 +507,7 @@ static void test_run_partial_psc(void **state)
 {
 	struct accept_totals t, p, full;
 
-	sim_hv_set_psc_limit(7);
+	ghcb_host_set_psc_limit(7);
 	run_all(2, &t);
 	accept_predict(&plan, NULL, 0, 7, &p);
 	assert_totals_equal(&t, &p);
@@ -517,7 +517,7 @@ static void test_run_partial_psc(void **state)
 	check_clean((unsigned)(memmap_ram_bytes(&mm) / PAGE_SIZE));
 
 	reset_world();
-	sim_hv_set_psc_limit(0);
+	ghcb_host_set_psc_limit(0);
 	run_all(1, &t);
 	accept_predict(&plan, NULL, 0, 0, &p);
 	assert_totals_equal(&t, &p);
@@ -641,7 +641,7 @@ static void test_ghcb_psc_fields(void **state)
 	for (unsigned i = 0; i < 5; i++)
 		e[i] = psc_entry(0x200000 + i * PAGE_SIZE, PSC_OP_PRIVATE, false);
 	hv_mode = HV_INSPECT;
-	sim_hv_set_psc_limit(2);
+	ghcb_host_set_psc_limit(2);
 	assert_int_equal(ghcb_psc(&percpus[0], e, 5, &trips), 0);
 	assert_int_equal(trips, 3);
 	assert_memory_equal(desc(&ghcbs[0])->entries, e, sizeof(e));
@@ -655,7 +655,7 @@ static void test_ghcb_psc_fields(void **state)
 	assert_int_equal(ghcb_psc(&percpus[0], many, PSC_MAX_ENTRIES + 1, &trips), -1);
 	assert_int_equal(hv_calls, 0);
 	/* a full descriptor, limit = all */
-	sim_hv_set_psc_limit(0);
+	ghcb_host_set_psc_limit(0);
 	for (unsigned i = 0; i < PSC_MAX_ENTRIES; i++)
 		many[i] = psc_entry(0x40000000 + i * PAGE_SIZE_2M, PSC_OP_PRIVATE, true);
 	trips = 0;
@@ -679,7 +679,7 @@ static void psc_exit(struct ghcb *g, const uint64_t *e, unsigned n, gpa_t scratc
 	memcpy(desc(g)->entries, e, n * sizeof(*e));
 }
 
-static void test_sim_hv_psc(void **state)
+static void test_ghcb_host_psc(void **state)
 {
 	struct ghcb *g = &ghcbs[1];
 	struct percpu *cpu = &percpus[1];
@@ -691,32 +691,32 @@ static void test_sim_hv_psc(void **state)
 
 	/* wrong scratch area */
 	psc_exit(g, e, 2, cpu->ghcb_gpa + 0x900);
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_1, GHCB_RESULT_ERROR);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_INVALID_SCRATCH_AREA);
 	/* missing valid bit for sw_scratch */
 	psc_exit(g, e, 2, cpu->ghcb_gpa + 0x800);
 	g->valid_bitmap[0x3A8 / 64] &= (uint8_t) ~(1u << ((0x3A8 / 8) % 8));
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_MISSING_INPUT);
 	/* end_entry beyond the buffer, reserved header */
 	psc_exit(g, e, 2, cpu->ghcb_gpa + 0x800);
 	desc(g)->end_entry = PSC_MAX_ENTRIES;
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_INVALID_INPUT);
 	psc_exit(g, e, 2, cpu->ghcb_gpa + 0x800);
 	desc(g)->reserved = 7;
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_INVALID_INPUT);
 	/* limit 2: resumable; the bad entry stops processing where it is */
-	sim_hv_set_psc_limit(2);
+	ghcb_host_set_psc_limit(2);
 	psc_exit(g, e, 4, cpu->ghcb_gpa + 0x800);
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_1, 0);
 	assert_int_equal(desc(g)->cur_entry, 2);
 	assert_true(rmp_raw(0x400000) & RMPE_SIZE_2M);
 	assert_true(rmp_raw(0x600000) & RMPE_ASSIGNED);
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_1, GHCB_RESULT_ERROR);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_INVALID_INPUT);
 	assert_int_equal(desc(g)->cur_entry, 3);
@@ -724,41 +724,42 @@ static void test_sim_hv_psc(void **state)
 	/* PSMASH op; unknown op */
 	uint64_t s[2] = {psc_entry(0x400000, PSC_OP_PSMASH, true), psc_entry(0x400000, 9, true)};
 	psc_exit(g, s, 2, cpu->ghcb_gpa + 0x800);
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(desc(g)->cur_entry, 1);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_INVALID_INPUT);
 	assert_false(rmp_raw(0x400000) & RMPE_SIZE_2M);
 	/* unknown exit code, and no valid sw_exit_code */
 	ghcb_prepare(g, 0x8000FFF0ULL, 0, 0);
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_1, 2);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_INVALID_USAGE);
 	ghcb_clear(g);
 	g->sw_exit_code = SVM_VMGEXIT_PSC;
-	sim_hv_ghcb_exit(cpu, g);
+	ghcb_host_ghcb_exit(cpu, g);
 	assert_int_equal(g->sw_exit_info_2, GHCB_ERR_MISSING_INPUT);
 }
 
-static void test_sim_hv_msr(void **state)
+static void test_ghcb_host_msr(void **state)
 {
-	assert_int_equal(sim_hv_msr_protocol(GHCB_MSR_SEV_INFO_REQ), 0x0002000233000001ULL);
-	assert_int_equal(sim_hv_msr_protocol((0x12345ULL << 12) | GHCB_MSR_REG_GPA_REQ),
+	assert_int_equal(ghcb_host_msr_protocol(GHCB_MSR_SEV_INFO_REQ), 0x0002000233000001ULL);
+	assert_int_equal(ghcb_host_msr_protocol((0x12345ULL << 12) | GHCB_MSR_REG_GPA_REQ),
 			 (0x12345ULL << 12) | GHCB_MSR_REG_GPA_RESP);
-	uint64_t ft = sim_hv_msr_protocol(GHCB_MSR_HV_FT_REQ);
+	uint64_t ft = ghcb_host_msr_protocol(GHCB_MSR_HV_FT_REQ);
 	assert_int_equal(ft & 0xFFF, GHCB_MSR_HV_FT_RESP);
 	assert_int_equal(ft >> 12,
 			 GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL);
 	/* single-page PSC: private, shared, bad op, beyond memory */
-	assert_int_equal(sim_hv_msr_protocol((1ULL << 52) | 0x300000 | GHCB_MSR_PSC_REQ),
+	assert_int_equal(ghcb_host_msr_protocol((1ULL << 52) | 0x300000 | GHCB_MSR_PSC_REQ),
 			 GHCB_MSR_PSC_RESP);
 	assert_true(rmp_raw(0x300000) & RMPE_ASSIGNED);
-	assert_int_equal(sim_hv_msr_protocol((2ULL << 52) | 0x300000 | GHCB_MSR_PSC_REQ),
+	assert_int_equal(ghcb_host_msr_protocol((2ULL << 52) | 0x300000 | GHCB_MSR_PSC_REQ),
 			 GHCB_MSR_PSC_RESP);
 	assert_int_equal(rmp_raw(0x300000), 0);
-	assert_int_equal(sim_hv_msr_protocol((3ULL << 52) | 0x300000 | GHCB_MSR_PSC_REQ) >> 32, 1);
-	assert_int_equal(sim_hv_msr_protocol((1ULL << 52) | 0x180000000 | GHCB_MSR_PSC_REQ) >> 32,
+	assert_int_equal(ghcb_host_msr_protocol((3ULL << 52) | 0x300000 | GHCB_MSR_PSC_REQ) >> 32,
 			 1);
-	assert_int_equal(sim_hv_msr_protocol(0x777), 0);
+	assert_int_equal(
+	    ghcb_host_msr_protocol((1ULL << 52) | 0x180000000 | GHCB_MSR_PSC_REQ) >> 32, 1);
+	assert_int_equal(ghcb_host_msr_protocol(0x777), 0);
 }
 
 int main(void)
@@ -775,8 +776,8 @@ int main(void)
 	    cmocka_unit_test_setup(test_hostile_hypervisor, setup),
 	    cmocka_unit_test_setup(test_unexpected_instruction_results, setup),
 	    cmocka_unit_test_setup(test_ghcb_psc_fields, setup),
-	    cmocka_unit_test_setup(test_sim_hv_psc, setup),
-	    cmocka_unit_test_setup(test_sim_hv_msr, setup),
+	    cmocka_unit_test_setup(test_ghcb_host_psc, setup),
+	    cmocka_unit_test_setup(test_ghcb_host_msr, setup),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -41,7 +41,7 @@ static uint8_t data_pages[4 * 4096] __aligned(4096);
 
 static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
 {
-	sim_psp_ghcb_exit(cpu, g);
+	psp_model_ghcb_exit(cpu, g);
 }
 static const struct platform_ops test_ops = {.name = "attest-test", .ghcb_call = test_ghcb_call};
 const struct platform_ops *platform = &test_ops;
@@ -65,7 +65,7 @@ static gpa_t pg(unsigned i)
 static int setup(void **state)
 {
 	struct hvm_memmap_table_entry e = {0};
-	struct sim_psp_keys k = {0};
+	struct psp_model_keys k = {0};
 	uint8_t vmpck[32];
 	mbedtls_ecdsa_context key;
 
@@ -101,9 +101,9 @@ static int setup(void **state)
 
 	assert_int_equal(rng(NULL, vmpck, 32), 0);
 	uint8_t meas[48] = {9, 9, 9};
-	assert_int_equal(sim_psp_init(vmpck, &k, meas, SIM_PSP_DEFAULT_POLICY, rng, NULL), 0);
-	sim_psp_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
-				 (gpa_t)(uintptr_t)data_pages, 4);
+	assert_int_equal(psp_model_init(vmpck, &k, meas, PSP_MODEL_DEFAULT_POLICY, rng, NULL), 0);
+	psp_model_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
+				   (gpa_t)(uintptr_t)data_pages, 4);
 	assert_int_equal(guest_req_init(vmpck, &req_page, (gpa_t)(uintptr_t)&req_page, &resp_page,
 					(gpa_t)(uintptr_t)&resp_page, data_pages,
 					(gpa_t)(uintptr_t)data_pages, 4),
@@ -116,7 +116,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	guest_req_disable();
-	sim_psp_reset();
+	psp_model_reset();
 	attest_set_services(NULL, 0, NULL, 0);
 	free(mem);
 	return 0;

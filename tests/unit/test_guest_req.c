@@ -69,7 +69,7 @@ static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
 		g->sw_exit_info_2 = GHCB_ERR_INVALID_INPUT;
 		return;
 	}
-	sim_psp_ghcb_exit(cpu, g);
+	psp_model_ghcb_exit(cpu, g);
 	if (hook == HOOK_TAMPER_TAG)
 		resp_page.hdr.authtag[3] ^= 1;
 	if (hook == HOOK_TAMPER_SEQNO)
@@ -172,7 +172,7 @@ static int rng(void *ctx, unsigned char *buf, size_t len)
 
 static uint8_t cert_blob[3][300];
 
-static void make_keys(struct sim_psp_keys *k, mbedtls_ecdsa_context *pub)
+static void make_keys(struct psp_model_keys *k, mbedtls_ecdsa_context *pub)
 {
 	static uint8_t table[4096];
 	const void *data[3] = {cert_blob[0], cert_blob[1], cert_blob[2]};
@@ -204,7 +204,7 @@ static const uint8_t measurement[48] = {1, 2, 3, 4, 5, 6, 7, 8};
 
 static int setup(void **state)
 {
-	struct sim_psp_keys k;
+	struct psp_model_keys k;
 
 	percpus[0].ghcb = &ghcb_page;
 	percpus[0].ghcb_gpa = (gpa_t)(uintptr_t)&ghcb_page;
@@ -212,10 +212,10 @@ static int setup(void **state)
 	calls = ncaptured = 0;
 	assert_int_equal(rng(NULL, vmpck0, sizeof(vmpck0)), 0);
 	make_keys(&k, &vcek_pub);
-	assert_int_equal(sim_psp_init(vmpck0, &k, measurement, SIM_PSP_DEFAULT_POLICY, rng, NULL),
-			 0);
-	sim_psp_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
-				 (gpa_t)(uintptr_t)data_pages, 4);
+	assert_int_equal(
+	    psp_model_init(vmpck0, &k, measurement, PSP_MODEL_DEFAULT_POLICY, rng, NULL), 0);
+	psp_model_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
+				   (gpa_t)(uintptr_t)data_pages, 4);
 	assert_int_equal(guest_req_init(vmpck0, &req_page, (gpa_t)(uintptr_t)&req_page, &resp_page,
 					(gpa_t)(uintptr_t)&resp_page, data_pages,
 					(gpa_t)(uintptr_t)data_pages, 4),
@@ -226,7 +226,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	mbedtls_ecdsa_free(&vcek_pub);
-	sim_psp_reset();
+	psp_model_reset();
 	guest_req_disable();
 	return 0;
 }
@@ -393,7 +393,7 @@ static void report_round_trip(void **state)
 	assert_int_equal(captured[1].hdr.msg_seqno, 3);
 	assert_int_equal(((struct snp_report_raw *)report)->vmpl, 1);
 	verify_sig(report);
-	assert_int_equal(sim_psp_served(), 2);
+	assert_int_equal(psp_model_served(), 2);
 }
 
 static void replayed_request_refused(void **state)
@@ -403,9 +403,9 @@ static void replayed_request_refused(void **state)
 
 	assert_int_equal(guest_req_report(&percpus[0], ud, 0, report, NULL, 0, NULL), 0);
 	/* The hypervisor replays the captured message: the PSP refuses the old seqno. */
-	fw = sim_psp_handle(&captured[0], &resp_page);
+	fw = psp_model_handle(&captured[0], &resp_page);
 	assert_int_not_equal(fw, 0);
-	assert_int_equal(sim_psp_refused(), 1);
+	assert_int_equal(psp_model_refused(), 1);
 	/* And the channel still works: sequence not disturbed. */
 	assert_int_equal(guest_req_report(&percpus[0], ud, 0, report, NULL, 0, NULL), 0);
 	assert_int_equal(guest_req_last_seqno(), 4);
@@ -519,7 +519,7 @@ static void extended_request_invalid_len(void **state)
 					(gpa_t)(uintptr_t)&resp_page, data_pages,
 					(gpa_t)(uintptr_t)data_pages, 1),
 			 0);
-	struct sim_psp_keys k;
+	struct psp_model_keys k;
 	mbedtls_ecdsa_context pub2;
 	static uint8_t big[8192];
 	make_keys(&k, &pub2);
@@ -527,10 +527,10 @@ static void extended_request_invalid_len(void **state)
 	memcpy(big, k.cert_table, k.cert_table_len);
 	k.cert_table = big;
 	k.cert_table_len = 5000;
-	assert_int_equal(sim_psp_init(vmpck0, &k, measurement, SIM_PSP_DEFAULT_POLICY, rng, NULL),
-			 0);
-	sim_psp_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
-				 (gpa_t)(uintptr_t)data_pages, 4);
+	assert_int_equal(
+	    psp_model_init(vmpck0, &k, measurement, PSP_MODEL_DEFAULT_POLICY, rng, NULL), 0);
+	psp_model_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
+				   (gpa_t)(uintptr_t)data_pages, 4);
 	assert_int_equal(guest_req_report(&percpus[0], ud, 0, report, certs, sizeof(certs), &len),
 			 GUEST_REQ_ERR_CERTS_LEN);
 	assert_int_equal(len, 2 * 4096);

@@ -42,7 +42,7 @@ static int rng(void *ctx, unsigned char *buf, size_t len)
 
 static uint8_t blob[64 * 1024];
 static size_t blob_len;
-static struct sim_psp_keys keys;
+static struct psp_model_keys keys;
 static mbedtls_ecp_group grp;
 static mbedtls_ecp_point Q;
 static bool from_chain;
@@ -66,7 +66,7 @@ static int group_setup(void **state)
 	if (f) {
 		blob_len = fread(blob, 1, sizeof(blob), f);
 		fclose(f);
-		assert_int_equal(sim_psp_keys_parse(blob, blob_len, &keys), 0);
+		assert_int_equal(psp_model_keys_parse(blob, blob_len, &keys), 0);
 		struct certtable_entry e[8];
 		size_t n = 0;
 		assert_int_equal(certtable_parse(keys.cert_table, keys.cert_table_len, e, 8, &n),
@@ -113,7 +113,7 @@ static int setup_meas(const uint8_t *m)
 {
 	assert_int_equal(rng(NULL, vmpck, sizeof(vmpck)), 0);
 	seq = 0;
-	return sim_psp_init(vmpck, &keys, m, SIM_PSP_DEFAULT_POLICY, rng, NULL);
+	return psp_model_init(vmpck, &keys, m, PSP_MODEL_DEFAULT_POLICY, rng, NULL);
 }
 
 static int setup(void **state)
@@ -123,7 +123,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	sim_psp_reset();
+	psp_model_reset();
 	return 0;
 }
 
@@ -133,7 +133,7 @@ static uint32_t call(uint8_t type, const void *p, size_t n, void *out, size_t ca
 	uint32_t fw;
 
 	assert_int_equal(guest_req_msg_seal(&req, vmpck, seq + 1, type, 0, p, n), 0);
-	fw = sim_psp_handle(&req, &resp);
+	fw = psp_model_handle(&req, &resp);
 	if (fw)
 		return fw;
 	assert_int_equal(
@@ -211,27 +211,27 @@ static void sequence_enforced(void **state)
 	/* seqno 3 before 1 */
 	assert_int_equal(guest_req_msg_seal(&req, vmpck, 3, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)),
 			 0);
-	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_not_equal(psp_model_handle(&req, &resp), 0);
 	/* wrong key */
 	uint8_t other[32];
 	memcpy(other, vmpck, 32);
 	other[0] ^= 1;
 	assert_int_equal(guest_req_msg_seal(&req, other, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)),
 			 0);
-	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_not_equal(psp_model_handle(&req, &resp), 0);
 	/* unknown type */
 	assert_int_equal(guest_req_msg_seal(&req, vmpck, 1, 17, 0, &rq, sizeof(rq)), 0);
-	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_not_equal(psp_model_handle(&req, &resp), 0);
 	/* VMPCK1 */
 	assert_int_equal(guest_req_msg_seal(&req, vmpck, 1, SNP_MSG_REPORT_REQ, 1, &rq, sizeof(rq)),
 			 0);
-	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
-	assert_int_equal(sim_psp_refused(), 4);
+	assert_int_not_equal(psp_model_handle(&req, &resp), 0);
+	assert_int_equal(psp_model_refused(), 4);
 	/* seqno 1 still accepted, then 1 again refused */
 	assert_int_equal(guest_req_msg_seal(&req, vmpck, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)),
 			 0);
-	assert_int_equal(sim_psp_handle(&req, &resp), 0);
-	assert_int_not_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_equal(psp_model_handle(&req, &resp), 0);
+	assert_int_not_equal(psp_model_handle(&req, &resp), 0);
 }
 
 static void derive(const struct snp_key_req *kr, uint8_t key[32])
@@ -279,27 +279,28 @@ static void key_derivation(void **state)
 static void keys_blob_parse(void **state)
 {
 	uint8_t b[0x98 + 8];
-	struct sim_psp_keys k;
+	struct psp_model_keys k;
 
 	memset(b, 0, sizeof(b));
 	memcpy(b, "CSVSMPSK", 8);
 	b[8] = 1;
 	b[0x0C] = sizeof(b);
 	b[0x90] = 8;
-	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), 0);
+	assert_int_equal(psp_model_keys_parse(b, sizeof(b), &k), 0);
 	assert_int_equal(k.cert_table_len, 8);
 	b[0x90] = 9; /* table longer than the blob */
-	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), -1);
+	assert_int_equal(psp_model_keys_parse(b, sizeof(b), &k), -1);
 	b[0x90] = 8;
-	assert_int_equal(sim_psp_keys_parse(b, sizeof(b) - 1, &k), -1); /* total > len */
+	assert_int_equal(psp_model_keys_parse(b, sizeof(b) - 1, &k), -1); /* total > len */
 	b[8] = 2;
-	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), -1);
+	assert_int_equal(psp_model_keys_parse(b, sizeof(b), &k), -1);
 	b[8] = 1;
 	b[0] = 'X';
-	assert_int_equal(sim_psp_keys_parse(b, sizeof(b), &k), -1);
+	assert_int_equal(psp_model_keys_parse(b, sizeof(b), &k), -1);
 	/* A scalar of zero is not a P-384 private key. */
 	memset(&k, 0, sizeof(k));
-	assert_int_equal(sim_psp_init(vmpck, &k, meas_a, SIM_PSP_DEFAULT_POLICY, rng, NULL), -1);
+	assert_int_equal(psp_model_init(vmpck, &k, meas_a, PSP_MODEL_DEFAULT_POLICY, rng, NULL),
+			 -1);
 }
 
 static void hypervisor_side(void **state)
@@ -309,27 +310,27 @@ static void hypervisor_side(void **state)
 	static uint8_t data[4 * 4096] __aligned(4096);
 	struct snp_report_req rq = {0};
 
-	sim_psp_set_shared_pages((gpa_t)(uintptr_t)&rq_page, (gpa_t)(uintptr_t)&rs_page,
-				 (gpa_t)(uintptr_t)data, 4);
+	psp_model_set_shared_pages((gpa_t)(uintptr_t)&rq_page, (gpa_t)(uintptr_t)&rs_page,
+				   (gpa_t)(uintptr_t)data, 4);
 	assert_int_equal(
 	    guest_req_msg_seal(&rq_page, vmpck, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)), 0);
 	/* Not the registered pages: refused. */
 	guest_req_ghcb_fill(&g, false, (gpa_t)(uintptr_t)&rs_page, (gpa_t)(uintptr_t)&rq_page, 0,
 			    0);
-	sim_psp_ghcb_exit(&percpus[0], &g);
+	psp_model_ghcb_exit(&percpus[0], &g);
 	assert_int_equal(g.sw_exit_info_1, GHCB_RESULT_ERROR);
 	/* Extended with too few pages (only when there is a table). */
 	if (keys.cert_table_len) {
 		guest_req_ghcb_fill(&g, true, (gpa_t)(uintptr_t)&rq_page,
 				    (gpa_t)(uintptr_t)&rs_page, (gpa_t)(uintptr_t)data, 0);
-		sim_psp_ghcb_exit(&percpus[0], &g);
+		psp_model_ghcb_exit(&percpus[0], &g);
 		assert_int_equal(g.sw_exit_info_1, 0);
 		assert_int_equal(g.sw_exit_info_2, 1ull << 32);
 		assert_int_equal(g.rbx, (keys.cert_table_len + 4095) / 4096);
 	}
 	guest_req_ghcb_fill(&g, true, (gpa_t)(uintptr_t)&rq_page, (gpa_t)(uintptr_t)&rs_page,
 			    (gpa_t)(uintptr_t)data, 4);
-	sim_psp_ghcb_exit(&percpus[0], &g);
+	psp_model_ghcb_exit(&percpus[0], &g);
 	assert_int_equal(g.sw_exit_info_1, 0);
 	assert_int_equal(g.sw_exit_info_2, 0);
 	if (keys.cert_table_len)
@@ -337,7 +338,7 @@ static void hypervisor_side(void **state)
 	/* Missing RAX/RBX on an extended request. */
 	ghcb_prepare(&g, SVM_VMGEXIT_EXT_GUEST_REQUEST, (gpa_t)(uintptr_t)&rq_page,
 		     (gpa_t)(uintptr_t)&rs_page);
-	sim_psp_ghcb_exit(&percpus[0], &g);
+	psp_model_ghcb_exit(&percpus[0], &g);
 	assert_int_equal(g.sw_exit_info_1, GHCB_RESULT_ERROR);
 	assert_int_equal(g.sw_exit_info_2, GHCB_ERR_MISSING_INPUT);
 }
@@ -349,7 +350,7 @@ static void hypervisor_side(void **state)
  * (MSG_REPORT_REQ and MSG_KEY_REQ: "VMPL must be >= the current VMPL").
  */
 
-/* VMPCK0..3 ([0] is the one sim_psp_init got) and each key's last sequence number. */
+/* VMPCK0..3 ([0] is the one psp_model_init got) and each key's last sequence number. */
 static uint8_t vmpcks[4][32];
 static uint64_t seqs[4];
 
@@ -361,7 +362,7 @@ static int setup_vmpcks(void **state)
 	memset(seqs, 0, sizeof(seqs));
 	for (unsigned id = 1; id < 4; id++) {
 		assert_int_equal(rng(NULL, vmpcks[id], 32), 0);
-		assert_int_equal(sim_psp_set_vmpck(id, vmpcks[id]), 0);
+		assert_int_equal(psp_model_set_vmpck(id, vmpcks[id]), 0);
 	}
 	return 0;
 }
@@ -373,7 +374,7 @@ static uint32_t call_on(uint8_t id, uint8_t type, const void *p, size_t n, void 
 	uint32_t fw;
 
 	assert_int_equal(guest_req_msg_seal(&req, vmpcks[id], seqs[id] + 1, type, id, p, n), 0);
-	fw = sim_psp_handle(&req, &resp);
+	fw = psp_model_handle(&req, &resp);
 	if (fw)
 		return fw;
 	assert_int_equal(resp.hdr.msg_vmpck, id);
@@ -402,12 +403,12 @@ static bool resp_untouched(void)
 /* Send a sealed request that the PSP must refuse, and check it refused it. */
 static void refused(const struct snp_guest_msg *m)
 {
-	uint64_t served = sim_psp_served(), before = sim_psp_refused();
+	uint64_t served = psp_model_served(), before = psp_model_refused();
 
 	resp_poison();
-	assert_int_equal(sim_psp_handle(m, &resp), SNP_FW_STATUS_INVALID_PARAM);
-	assert_int_equal(sim_psp_refused(), before + 1);
-	assert_int_equal(sim_psp_served(), served);
+	assert_int_equal(psp_model_handle(m, &resp), SNP_FW_STATUS_INVALID_PARAM);
+	assert_int_equal(psp_model_refused(), before + 1);
+	assert_int_equal(psp_model_served(), served);
 	assert_true(resp_untouched());
 }
 
@@ -438,8 +439,8 @@ static void vmpck_selects_key(void **state)
 					     GUEST_REQ_OK);
 		}
 	}
-	assert_int_equal(sim_psp_served(), 4);
-	assert_int_equal(sim_psp_refused(), 0);
+	assert_int_equal(psp_model_served(), 4);
+	assert_int_equal(psp_model_refused(), 0);
 }
 
 static void vmpck_sequence_per_key(void **state)
@@ -470,8 +471,8 @@ static void vmpck_sequence_per_key(void **state)
 		assert_int_equal(req.hdr.msg_seqno, id == 1 ? 5 : 1);
 		assert_int_equal(rs.status, SNP_FW_STATUS_OK);
 	}
-	assert_int_equal(sim_psp_served(), 6);
-	assert_int_equal(sim_psp_refused(), 3);
+	assert_int_equal(psp_model_served(), 6);
+	assert_int_equal(psp_model_refused(), 3);
 }
 
 static void vmpck_report_vmpl_floor(void **state)
@@ -507,8 +508,8 @@ static void vmpck_report_vmpl_floor(void **state)
 	struct snp_report_req rq = {.vmpl = 4};
 	assert_int_equal(call_on(3, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
 	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
-	assert_int_equal(sim_psp_served(), 17);
-	assert_int_equal(sim_psp_refused(), 0);
+	assert_int_equal(psp_model_served(), 17);
+	assert_int_equal(psp_model_refused(), 0);
 }
 
 static void vmpck_key_vmpl_floor(void **state)
@@ -576,11 +577,11 @@ static void vmpck_not_installed_refused(void **state)
 	uint8_t zero[32] = {0}, k2[32], k[32];
 	size_t len;
 
-	/* Only VMPCK0 (from sim_psp_init) and VMPCK2. */
+	/* Only VMPCK0 (from psp_model_init) and VMPCK2. */
 	memcpy(vmpcks[0], vmpck, 32);
 	memset(seqs, 0, sizeof(seqs));
 	assert_int_equal(rng(NULL, k2, 32), 0);
-	assert_int_equal(sim_psp_set_vmpck(2, k2), 0);
+	assert_int_equal(psp_model_set_vmpck(2, k2), 0);
 	memcpy(vmpcks[2], k2, 32);
 	/* An absent key is not the all-zero key, nor VMPCK0. */
 	for (uint8_t id = 1; id < 4; id += 2) {
@@ -593,14 +594,14 @@ static void vmpck_not_installed_refused(void **state)
 	}
 	assert_int_equal(call_on(2, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
 	assert_int_equal(rs.status, SNP_FW_STATUS_OK);
-	/* Only ids 1..3 can be installed; VMPCK0 stays the one from sim_psp_init. */
+	/* Only ids 1..3 can be installed; VMPCK0 stays the one from psp_model_init. */
 	assert_int_equal(rng(NULL, k, 32), 0);
-	assert_int_equal(sim_psp_set_vmpck(0, k), -1);
-	assert_int_equal(sim_psp_set_vmpck(4, k), -1);
-	assert_int_equal(sim_psp_set_vmpck(1, NULL), -1);
+	assert_int_equal(psp_model_set_vmpck(0, k), -1);
+	assert_int_equal(psp_model_set_vmpck(4, k), -1);
+	assert_int_equal(psp_model_set_vmpck(1, NULL), -1);
 	/* An installed key is never replaced (its counter would restart: nonce reuse). */
-	assert_int_equal(sim_psp_set_vmpck(2, k), -1);
-	assert_int_equal(sim_psp_set_vmpck(2, k2), -1);
+	assert_int_equal(psp_model_set_vmpck(2, k), -1);
+	assert_int_equal(psp_model_set_vmpck(2, k2), -1);
 	assert_int_equal(guest_req_msg_seal(&req, k, 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq)), 0);
 	refused(&req);
 	assert_int_equal(call_on(0, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
@@ -610,9 +611,9 @@ static void vmpck_not_installed_refused(void **state)
 	assert_int_equal(guest_req_msg_seal(&req, k2, 1, SNP_MSG_REPORT_REQ, 2, &rq, sizeof(rq)),
 			 0);
 	refused(&req);
-	/* No keys can be installed before sim_psp_init. */
-	sim_psp_reset();
-	assert_int_equal(sim_psp_set_vmpck(1, k), -1);
+	/* No keys can be installed before psp_model_init. */
+	psp_model_reset();
+	assert_int_equal(psp_model_set_vmpck(1, k), -1);
 }
 
 /*
@@ -662,7 +663,7 @@ static void vmpck_id_out_of_range(void **state)
 	/* The same construction with a valid id is served, and nothing was consumed. */
 	seal_claiming(&req, vmpcks[0], 1, SNP_MSG_REPORT_REQ, 0, &rq, sizeof(rq));
 	resp_poison();
-	assert_int_equal(sim_psp_handle(&req, &resp), 0);
+	assert_int_equal(psp_model_handle(&req, &resp), 0);
 	assert_int_equal(
 	    guest_req_msg_open(&resp, vmpcks[0], 2, SNP_MSG_REPORT_RSP, 0, &rs, sizeof(rs), &len),
 	    0);
@@ -672,8 +673,8 @@ static void vmpck_id_out_of_range(void **state)
 		    call_on(id, SNP_MSG_REPORT_REQ, &rq, sizeof(rq), &rs, sizeof(rs), &len), 0);
 		assert_int_equal(req.hdr.msg_seqno, 1);
 	}
-	assert_int_equal(sim_psp_refused(), 2 * sizeof(bad));
-	assert_int_equal(sim_psp_served(), 4);
+	assert_int_equal(psp_model_refused(), 2 * sizeof(bad));
+	assert_int_equal(psp_model_served(), 4);
 }
 
 int main(void)

@@ -22,7 +22,7 @@
 #include "mm/memmap.h"
 #include "svm.h"
 
-volatile int sim_guest_power_event;
+volatile int guest_power_event;
 static struct sim_io_config cfg;
 static gpa_t ecam_base; /* PCIEXBAR's window, fixed for the guest's lifetime */
 
@@ -634,7 +634,7 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 	}
 	case DP_RESET:
 		if (!in && (v & 0x04)) {
-			sim_guest_power_event = 2;
+			guest_power_event = 2;
 			return false;
 		}
 		v = 0;
@@ -644,7 +644,7 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 		 * ever entered, so no resume path through firmware exists. */
 		uint32_t wide = v << (8 * (port - 0x604));
 		if (!in && (wide & (1u << 13))) {
-			sim_guest_power_event = 1;
+			guest_power_event = 1;
 			return false;
 		}
 		if (in)

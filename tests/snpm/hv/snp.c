@@ -637,7 +637,7 @@ static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
 	if (ext) {
 		const uint8_t *certs;
 		size_t clen;
-		sim_psp_certs(&certs, &clen);
+		psp_model_certs(&certs, &clen);
 		uint64_t need = (clen + PAGE_SIZE - 1) / PAGE_SIZE;
 		if (npages < need) {
 			wr(g, &g->rbx, need); /* KVM: INVALID_LEN, RBX = pages needed */
@@ -654,7 +654,7 @@ static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
 	}
 	hv_copy_from(&req, rq, sizeof(req));
 	sim_fpu_enter(); /* the PSP model's crypto */
-	uint32_t fw = sim_psp_handle(&req, &resp);
+	uint32_t fw = psp_model_handle(&req, &resp);
 	if (fw == 0)
 		hv_copy_to(rs, &resp, sizeof(resp));
 	memzero_explicit(&resp, sizeof(resp));

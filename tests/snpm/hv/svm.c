@@ -980,7 +980,7 @@ void svm_guest_run(struct svm_vcpu *v)
 			dump_exit(v, "unexpected exit");
 			platform->terminate(false, 0, 0x22);
 		}
-		if (sim_guest_power_event)
+		if (guest_power_event)
 			hv_power_event(v);
 		hv_exits_unlock();
 		if (__atomic_load_n(&v->leave, __ATOMIC_ACQUIRE))
@@ -1061,7 +1061,7 @@ void hv_send_nmi(uint32_t apic_id)
 	lapic[LAPIC_ICR_LO / 4] = 0x400 | (1u << 14); /* NMI, assert */
 }
 
-/* ---- set-up, shared by the sim (sim_guest.c) and the SNP machine (tests/snpm) ---- */
+/* ---- set-up of the SNP machine (tests/snpm) ---- */
 
 /* This CPU may run VMRUN: EFER.SVME and its host save area. */
 void svm_cpu_enable(void)
@@ -1095,7 +1095,7 @@ void svm_vcpu_fpu_reset(struct svm_vcpu *v)
  * every port and the AMD system MSRs intercepted, and the nested tables
  * (the sim's now; the machine's per VMPL on first use).
  */
-void svm_host_init(const struct sim_guest_config *gc)
+void svm_host_init(const struct guest_config *gc)
 {
 	npt_mm = gc->mm;
 	npt_snp = gc->snp;

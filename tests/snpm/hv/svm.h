@@ -83,8 +83,8 @@ void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl);
 bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val);
 
 /* The core's set-up and run loop (sim_svm.c), for the front ends. */
-struct sim_guest_config;
-void svm_host_init(const struct sim_guest_config *gc);
+struct guest_config;
+void svm_host_init(const struct guest_config *gc);
 void svm_cpu_enable(void);
 struct svm_vcpu *svm_vcpu_alloc(void);
 void svm_vcpu_fpu_reset(struct svm_vcpu *v);
@@ -101,14 +101,14 @@ void hv_exits_unlock(void);
 void hv_send_nmi(uint32_t apic_id);
 
 /*
- * The front end's part (sim: sim_guest.c, csvsm is the host; the SNP
- * machine: tests/snpm/vmpl.c). Called under the exit lock.
+ * The front end's part (the SNP machine's: tests/snpm/vmpl.c). Called
+ * under the exit lock.
  */
 /* GHCB AP creation (56421 §4.1.9) from context v: 0, or -1 refused. */
 uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
 /* v asks to run `vmpl` (GHCB MSR 0x016 or the RUN_VMPL exit): false refuses it. */
 bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl);
-/* The guest powered off or reset (sim_guest_power_event): report and end the VM. */
+/* The guest powered off or reset (guest_power_event): report and end the VM. */
 __noreturn void hv_power_event(struct svm_vcpu *v);
 /* The guest asked to terminate: the front end's report (the VM ends after it). */
 void hv_guest_terminated(struct svm_vcpu *v);
@@ -141,7 +141,7 @@ bool sim_mmio(gpa_t gpa, unsigned size, bool write, uint64_t *val);
 /* The refused device accesses by device ("snpm: refusals: ..."), printed at power-off. */
 void sim_io_print_refusals(void);
 /* The guest asked to power off / reset (sim_io.c sets it, the loop ends the VM). */
-extern volatile int sim_guest_power_event; /* 0 none, 1 shutdown, 2 reset */
+extern volatile int guest_power_event; /* 0 none, 1 shutdown, 2 reset */
 
 /* Nested page tables from the RMP model (sim_svm.c). */
 void sim_npt_sync(gpa_t gpa, uint64_t size);

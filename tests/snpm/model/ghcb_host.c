@@ -17,13 +17,13 @@
 #define READ_ONCE(x)	 __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define WRITE_ONCE(x, v) __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
 
-static unsigned psc_limit = SIM_HV_PSC_LIMIT;
+static unsigned psc_limit = GHCB_HOST_PSC_LIMIT;
 
-void sim_hv_set_psc_limit(unsigned limit)
+void ghcb_host_set_psc_limit(unsigned limit)
 {
 	psc_limit = limit;
 }
-unsigned sim_hv_psc_limit(void)
+unsigned ghcb_host_psc_limit(void)
 {
 	return psc_limit;
 }
@@ -43,7 +43,7 @@ static void set_error(struct ghcb *g, uint64_t reason)
  * SVM_VMGEXIT_PSC (56421 §4.1.6): process entries from cur_entry, at most
  * psc_limit per exit, advancing cur_entry; the guest resumes the rest.
  */
-static void sim_hv_psc(struct percpu *cpu, struct ghcb *g)
+static void ghcb_host_psc(struct percpu *cpu, struct ghcb *g)
 {
 	struct psc_desc *d = (struct psc_desc *)g->shared_buffer;
 
@@ -92,7 +92,7 @@ static void sim_hv_psc(struct percpu *cpu, struct ghcb *g)
 	set_result(g, GHCB_RESULT_OK, 0);
 }
 
-void sim_hv_ghcb_exit(struct percpu *cpu, struct ghcb *g)
+void ghcb_host_ghcb_exit(struct percpu *cpu, struct ghcb *g)
 {
 	uint64_t code;
 
@@ -103,11 +103,11 @@ void sim_hv_ghcb_exit(struct percpu *cpu, struct ghcb *g)
 	code = READ_ONCE(g->sw_exit_code);
 	switch (code) {
 	case SVM_VMGEXIT_PSC:
-		sim_hv_psc(cpu, g);
+		ghcb_host_psc(cpu, g);
 		return;
 	case SVM_VMGEXIT_GUEST_REQUEST:
 	case SVM_VMGEXIT_EXT_GUEST_REQUEST:
-		sim_psp_ghcb_exit(cpu, g); /* tests/snpm/model/psp.c: the simulated PSP */
+		psp_model_ghcb_exit(cpu, g); /* tests/snpm/model/psp.c: the simulated PSP */
 		return;
 	/*
 	 * Hook for the other exits the sim hypervisor serves, added by their
@@ -121,7 +121,7 @@ void sim_hv_ghcb_exit(struct percpu *cpu, struct ghcb *g)
 	}
 }
 
-uint64_t sim_hv_msr_protocol(uint64_t req)
+uint64_t ghcb_host_msr_protocol(uint64_t req)
 {
 	uint64_t data = req & ~GHCB_MSR_INFO_MASK;
 

@@ -6,7 +6,7 @@
 
 struct memmap;
 
-struct sim_guest_config {
+struct guest_config {
 	const struct memmap *mm;
 	unsigned vmpl;
 	gpa_t caa;

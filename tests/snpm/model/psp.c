@@ -24,22 +24,22 @@
 #include "snp/ghcb.h"
 
 /* Firmware version the PSP model reports (CURRENT/COMMITTED_{MAJOR,MINOR,BUILD}). */
-#define SIM_PSP_FW_MAJOR 1
-#define SIM_PSP_FW_MINOR 55
-#define SIM_PSP_FW_BUILD 0
+#define PSP_MODEL_FW_MAJOR 1
+#define PSP_MODEL_FW_MINOR 55
+#define PSP_MODEL_FW_BUILD 0
 
 static struct {
 	bool ready;
 	/* VMPCK0..3 of the secrets page; an all-zero key is not installed. */
 	uint8_t vmpck[4][SNP_VMPCK_LEN];
 	uint64_t next_seqno[4]; /* per key: the sequence number the next request must carry */
-	struct sim_psp_keys keys;
-	uint8_t certs[SIM_PSP_CERTS_MAX];
+	struct psp_model_keys keys;
+	uint8_t certs[PSP_MODEL_CERTS_MAX];
 	uint8_t measurement[48];
 	uint64_t policy;
 	uint8_t report_id[32];
 	uint8_t derive_secret[48]; /* root of MSG_KEY_REQ derivation */
-	sim_psp_rng_fn rng;
+	psp_model_rng_fn rng;
 	void *rng_ctx;
 	gpa_t req_gpa, resp_gpa, data_gpa;
 	uint64_t data_npages;
@@ -60,18 +60,18 @@ static uint32_t le32(const uint8_t *p)
 	return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int sim_psp_keys_parse(const void *blob, size_t len, struct sim_psp_keys *out)
+int psp_model_keys_parse(const void *blob, size_t len, struct psp_model_keys *out)
 {
 	const uint8_t *b = blob;
 	uint32_t total, clen;
 
-	if (!b || !out || len < SIM_PSP_KEYS_HDR_SIZE || memcmp(b, SIM_PSP_KEYS_MAGIC, 8) ||
-	    le32(b + 8) != SIM_PSP_KEYS_VERSION)
+	if (!b || !out || len < PSP_MODEL_KEYS_HDR_SIZE || memcmp(b, PSP_MODEL_KEYS_MAGIC, 8) ||
+	    le32(b + 8) != PSP_MODEL_KEYS_VERSION)
 		return -1;
 	total = le32(b + 0x0C);
 	clen = le32(b + 0x90);
-	if (total > len || total < SIM_PSP_KEYS_HDR_SIZE || clen > total - SIM_PSP_KEYS_HDR_SIZE ||
-	    clen > SIM_PSP_CERTS_MAX)
+	if (total > len || total < PSP_MODEL_KEYS_HDR_SIZE ||
+	    clen > total - PSP_MODEL_KEYS_HDR_SIZE || clen > PSP_MODEL_CERTS_MAX)
 		return -1;
 	memset(out, 0, sizeof(*out));
 	out->reported_tcb = le64(b + 0x10);
@@ -80,12 +80,12 @@ int sim_psp_keys_parse(const void *blob, size_t len, struct sim_psp_keys *out)
 	out->cpuid_step = b[0x1A];
 	memcpy(out->chip_id, b + 0x20, 64);
 	memcpy(out->vcek_d, b + 0x60, 48);
-	out->cert_table = clen ? b + SIM_PSP_KEYS_HDR_SIZE : NULL;
+	out->cert_table = clen ? b + PSP_MODEL_KEYS_HDR_SIZE : NULL;
 	out->cert_table_len = clen;
 	return 0;
 }
 
-void sim_psp_reset(void)
+void psp_model_reset(void)
 {
 	memzero_explicit(&psp, sizeof(psp));
 }
@@ -107,16 +107,18 @@ static void free_vcek(mbedtls_ecp_group *grp, mbedtls_mpi *d)
 	mbedtls_ecp_group_free(grp);
 }
 
-int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
-		 const uint8_t measurement[48], uint64_t policy, sim_psp_rng_fn rng, void *rng_ctx)
+int psp_model_init(const uint8_t vmpck0[32], const struct psp_model_keys *keys,
+		   const uint8_t measurement[48], uint64_t policy, psp_model_rng_fn rng,
+		   void *rng_ctx)
 {
 	static const char label[] = "csvsm sim-psp key-derivation root v1";
 	mbedtls_ecp_group grp;
 	mbedtls_mpi d;
 	int rc;
 
-	sim_psp_reset();
-	if (!vmpck0 || !keys || !measurement || !rng || keys->cert_table_len > SIM_PSP_CERTS_MAX ||
+	psp_model_reset();
+	if (!vmpck0 || !keys || !measurement || !rng ||
+	    keys->cert_table_len > PSP_MODEL_CERTS_MAX ||
 	    (keys->cert_table_len && !keys->cert_table))
 		return -1;
 	/* The PSP's own state: wiped on every termination path (base/secret.c). */
@@ -138,14 +140,14 @@ int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
 	    mbedtls_md_hmac(mbedtls_md_info_from_type(MBEDTLS_MD_SHA384), psp.keys.vcek_d,
 			    sizeof(psp.keys.vcek_d), (const uint8_t *)label, sizeof(label) - 1,
 			    psp.derive_secret)) {
-		sim_psp_reset();
+		psp_model_reset();
 		return -1;
 	}
 	psp.ready = true;
 	return 0;
 }
 
-int sim_psp_set_vmpck(unsigned id, const uint8_t key[SNP_VMPCK_LEN])
+int psp_model_set_vmpck(unsigned id, const uint8_t key[SNP_VMPCK_LEN])
 {
 	static const uint8_t zero[SNP_VMPCK_LEN];
 	/* Once per launch, as on hardware: a second install would restart the
@@ -157,7 +159,7 @@ int sim_psp_set_vmpck(unsigned id, const uint8_t key[SNP_VMPCK_LEN])
 	return 0;
 }
 
-void sim_psp_set_shared_pages(gpa_t req_gpa, gpa_t resp_gpa, gpa_t data_gpa, uint64_t npages)
+void psp_model_set_shared_pages(gpa_t req_gpa, gpa_t resp_gpa, gpa_t data_gpa, uint64_t npages)
 {
 	psp.req_gpa = req_gpa;
 	psp.resp_gpa = resp_gpa;
@@ -165,17 +167,17 @@ void sim_psp_set_shared_pages(gpa_t req_gpa, gpa_t resp_gpa, gpa_t data_gpa, uin
 	psp.data_npages = npages;
 }
 
-void sim_psp_certs(const uint8_t **table, size_t *len)
+void psp_model_certs(const uint8_t **table, size_t *len)
 {
 	*table = psp.ready && psp.keys.cert_table_len ? psp.certs : NULL;
 	*len = psp.ready ? psp.keys.cert_table_len : 0;
 }
 
-uint64_t sim_psp_served(void)
+uint64_t psp_model_served(void)
 {
 	return psp.served;
 }
-uint64_t sim_psp_refused(void)
+uint64_t psp_model_refused(void)
 {
 	return psp.refused;
 }
@@ -222,9 +224,9 @@ static uint32_t make_report(const struct snp_report_req *req, struct snp_report_
 	r.cpuid_step = psp.keys.cpuid_step;
 	memcpy(r.chip_id, psp.keys.chip_id, sizeof(r.chip_id));
 	r.committed_tcb = psp.keys.reported_tcb;
-	r.current_build = r.committed_build = SIM_PSP_FW_BUILD;
-	r.current_minor = r.committed_minor = SIM_PSP_FW_MINOR;
-	r.current_major = r.committed_major = SIM_PSP_FW_MAJOR;
+	r.current_build = r.committed_build = PSP_MODEL_FW_BUILD;
+	r.current_minor = r.committed_minor = PSP_MODEL_FW_MINOR;
+	r.current_major = r.committed_major = PSP_MODEL_FW_MAJOR;
 	r.launch_tcb = psp.keys.reported_tcb;
 
 	mbedtls_mpi_init(&sr);
@@ -331,7 +333,7 @@ static void make_key(const struct snp_key_req *req, struct snp_key_rsp *rsp)
 	rsp->status = SNP_FW_STATUS_OK;
 }
 
-uint32_t sim_psp_handle(const void *req_page, void *resp_page)
+uint32_t psp_model_handle(const void *req_page, void *resp_page)
 {
 	static union {
 		struct snp_report_req report;
@@ -405,7 +407,7 @@ static void set_result(struct ghcb *g, uint64_t info1, uint64_t info2)
 	__atomic_store_n(&g->sw_exit_info_2, info2, __ATOMIC_RELAXED);
 }
 
-void sim_psp_ghcb_exit(struct percpu *cpu, struct ghcb *g)
+void psp_model_ghcb_exit(struct percpu *cpu, struct ghcb *g)
 {
 	uint64_t code = __atomic_load_n(&g->sw_exit_code, __ATOMIC_RELAXED);
 	bool ext = code == SVM_VMGEXIT_EXT_GUEST_REQUEST;
@@ -449,6 +451,6 @@ void sim_psp_ghcb_exit(struct percpu *cpu, struct ghcb *g)
 		}
 	}
 	set_result(g, GHCB_RESULT_OK,
-		   sim_psp_handle((const void *)(uintptr_t)req, (void *)(uintptr_t)resp));
+		   psp_model_handle((const void *)(uintptr_t)req, (void *)(uintptr_t)resp));
 	(void)cpu;
 }

@@ -29,13 +29,13 @@
 struct ghcb;
 struct percpu;
 
-#define SIM_PSP_KEYS_MAGIC    "CSVSMPSK"
-#define SIM_PSP_KEYS_VERSION  1u
-#define SIM_PSP_KEYS_HDR_SIZE 0x98u
-#define SIM_PSP_KEYS_FW_CFG   "opt/csvsm/psp-keys"
-#define SIM_PSP_CERTS_MAX     (16u * 1024u)
+#define PSP_MODEL_KEYS_MAGIC	"CSVSMPSK"
+#define PSP_MODEL_KEYS_VERSION	1u
+#define PSP_MODEL_KEYS_HDR_SIZE 0x98u
+#define PSP_MODEL_KEYS_FW_CFG	"opt/csvsm/psp-keys"
+#define PSP_MODEL_CERTS_MAX	(16u * 1024u)
 
-struct sim_psp_keys {
+struct psp_model_keys {
 	uint8_t vcek_d[48]; /* P-384 private scalar, big-endian */
 	uint64_t reported_tcb;
 	uint8_t chip_id[64];
@@ -45,10 +45,10 @@ struct sim_psp_keys {
 };
 
 /* Parse a psp-keys blob; *out points into blob for the certificate table. 0 or -1. */
-int sim_psp_keys_parse(const void *blob, size_t len, struct sim_psp_keys *out);
+int psp_model_keys_parse(const void *blob, size_t len, struct psp_model_keys *out);
 
 /* RNG for the ECDSA nonce (mbedTLS f_rng signature: 0 on success). */
-typedef int (*sim_psp_rng_fn)(void *ctx, unsigned char *buf, size_t len);
+typedef int (*psp_model_rng_fn)(void *ctx, unsigned char *buf, size_t len);
 
 /*
  * Set the PSP up: VMPCK0 (the copy csvsm also holds), the keys (copied,
@@ -56,41 +56,42 @@ typedef int (*sim_psp_rng_fn)(void *ctx, unsigned char *buf, size_t len);
  * the guest POLICY and an RNG. Returns 0, or -1 when the VCEK is not a
  * valid P-384 key or the table is too large.
  */
-int sim_psp_init(const uint8_t vmpck0[32], const struct sim_psp_keys *keys,
-		 const uint8_t measurement[48], uint64_t policy, sim_psp_rng_fn rng, void *rng_ctx);
-/* Install VMPCK1..3 (id 1..3) after sim_psp_init, once each: requests under that key are
- * then served. -1 for another id, a second install or before sim_psp_init. */
-int sim_psp_set_vmpck(unsigned id, const uint8_t key[32]);
+int psp_model_init(const uint8_t vmpck0[32], const struct psp_model_keys *keys,
+		   const uint8_t measurement[48], uint64_t policy, psp_model_rng_fn rng,
+		   void *rng_ctx);
+/* Install VMPCK1..3 (id 1..3) after psp_model_init, once each: requests under that key are
+ * then served. -1 for another id, a second install or before psp_model_init. */
+int psp_model_set_vmpck(unsigned id, const uint8_t key[32]);
 /* The certificate table the extended request returns (NULL, 0 when none). */
-void sim_psp_certs(const uint8_t **table, size_t *len);
+void psp_model_certs(const uint8_t **table, size_t *len);
 /*
  * The pages csvsm shares for guest requests (the same as guest_req_init's).
  * The sim hypervisor serves no other GPAs: it has no RMP to tell shared
- * pages from csvsm's private memory. Call after sim_psp_init (which resets).
+ * pages from csvsm's private memory. Call after psp_model_init (which resets).
  */
-void sim_psp_set_shared_pages(gpa_t req_gpa, gpa_t resp_gpa, gpa_t data_gpa, uint64_t npages);
+void psp_model_set_shared_pages(gpa_t req_gpa, gpa_t resp_gpa, gpa_t data_gpa, uint64_t npages);
 /* Forget all keys. */
-void sim_psp_reset(void);
+void psp_model_reset(void);
 
 /* Default guest POLICY: ABI 0.0, SMT allowed, reserved bit 17 set. */
-#define SIM_PSP_DEFAULT_POLICY 0x30000ull
+#define PSP_MODEL_DEFAULT_POLICY 0x30000ull
 
 /*
  * The firmware part: one request page in, one response page out. Returns
  * the firmware error for sw_exit_info_2[31:0] (0 = a response was written).
  */
-uint32_t sim_psp_handle(const void *req_page, void *resp_page);
+uint32_t psp_model_handle(const void *req_page, void *resp_page);
 
 /*
- * The hypervisor part, called from sim_hv_ghcb_exit for
+ * The hypervisor part, called from ghcb_host_ghcb_exit for
  * SVM_VMGEXIT_GUEST_REQUEST / SVM_VMGEXIT_EXT_GUEST_REQUEST: reads the GPAs
  * from the GHCB (identity-mapped), serves the request, writes
  * sw_exit_info_1/2 (and RBX = pages needed on INVALID_LEN).
  */
-void sim_psp_ghcb_exit(struct percpu *cpu, struct ghcb *g);
+void psp_model_ghcb_exit(struct percpu *cpu, struct ghcb *g);
 
 /* Requests served / refused (diagnostics and tests). */
-uint64_t sim_psp_served(void);
-uint64_t sim_psp_refused(void);
+uint64_t psp_model_served(void);
+uint64_t psp_model_refused(void);
 
 #endif
