@@ -39,7 +39,7 @@ COMMON   := -std=gnu11 -O2 -g $(WARN) $(INCS) -fno-strict-aliasing
 # code models can address absolutely (docs/igvm.md); --no-relax keeps GOT
 # loads the linker could only relax into 32-bit absolute operands.
 IMAGE_CFLAGS := $(COMMON) -ffreestanding -fpie -mno-red-zone \
-                -mgeneral-regs-only -fno-stack-protector \
+                -mgeneral-regs-only -fno-stack-protector -fstack-clash-protection \
                 -fno-asynchronous-unwind-tables -nostdinc \
                 -isystem $(shell $(CC) -print-file-name=include) -DCSVSM_IMAGE
 IMAGE_ASFLAGS := $(IMAGE_CFLAGS) -D__ASSEMBLY__

@@ -77,11 +77,15 @@ static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned
 	}
 	if (rc == 0 && !unchanged)
 		host_swapped_page(gpa, bytes);
-	accept_forget(gpa, bytes);
+	/* A 2M request over 4K RMP entries (a host backing with 4K pages, or a
+	 * PSMASH, which keeps the pages validated): the guest retries as 4K
+	 * pages (OVMF, Linux), each of which must still be served once from
+	 * the record, so nothing is forgotten until a page is served. */
 	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
 		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
 	if (rc)
 		return insn_err(rc);
+	accept_forget(gpa, bytes);
 	STAT_INC(pval_stats.preaccepted[psize == RMP_PG_SIZE_2M]);
 	guest_mem_set_validated(gpa, bytes, true);
 	memset(guest_mem_ptr(gpa), 0, bytes);

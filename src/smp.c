@@ -12,6 +12,10 @@
 #include "mm/pool.h"
 
 #define AP_STACK_SIZE (64 * 1024)
+/* Larger than any frame that is not probed: csvsm's own code is built with
+ * -fstack-clash-protection (IMAGE_CFLAGS, Makefile), Debian's libtpms and libcrypto
+ * are not, and their largest frame is 0x2c40 bytes (RSAZ_exp52x20_x2_256). */
+#define AP_STACK_GUARD (16 * 1024)
 
 static void (*volatile smp_work)(struct percpu *);
 static volatile uint32_t smp_done;
@@ -42,16 +46,17 @@ unsigned smp_start_aps(unsigned wanted)
 		cpu->id = i;
 		/* QEMU numbers a single socket's APIC IDs 0..n-1; snp reads the MADT. */
 		cpu->apic_id = smp_apic_id_of ? smp_apic_id_of(i) : i;
-		/* A guard page under each AP stack: the pool hands out pages in
-		 * order, so without it an overflow would run into the previous
-		 * vCPU's GHCB, shared with the host (issue 15 item 5). With it the
+		/* Guard pages under each AP stack: the pool hands out pages in
+		 * order, so without them an overflow would run into the previous
+		 * vCPU's GHCB, shared with the host (issue 15 item 5). With them the
 		 * overflow faults; with no other stack to take the fault on, the
 		 * #DF that follows cannot be delivered either and the vCPU shuts
 		 * down (APM vol. 2 §8.2.9): the VM ends, nothing leaks. */
-		uint8_t *stack = pool_alloc(PAGE_SIZE + AP_STACK_SIZE, PAGE_SIZE);
-		if (pgtable_set_guard((vaddr_t)(uintptr_t)stack) != 0)
-			panic("vCPU %u: no guard page for its stack", i);
-		cpu->stack_top = (vaddr_t)(uintptr_t)(stack + PAGE_SIZE + AP_STACK_SIZE);
+		uint8_t *stack = pool_alloc(AP_STACK_GUARD + AP_STACK_SIZE, PAGE_SIZE);
+		for (unsigned g = 0; g < AP_STACK_GUARD; g += PAGE_SIZE)
+			if (pgtable_set_guard((vaddr_t)(uintptr_t)(stack + g)) != 0)
+				panic("vCPU %u: no guard pages for its stack", i);
+		cpu->stack_top = (vaddr_t)(uintptr_t)(stack + AP_STACK_GUARD + AP_STACK_SIZE);
 		cpu->ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 		cpu->ghcb_gpa = (gpa_t)(uintptr_t)cpu->ghcb;
 		if (platform->start_ap(cpu) != 0) {
@@ -59,9 +64,11 @@ unsigned smp_start_aps(unsigned wanted)
 				   cpu_count);
 			break;
 		}
-		uint64_t t0 = timer_us();
+		uint64_t t0 = timer_us(), spins = 0;
 		while (!__atomic_load_n(&cpu->online, __ATOMIC_ACQUIRE)) {
-			if (timer_us() - t0 > 2000000) {
+			/* 2 s of the host's TSC, or a bounded number of tries when
+			 * the host's time stands still. */
+			if (timer_us() - t0 > 2000000 || ++spins > 2000000000ULL) {
 				con_printf("csvsm: vCPU %u did not come online in 2 s; continuing "
 					   "with %u\n",
 					   i, cpu_count);

@@ -150,8 +150,13 @@ static int fw_host_ranges(struct mem_range *out, unsigned max)
 	for (unsigned k = 0; k < bb.n_ranges; k++) {
 		uint32_t kind = bb.ranges[k].kind;
 		launch[k] = (struct mem_range){bb.ranges[k].gpa, bb.ranges[k].gpa + bb.ranges[k].size};
-		if (kind != CSVSM_IGVM_RANGE_FW_ZERO && kind != CSVSM_IGVM_RANGE_SECRETS &&
-		    kind != CSVSM_IGVM_RANGE_CPUID && kind != CSVSM_IGVM_RANGE_CAA)
+		/* The firmware's own sections only: the secrets and CPUID pages
+		 * count when they are the firmware's metadata pages, not csvsm's
+		 * fallback pages in its launch area. */
+		bool fw = kind == CSVSM_IGVM_RANGE_FW_ZERO || kind == CSVSM_IGVM_RANGE_CAA ||
+			  (kind == CSVSM_IGVM_RANGE_SECRETS && (bb.flags & CSVSM_IGVM_F_SECRETS_IN_FW)) ||
+			  (kind == CSVSM_IGVM_RANGE_CPUID && (bb.flags & CSVSM_IGVM_F_CPUID_IN_FW));
+		if (!fw || launch[k].end > CSVSM_IGVM_BOOT_BLOCK_GPA)
 			continue;
 		span.start = MIN(span.start, launch[k].start);
 		span.end = MAX(span.end, launch[k].end);

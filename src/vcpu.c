@@ -64,7 +64,7 @@ bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
 	vcpu_state_lock();
 	struct guest_vmsa_slot *s = vcpu_find_apic(apic_id);
 	if (s) {
-		s->running = true;
+		__atomic_store_n(&s->running, true, __ATOMIC_RELEASE);
 		*vmsa = s->vmsa;
 		*caa = s->caa;
 	}
@@ -77,7 +77,7 @@ void vcpu_serve_end(gpa_t vmsa)
 	vcpu_state_lock();
 	struct guest_vmsa_slot *s = vcpu_find(vmsa);
 	if (s)
-		s->running = false;
+		__atomic_store_n(&s->running, false, __ATOMIC_RELEASE);
 	vcpu_state_unlock();
 }
 
@@ -89,12 +89,21 @@ struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 	return NULL;
 }
 
+/*
+ * The VMSA to serve for an APIC ID: the newest one. A guest replaces a
+ * vCPU's VMSA by creating the new one before it deletes the old (Linux
+ * wakeup_cpu_via_vmgexit: snp_set_vmsa, AP creation, then
+ * snp_cleanup_vmsa of the old), so for a while two slots share the ID; the
+ * host runs the new one, and the old one must not be read or marked.
+ */
 struct guest_vmsa_slot *vcpu_find_apic(uint32_t apic_id)
 {
+	struct guest_vmsa_slot *best = NULL;
 	for (unsigned i = 0; i < MAX_GUEST_VCPUS; i++)
-		if (slots[i].used && slots[i].apic_id == apic_id)
-			return &slots[i];
-	return NULL;
+		if (slots[i].used && slots[i].apic_id == apic_id &&
+		    (!best || slots[i].gen > best->gen))
+			best = &slots[i];
+	return best;
 }
 
 /*
@@ -177,8 +186,9 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 		guest_mem_unprotect(vmsa_gpa);
 		return SVSM_ERR_INVALID_ADDRESS;
 	}
+	static uint64_t next_gen;
 	*s = (struct guest_vmsa_slot){
-	    .used = true, .vmsa = vmsa_gpa, .caa = caa, .apic_id = apic_id};
+	    .used = true, .vmsa = vmsa_gpa, .caa = caa, .apic_id = apic_id, .gen = ++next_gen};
 	return SVSM_SUCCESS;
 }
 
@@ -205,8 +215,15 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 				 timer_us() - w0 < vcpu_delete_wait_us;
 	     tries++) {
 		__atomic_fetch_add(&vcpu_delete_waits, 1, __ATOMIC_RELAXED);
+		/* Watch the flag with the lock released (the lock is not fair:
+		 * retaking it at once would starve serve_end and every other
+		 * vCPU's requests), then retake it and look again. */
 		vcpu_state_unlock();
-		cpu_relax();
+		while (__atomic_load_n(&s->running, __ATOMIC_ACQUIRE) &&
+		       tries < vcpu_delete_wait_tries && timer_us() - w0 < vcpu_delete_wait_us) {
+			cpu_relax();
+			tries++;
+		}
 		vcpu_state_lock();
 		if (!(s = vcpu_find(vmsa_gpa)))
 			return SVSM_ERR_INVALID_PARAMETER;

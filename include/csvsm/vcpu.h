@@ -15,6 +15,7 @@ struct guest_vmsa_slot {
 	gpa_t vmsa, caa;
 	uint32_t apic_id;
 	bool running;
+	uint64_t gen; /* creation order: the newest VMSA of an APIC ID is served */
 };
 
 uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r);

@@ -645,6 +645,23 @@ static void test_pvalidate_swapped_frame_refused(void **state)
 	assert_int_equal(pval1(svsm_pval_entry(PG(20), false, true, true), &next), SVSM_SUCCESS);
 }
 
+/* A pre-accepted 2M block the host PSMASHed (or backs with 4K pages): the
+ * 2M PVALIDATE is SIZEMISMATCH, and the guest's 512 4K retries are each
+ * served once from the record (review finding: the record was forgotten
+ * on SIZEMISMATCH and every retry answered FAIL_NO_CHANGE). */
+static void test_pvalidate_preaccepted_2m_over_4k(void **state)
+{
+	uint16_t next;
+	assert_true(accept_is_preaccepted(BLOCK(1), PAGE_SIZE_2M));
+	assert_int_equal(rmp_hv_psmash(BLOCK(1)), 0);
+	assert_int_equal(pval1(ent2m(BLOCK(1), true), &next), SVSM_PVALIDATE_FAIL_SIZEMISMATCH);
+	assert_true(accept_is_preaccepted(BLOCK(1), PAGE_SIZE_2M));
+	for (gpa_t g = BLOCK(1); g < BLOCK(2); g += PAGE_SIZE)
+		assert_int_equal(pval1(ent4k(g, true), &next), SVSM_SUCCESS);
+	assert_false(accept_is_preaccepted(BLOCK(1), PAGE_SIZE));
+	assert_int_equal(pval1(ent4k(BLOCK(1), true), &next), SVSM_PVALIDATE_FAIL_NO_CHANGE);
+}
+
 static void test_pvalidate_rescind_validate_4k(void **state)
 {
 	gpa_t g = PG(20);
@@ -1269,6 +1286,23 @@ static void test_delete_vcpu_waits_for_service(void **state)
 	assert_null(vcpu_find(vmsa));
 }
 
+/* A replaced vCPU (Linux creates the new VMSA, then deletes the old): while
+ * both exist the newest is served, and the old one deletes at once. */
+static void test_replaced_vcpu_serves_newest(void **state)
+{
+	gpa_t old = PG(4), new = PG(6), got, caa;
+	make_vmsa(old, GUEST_VMPL, EFER_SVME, 0);
+	make_vmsa(new, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(old, PG(5), 12), SVSM_SUCCESS);
+	assert_int_equal(create(new, PG(7), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_begin(12, &got, &caa));
+	assert_int_equal(got, new);
+	assert_int_equal(caa, PG(7));
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, old, 0, 0, NULL), SVSM_SUCCESS);
+	vcpu_serve_end(new);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, new, 0, 0, NULL), SVSM_SUCCESS);
+}
+
 /* A DELETE_VCPU of a VMSA csvsm serves past the bound: FAIL_INUSE, nothing changed. */
 static void test_delete_vcpu_while_served(void **state)
 {
@@ -1388,6 +1422,7 @@ int main(void)
 	    T(test_pvalidate_nothing_done_on_later_bad),
 	    T(test_pvalidate_preaccepted),
 	    T(test_pvalidate_swapped_frame_refused),
+	    T(test_pvalidate_preaccepted_2m_over_4k),
 	    T(test_pvalidate_rescind_validate_4k),
 	    T(test_rescinded_page_not_touched),
 	    T(test_pvalidate_rescind_validate_2m),
@@ -1410,6 +1445,7 @@ int main(void)
 	    T(test_create_vcpu_waits_for_csvsm_writes_in_flight),
 	    T(test_delete_vcpu_while_served),
 	    T(test_delete_vcpu_waits_for_service),
+	    T(test_replaced_vcpu_serves_newest),
 	    T(test_no_service_after_wipe),
 	    T(test_create_vcpu_many),
 	    T(test_query_protocol),
