@@ -146,7 +146,12 @@ host-cmdline: all
 	@tools/host-cmdline.sh $(BUILD)/csvsm.igvm $(or $(SMP),4) $(or $(MEM),8G) $(or $(CBITPOS),51) $(or $(KVM),coconut)
 -include $(shell find $(BUILD) -path $(BUILD)/guests -prune -o -name '*.d' -type f -print 2>/dev/null)
 
-# The objects of csvsm's image, for tests/tools/layers.sh.
+# The objects of csvsm's image, the host library's sources and the models,
+# for tests/tools/layers.sh.
 print-image-objs:
 	@echo $(CSVSM_IMAGE_OBJS)
-.PHONY: print-image-objs
+print-host-srcs:
+	@echo $(HOST_SRCS)
+print-model-srcs:
+	@echo $(MODEL_SRCS)
+.PHONY: print-image-objs print-host-srcs print-model-srcs

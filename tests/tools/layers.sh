@@ -12,7 +12,14 @@
 # build/csvsm.elf is never defined by a layer-1 or layer-2 object, and one
 # of a layer-1 object never by a layer-2 object. Nothing includes up: files
 # of layers 0 and 1 include no header of src/ (include/csvsm/) and layer-0
-# files include no layer-1 header. TAP; run after `make`.
+# files include no layer-1 header.
+# The models (tests/snpm/model/: RMP, PSP, GHCB host, device policy, the
+# RMP audit, the PVH entry) live only there and never in the image: no
+# object of build/csvsm.elf comes from tests/, every MODEL_SRCS file is under
+# tests/snpm/model/, the product rooms (base/ mm/ tpm/ attest/ src/ and
+# their include/ headers) hold only sources of the image or of the host
+# library the host tools link, and no product file includes a header of
+# tests/snpm/model/ outside an #ifdef CSVSM_HOST block. TAP; run after `make`.
 set -u
 cd "$(dirname "$0")/../.."
 n=0 fails=0
@@ -73,5 +80,39 @@ done >"$tmp/inc"
 sed 's/^/# /' "$tmp/inc" | head -n 40
 if [ -s "$tmp/inc" ]; then nok "no file includes a header of a higher layer ($(wc -l <"$tmp/inc") found)"
 else ok "no file of layers 0 and 1 includes a header of a higher layer"; fi
+
+# The models: never in the image, only under tests/snpm/model/.
+bad=$(for o in $objs; do case "$o" in *build/image/tests/*) echo "$o" ;; esac; done)
+if [ -n "$bad" ]; then nok "no object of build/csvsm.elf comes from tests/: $(echo $bad)"
+else ok "no object of build/csvsm.elf comes from tests/ (no model in the image)"; fi
+models=$(make -s print-model-srcs 2>/dev/null)
+bad=$(for f in $models; do case "$f" in tests/snpm/model/*) [ -f "$f" ] || echo "$f" ;; *) echo "$f" ;; esac; done)
+if [ -z "$models" ] || [ -n "$bad" ]; then nok "every model source is a file under tests/snpm/model/ (${bad:-MODEL_SRCS empty})"
+else ok "every model source is a file under tests/snpm/model/ ($(echo $models | wc -w) files)"; fi
+# Every source of a product room is an image object or host-library source.
+host=$(make -s print-host-srcs 2>/dev/null)
+for f in $(git ls-files 'base/*' 'mm/*' 'tpm/*' 'attest/*' 'src/*' | grep -E '\.(c|S)$'); do
+	case " $objs " in *" build/image/${f%.*}.o "*) continue ;; esac
+	case " $host " in *" $f "*) continue ;; esac
+	echo "$f"
+done >"$tmp/stray"
+sed 's/^/# not in the image nor the host library: /' "$tmp/stray" | head -n 40
+if [ -s "$tmp/stray" ]; then nok "the product rooms hold only image and host-tool sources ($(wc -l <"$tmp/stray") others)"
+else ok "the product rooms hold only image and host-tool sources"; fi
+# No product file includes a model header, except for the host build.
+for f in $(git ls-files 'base/*' 'mm/*' 'tpm/*' 'attest/*' 'src/*' 'include/*' 'tools/*' | grep -E '\.(c|h|S)$'); do
+	awk -v f="$f" '
+	/^[ \t]*#[ \t]*if/ { host = ($0 ~ /^[ \t]*#[ \t]*(ifdef[ \t]+CSVSM_HOST|if[ \t]+defined\(CSVSM_HOST\))/);
+		neg = ($0 ~ /^[ \t]*#[ \t]*(ifndef[ \t]+CSVSM_HOST|if[ \t]+!defined\(CSVSM_HOST\))/);
+		d++; h[d] = host; g[d] = neg; next }
+	/^[ \t]*#[ \t]*else/ { if (d) { t = h[d]; h[d] = g[d]; g[d] = t } next }
+	/^[ \t]*#[ \t]*endif/ { if (d) d--; next }
+	/^[ \t]*#[ \t]*include[ \t]*"tests\/snpm\/model\// {
+		ok = 0; for (i = 1; i <= d; i++) if (h[i]) ok = 1
+		if (!ok) print f ":" NR ": " $0 }' "$f"
+done >"$tmp/model-inc"
+sed 's/^/# /' "$tmp/model-inc" | head -n 40
+if [ -s "$tmp/model-inc" ]; then nok "no product file includes a tests/snpm/model/ header outside CSVSM_HOST ($(wc -l <"$tmp/model-inc") found)"
+else ok "no product file includes a tests/snpm/model/ header outside CSVSM_HOST"; fi
 echo "$n passed, $fails failed"
 [ "$fails" -eq 0 ]
