@@ -28,7 +28,8 @@ ATTEST_FUZZ_CC   ?= clang
 FUZZ_ATTEST      := $(BUILD)/fuzz/fuzz_attest_proto
 FUZZ_ATTEST_SRCS := tests/fuzz/fuzz_attest_proto.c attest/attest_proto.c attest/manifest.c \
                     attest/guest_req.c tests/snpm/model/psp.c attest/certtable.c attest/report.c \
-                    mm/guest_mem.c mm/memmap.c mm/cmdline.c base/ghcb.c base/secret.c tests/fake/console_host.c
+                    mm/guest_mem.c mm/memmap.c mm/cmdline.c base/ghcb.c base/secret.c tests/fake/console_host.c \
+                    tests/fake/insn_fake.c
 $(FUZZ_ATTEST): $(FUZZ_ATTEST_SRCS) include/attest/attest_proto.h include/attest/guest_req.h
 	@mkdir -p $(dir $@)
 	$(ATTEST_FUZZ_CC) -std=gnu11 -O1 -g $(WARN) $(INCS) -DCSVSM_HOST \
