@@ -101,8 +101,12 @@ $(BUILD)/$(1): $$($(1)_SRCS) $(HOST_LIB)
 endef
 $(foreach t,$(TOOLS),$(eval $(call tool_rule,$(t))))
 
-# Every Debian package the project needs; `make run` and `make test` depend on it.
-deps:
+# Every Debian package the project needs; `make run` and `make test` depend on
+# it. The packages come first (deps-pkgs): the other deps-* steps, such as
+# tests/linux/linux.mk's guest fetch, use their tools (modinfo, cpio) and
+# name deps-pkgs as a prerequisite, so that a new machine needs one `make deps`.
+deps: deps-pkgs
+deps-pkgs:
 	@missing=""; for p in $(DEPS_PKGS); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$p"; \
 	done; \
@@ -138,7 +142,7 @@ format:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps test run bench format clean host-cmdline
+.PHONY: all deps deps-pkgs test run bench format clean host-cmdline
 
 # The QEMU command line for a real SEV-SNP host and the MEASUREMENT it gives
 # (docs/hardware.md): make host-cmdline [SMP=4] [MEM=8G] [CBITPOS=51] [KVM=coconut|upstream]

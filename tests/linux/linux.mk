@@ -29,7 +29,7 @@ EXTRA_ALL += $(LINUX_INITRAMFS)
 TEST_SCRIPTS += tests/linux/boot-plain.sh tests/linux/linux.sh
 
 deps: deps-guests
-deps-guests:
+deps-guests: deps-pkgs
 	@tests/linux/fetch-guests.sh $(BUILD)
 
 # build/guests/versions changes whenever something fetched or built does
