@@ -257,3 +257,25 @@ int ghcb_run_vmpl_check(const struct ghcb *g)
 {
 	return ghcb_check_result(g, NULL) == GHCB_STATUS_OK ? 0 : -1;
 }
+
+int ghcb_run_vmpl_result(const struct ghcb *g)
+{
+	uint64_t info2 = 0;
+	enum ghcb_status st = ghcb_check_result(g, &info2);
+	if (st == GHCB_STATUS_OK)
+		return 0;
+	return st == GHCB_STATUS_ERROR && info2 == GHCB_ERR_INVALID_EVENT ? 1 : -1;
+}
+
+void ghcb_hv_doorbell_fill(struct ghcb *g, unsigned op, gpa_t gpa)
+{
+	ghcb_prepare(g, SVM_VMGEXIT_HV_DOORBELL, op, gpa);
+}
+
+int ghcb_hv_doorbell_check(const struct ghcb *g, gpa_t gpa)
+{
+	uint64_t info2 = 0;
+	if (ghcb_check_result(g, &info2) != GHCB_STATUS_OK)
+		return -1;
+	return info2 == gpa ? 0 : -1;
+}

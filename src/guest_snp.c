@@ -23,6 +23,7 @@
 #include "csvsm/boot.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"
+#include "csvsm/hv_doorbell.h"
 #include "csvsm/igvm_boot.h"
 #include "base/platform.h"
 #include "base/secret.h"
@@ -133,24 +134,77 @@ static void serve(struct guest_vcpu *gv, struct vmsa *v)
 }
 
 /*
- * The request loop of one vCPU. A return from RUN_VMPL means the guest's
- * vCPU asked for VMPL0 (its VMSA says VMGEXIT) or has nothing to run yet;
- * only a pending call in its calling area is served (src/requests.c).
+ * The VMPL switch (reference §4.1, §4.3): the GHCB RUN_VMPL event, or the
+ * MSR protocol's VMPL request (0x016/0x017) on a host that answers RUN_VMPL
+ * as an event it does not know (GHCB_ERR_INVALID_EVENT). Both are the
+ * planes KVM's (PATCH 58/60 "kvm: svm: Invoke a specified VMPL level VMSA
+ * for the vCPU": sev_snp_run_vmpl and the GHCB_MSR_VMPL_REQ case). 0 when
+ * the guest VMPL ran and came back, -1 when the host refused to run it.
+ */
+static bool msr_switch;
+
+static int run_guest_vmpl(struct percpu *cpu, unsigned vmpl)
+{
+	if (!__atomic_load_n(&msr_switch, __ATOMIC_RELAXED)) {
+		ghcb_run_vmpl_fill(cpu->ghcb, vmpl);
+		snp_ghcb_call(cpu, cpu->ghcb);
+		int r = ghcb_run_vmpl_result(cpu->ghcb);
+		if (r <= 0)
+			return r;
+		if (!__atomic_exchange_n(&msr_switch, true, __ATOMIC_RELAXED))
+			con_printf("csvsm: the host does not know GHCB RUN_VMPL: switching to VMPL%u "
+				   "through the GHCB MSR protocol (0x016)\n",
+				   vmpl);
+	}
+	return ghcb_msr_vmpl_check(platform->ghcb_msr_call(ghcb_msr_vmpl_req(vmpl)));
+}
+
+/*
+ * Whether this vCPU has a guest VMSA to run: the boot vCPU always; an AP
+ * once the guest has created its vCPU (CREATE_VCPU).
+ */
+static bool has_guest_vcpu(const struct percpu *cpu)
+{
+	gpa_t vmsa, caa;
+	return cpu->id == 0 || vcpu_lookup_apic(cpu->apic_id, &vmsa, &caa);
+}
+
+/*
+ * The request loop of one vCPU. A vCPU whose guest vCPU does not exist yet,
+ * or whose RUN_VMPL the host refuses, idles in HLT instead of asking again
+ * (coconut-svsm request_loop_main: NoMappings -> go_idle): HLT is an
+ * automatic exit the host resolves by running the guest VMPL once it has a
+ * VMSA, or by waking VMPL0 for an event; a loop of VMGEXITs would spin.
+ * When VMPL0 resumes (RUN_VMPL returned, or the HLT ended because the guest
+ * asked for VMPL0), only a pending call in the calling area is served
+ * (src/requests.c). While it is served the guest VMSA is not runnable: its
+ * EFER.SVME is clear, so a host that VMRUNs it meanwhile fails (APM vol. 2
+ * §15.5.1 VMRUN consistency checks; coconut-svsm vmm/execloop.rs
+ * enter_guest: vmsa.disable() after the switch, vmsa.enable() before the
+ * next). csvsm flushes the guest's translations at every permission change
+ * it makes while serving (vcpu_create, the core protocol's PVALIDATE), so
+ * the per-entry flush of coconut's loop adds nothing here.
  * Once any vCPU has begun to terminate, none serves again.
  */
 static __noreturn void request_loop(struct percpu *cpu, struct guest_vcpu *gv)
 {
+	hv_doorbell_register(cpu);
 	for (;;) {
 		if (secret_terminating())
 			platform->terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
-		ghcb_run_vmpl_fill(cpu->ghcb, gv->vmpl);
-		snp_ghcb_call(cpu, cpu->ghcb);
-		if (ghcb_run_vmpl_check(cpu->ghcb))
-			continue; /* nothing to run on this vCPU yet */
+		if (!has_guest_vcpu(cpu) || run_guest_vmpl(cpu, gv->vmpl))
+			cpu_halt();
+		if (secret_terminating())
+			continue;
 		gpa_t served;
 		struct vmsa *v = serve_begin(cpu, gv, &served);
-		if (v)
+		if (v) {
+			v->efer &= ~VMSA_EFER_SVME;
 			serve(gv, v);
+		}
+		hv_doorbell_report(cpu); /* its console exits, too, while SVME is clear */
+		if (v)
+			v->efer |= VMSA_EFER_SVME;
 		serve_end(served);
 	}
 }
@@ -195,6 +249,7 @@ __noreturn void snp_launch_guest(const struct guest_launch *gl)
 		   (unsigned long long)(uintptr_t)v);
 
 	/* csvsm's other vCPUs serve the guest's APs once it creates them. */
+	hv_doorbell_alloc();
 	smp_dispatch_aps(ap_request_loop);
 	static struct guest_vcpu bsp_gv;
 	bsp_gv = (struct guest_vcpu){.id = 0, .vmpl = gl->vmpl, .caa = gl->caa};

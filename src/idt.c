@@ -1,7 +1,7 @@
 /*
  * IDT and the fault dump. Every exception csvsm does not expect is fatal:
  * print vector, error code, RIP, CR2 and all registers, then end the VM with
- * a failure status. The snp #VC (29) is routed to its handler.
+ * a failure status. The snp #VC (29) and #HV (28) are routed to their handlers.
  */
 #include "arch/x86/insn.h"
 #include "base/console.h"
@@ -22,6 +22,7 @@ static struct idt_entry idt[32] __aligned(16);
 
 /* Optional #VC handler, set by the snp platform. Returns true if handled. */
 bool (*exception_vc_handler)(struct exc_frame *f);
+void (*exception_hv_handler)(struct exc_frame *f);
 
 void idt_init(void)
 {
@@ -54,6 +55,10 @@ void exception_dispatch(struct exc_frame *f)
 {
 	if (f->vector == 29 && exception_vc_handler && exception_vc_handler(f))
 		return;
+	if (f->vector == 28 && exception_hv_handler) {
+		exception_hv_handler(f);
+		return;
+	}
 	/* NMIs carry nothing for csvsm to handle (the SNP machine, which links
 	 * this IDT too, kicks its own CPUs with them). */
 	if (f->vector == 2)

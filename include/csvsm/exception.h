@@ -17,5 +17,7 @@ void exception_dispatch(struct exc_frame *f);
 
 /* The snp #VC handler (src/vc.c vc_exception), NULL elsewhere; true when handled. */
 extern bool (*exception_vc_handler)(struct exc_frame *f);
+/* Optional #HV (vector 28) handler, set by the snp platform (src/hv_doorbell.c). */
+extern void (*exception_hv_handler)(struct exc_frame *f);
 
 #endif

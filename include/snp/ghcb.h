@@ -51,6 +51,7 @@
 #define SVM_VMGEXIT_GUEST_REQUEST     0x80000011ULL
 #define SVM_VMGEXIT_EXT_GUEST_REQUEST 0x80000012ULL
 #define SVM_VMGEXIT_AP_CREATION	      0x80000013ULL
+#define SVM_VMGEXIT_HV_DOORBELL	      0x80000014ULL
 #define SVM_VMGEXIT_SNP_RUN_VMPL      0x80000018ULL
 #define SVM_VMGEXIT_HV_FEATURES	      0x8000FFFDULL
 #define SVM_VMGEXIT_TERMINATE	      0x8000FFFEULL
@@ -278,4 +279,42 @@ int ghcb_ap_create_check(const struct ghcb *g);
 /* Run at VMPL through the GHCB page (exit 0x80000018, Linux svsm_perform_ghcb_protocol). */
 void ghcb_run_vmpl_fill(struct ghcb *g, unsigned vmpl);
 int ghcb_run_vmpl_check(const struct ghcb *g);
+/*
+ * As ghcb_run_vmpl_check, but tells a host that does not know the event
+ * (GHCB_ERR_INVALID_EVENT: KVM's sev_es_validate_vmgexit default case, a
+ * KVM without the planes series' RUN_VMPL) apart: returns 1 for that, 0 for
+ * success, -1 for any other refusal.
+ */
+int ghcb_run_vmpl_result(const struct ghcb *g);
+
+/*
+ * The #HV doorbell page NAE event (exit 0x80000014; GHCB spec 56421 §4.1.x,
+ * KVM "Add support for the SEV-SNP #HV doorbell page NAE event",
+ * sev_snp_hv_doorbell_page): info_1 = op, info_2 = page GPA for SET. KVM
+ * answers SET and QUERY with the registered GPA in info_2, GET_PREFERRED
+ * with ~0 (no preference).
+ */
+#define GHCB_HVDB_GET_PREFERRED 0
+#define GHCB_HVDB_SET		1
+#define GHCB_HVDB_QUERY		2
+#define GHCB_HVDB_CLEAR		3
+void ghcb_hv_doorbell_fill(struct ghcb *g, unsigned op, gpa_t gpa);
+/* 0 if the host registered exactly `gpa` (SET/QUERY), else -1. */
+int ghcb_hv_doorbell_check(const struct ghcb *g, gpa_t gpa);
+
+/*
+ * The #HV doorbell page (GHCB spec 56421 §4.1.x "#HV doorbell page"; Linux
+ * RFC "x86/sev: Add support for the #HV doorbell page", struct
+ * sev_hv_doorbell_page; coconut-svsm kernel/src/sev/hv_doorbell.rs): byte
+ * 0 the pending vector, byte 1 flags (bit 0 NMI pending, bit 1 #MC
+ * pending, bit 7 NoFurtherSignal: the host injects no further #HV while it
+ * is set, KVM prepare_hv_injection), byte 2 NoEoiRequired.
+ */
+#define HVDB_VECTOR	       0
+#define HVDB_FLAGS	       1
+#define HVDB_NO_EOI	       2
+#define HVDB_FLAG_NMI	       (1u << 0)
+#define HVDB_FLAG_MC	       (1u << 1)
+#define HVDB_FLAG_NO_FURTHER   (1u << 7)
+#define X86_VECTOR_HV	       28
 #endif

@@ -458,6 +458,13 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          PCLMULQDQ
  *   snpm.e820=qemu|seabios the guest's memory map (IGVM MEMORY_MAP and fw_cfg
  *                          etc/e820): QEMU's (default) or the outer one's
+ *   snpm.nmi_vmpl0=1       an NMI for the boot vCPU's VMPL0 at the guest's
+ *                          launch, delivered through its #HV doorbell page
+ *   snpm.run_vmpl=ghcb|msr a host with the GHCB RUN_VMPL event (default), or
+ *                          one that answers it from VMPL0 as an unknown event
+ *                          (csvsm then switches with the MSR form, 0x016)
+ *   snpm.hv_doorbell_refuse=1  a host that refuses every #HV doorbell page
+ *                          (events for VMPL0 are then blocked)
  *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
@@ -482,6 +489,8 @@ static void machine_options(void)
 	snpm_refuse_boot_vmsa = option_is_1("snpm.refuse_boot_vmsa");
 	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
 	cpuid_hide_aes = option_is_1("snpm.cpuid_hide_aes");
+	snpm_nmi_vmpl0 = option_is_1("snpm.nmi_vmpl0");
+	snpm_hv_doorbell_refuse = option_is_1("snpm.hv_doorbell_refuse");
 	const char *v;
 	size_t vlen;
 	if (cmdline_get(cmdline, cmdline_len, "snpm.e820", &v, &vlen)) {
@@ -491,6 +500,12 @@ static void machine_options(void)
 			fail("bad snpm.e820= value (want qemu or seabios)");
 	}
 	build_guest_e820();
+	if (cmdline_get(cmdline, cmdline_len, "snpm.run_vmpl", &v, &vlen)) {
+		if (vlen == 3 && !memcmp(v, "msr", 3))
+			snpm_run_vmpl_msr_only = true;
+		else if (!(vlen == 4 && !memcmp(v, "ghcb", 4)))
+			fail("bad snpm.run_vmpl= value (want ghcb or msr)");
+	}
 	extern bool snpm_psc_nonram_error;
 	if (cmdline_get(cmdline, cmdline_len, "snpm.psc_nonram", &v, &vlen)) {
 		if (vlen == 5 && !memcmp(v, "error", 5))

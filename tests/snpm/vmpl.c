@@ -49,7 +49,17 @@ struct hv_vcpu {
 	unsigned cur;		     /* the VMPL running (or last run) */
 	volatile gpa_t in_run;	     /* the VMSA page in a VMRUN now, 0 = none */
 	uint64_t switches;
+	volatile bool halted0;	     /* its VMPL0 executed HLT and waits for an event */
+	volatile bool serving;	     /* its VMPL0 runs because the guest VMPL asked */
+	volatile bool nmi0;	     /* an NMI for VMPL0 waits for delivery */
+	gpa_t hvdb[4];		     /* #HV doorbell page per VMPL, 0 = none */
 };
+
+/* snpm.nmi_vmpl0=1: an NMI for the boot vCPU's VMPL0 at the guest's launch. */
+bool snpm_nmi_vmpl0;
+/* snpm.hv_doorbell_refuse=1: SET fails, as KVM's does for a page it cannot map. */
+bool snpm_hv_doorbell_refuse;
+static uint64_t nmi_delivered, nmi_blocked_reported, serving_checks, serving_runnable, vmpl0_halts;
 
 static struct hv_vcpu hvs[MAX_CPUS];
 static unsigned n_hvs;
@@ -131,6 +141,19 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 		con_printf("snpm: refusing the guest's boot VMSA (snpm.refuse_boot_vmsa=1)\n");
 		return (uint64_t)-1;
 	}
+	/*
+	 * KVM's sev_snp_ap_creation() refuses an AP whose SEV_FEATURES (RAX)
+	 * are not the VM's vmsa_features; the planes KVM keeps them per plane
+	 * (csvsm's VMPL0 has RestrictedInjection, its guest plane not). The
+	 * machine refuses a feature its KVM does not support
+	 * (SNPActive | RestrictedInjection, as at launch: igvm_load.c).
+	 */
+	if (sev_features & ~((1ULL << 0) | (1ULL << 3))) {
+		con_printf("snpm: AP creation for APIC ID %u VMPL%u refused: SEV_FEATURES 0x%llx "
+			   "asks for what KVM does not support\n",
+			   h->apic_id, vmpl, (unsigned long long)sev_features);
+		return (uint64_t)-1;
+	}
 	if (!vmsa_page_ok(gpa, vmpl, sev_features)) {
 		con_printf("snpm: AP creation for APIC ID %u VMPL%u refused: 0x%llx is not a "
 			   "VMSA page for it\n",
@@ -146,8 +169,10 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 		c->gv.vmpl = vmpl;
 		vmcb_init(c->vmcb, true, svm_npt_root(vmpl));
 		c->vmcb->ctl.asid = ASID_OF(vmpl);
-		if (vmpl == 0) /* csvsm takes no interrupts: they wait for the guest */
+		if (vmpl == 0) { /* csvsm takes no interrupts: they wait for the guest */
 			c->vmcb->ctl.vintr |= VINTR_MASK;
+			c->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
+		}
 		h->ctx[vmpl] = c;
 	}
 	h->vmsa[vmpl] = gpa;
@@ -205,16 +230,139 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 	 * VMPL only asks for a more privileged one that runs on this vCPU. */
 	if (vmpl > 3 || vmpl == v->vmpl || (v->vmpl != 0 && (vmpl > v->vmpl || !h->ctx[vmpl])))
 		return false;
+	/* A plane with no VMSA cannot run: an error (GHCB INVALID_INPUT, MSR
+	 * error 1), not a wait. The planes KVM (PATCH 58/60, __sev_snp_run_vmpl)
+	 * refuses a plane vCPU that does not exist and otherwise marks the
+	 * target runnable whether or not it has a VMSA; a VMPL0 that asks for
+	 * one without a VMSA would then not be run again until an event.
+	 * csvsm never asks (it idles in HLT until the guest creates its vCPU),
+	 * and the machine answers the request it must not make with an error. */
+	if (v->vmpl == 0 && !h->vmsa[vmpl])
+		return false;
 	static bool launched;
 	if (v->vmpl == 0 && !launched) {
 		launched = true;
+		if (snpm_nmi_vmpl0)
+			hvs[0].nmi0 = true;
 		snpm_launch_audit(vmpl);
 	}
-	if (v->vmpl != 0 && vmpl == 0)
+	if (v->vmpl != 0 && vmpl == 0) {
 		count_call(v->vmcb->save.rax);
+		h->halted0 = false;
+		h->serving = true;
+	}
+	if (v->vmpl == 0)
+		h->serving = false;
 	h->want = vmpl;
 	__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
 	return true;
+}
+
+/*
+ * HLT at VMPL0 (an automatic exit under SEV-ES/SNP, APM vol. 2 §15.35.4):
+ * the host runs the vCPU's guest VMPL if it has a VMSA, else waits for one;
+ * VMPL0 resumes after its HLT when the guest VMPL asks for it or an event
+ * for VMPL0 arrives (coconut-svsm go_idle relies on this).
+ */
+void hv_halt(struct svm_vcpu *v)
+{
+	struct hv_vcpu *h = v->hv;
+	v->vmcb->save.rip += 1; /* HLT is F4; SEV-ES hardware advances RIP itself */
+	if (v->vmpl != 0)
+		return;
+	h->halted0 = true;
+	h->serving = false;
+	vmpl0_halts++;
+	unsigned next = NO_VMPL;
+	for (unsigned k = 1; k <= 3 && next == NO_VMPL; k++)
+		if (h->vmsa[k])
+			next = k;
+	h->want = next;
+	__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * The #HV doorbell page NAE event as KVM serves it ("KVM: SVM: Add support
+ * for the SEV-SNP #HV doorbell page NAE event", sev_snp_hv_doorbell_page):
+ * GET_PREFERRED answers ~0; SET takes a page-aligned page the host can map
+ * (here: one the guest has made shared, as guest_memfd maps no private
+ * page) and answers its GPA, like QUERY; CLEAR drops it; anything else drops
+ * it and fails. Per vCPU and VMPL (a plane's vcpu_svm).
+ */
+bool hv_doorbell_nae(struct svm_vcpu *v, uint64_t op, gpa_t gpa, uint64_t *out)
+{
+	struct hv_vcpu *h = v->hv;
+	switch (op) {
+	case GHCB_HVDB_GET_PREFERRED:
+		*out = ~0ULL;
+		return true;
+	case GHCB_HVDB_SET:
+		h->hvdb[v->vmpl] = 0;
+		if (snpm_hv_doorbell_refuse || !IS_ALIGNED(gpa, PAGE_SIZE) ||
+		    !sim_snp_host_may_touch(gpa, PAGE_SIZE))
+			return false;
+		h->hvdb[v->vmpl] = gpa;
+		*out = gpa;
+		return true;
+	case GHCB_HVDB_QUERY:
+		*out = h->hvdb[v->vmpl];
+		return true;
+	case GHCB_HVDB_CLEAR:
+		h->hvdb[v->vmpl] = 0;
+		*out = 0;
+		return true;
+	default:
+		h->hvdb[v->vmpl] = 0;
+		return false;
+	}
+}
+
+/*
+ * An event for VMPL0 under restricted injection (KVM "Inject #HV when
+ * restricted injection is active"): the host posts it in the doorbell page
+ * and injects #HV unless NoFurtherSignal is set, which it then sets
+ * (prepare_hv_injection); without a page it counts as blocked
+ * (sev_snp_blocked) and waits. Called as VMPL0 is entered.
+ */
+static void deliver_vmpl0_events(struct hv_vcpu *h, struct svm_vcpu *v)
+{
+	if (!h->nmi0)
+		return;
+	gpa_t db = h->hvdb[0];
+	if (!db || !sim_snp_host_may_touch(db, PAGE_SIZE)) {
+		if (!nmi_blocked_reported++)
+			con_printf("snpm: #HV: NMI for VMPL0 of vCPU %u blocked: no #HV doorbell "
+				   "page registered\n",
+				   h->id);
+		return;
+	}
+	volatile uint8_t *p = (volatile uint8_t *)(uintptr_t)hv_hpa(db);
+	__atomic_fetch_or(&p[HVDB_FLAGS], HVDB_FLAG_NMI, __ATOMIC_ACQ_REL);
+	if (!(__atomic_fetch_or(&p[HVDB_FLAGS], HVDB_FLAG_NO_FURTHER, __ATOMIC_ACQ_REL) &
+	      HVDB_FLAG_NO_FURTHER))
+		v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | X86_VECTOR_HV;
+	h->nmi0 = false;
+	nmi_delivered++;
+	con_printf("snpm: #HV: NMI for VMPL0 of vCPU %u posted in its doorbell page 0x%llx, #HV "
+		   "injected\n",
+		   h->id, (unsigned long long)db);
+}
+
+/*
+ * While VMPL0 serves a guest request its guest VMSA must not be runnable
+ * (issue 16 item 3): checked at each of VMPL0's VMGEXITs in that time.
+ */
+void hv_serving_audit(struct svm_vcpu *v)
+{
+	struct hv_vcpu *h = v->hv;
+	if (v->vmpl != 0 || !h->serving)
+		return;
+	for (unsigned k = 1; k <= 3; k++)
+		if (h->vmsa[k]) {
+			serving_checks++;
+			if (vmsa_ptr(h->vmsa[k])->efer & VMSA_EFER_SVME)
+				serving_runnable++;
+		}
 }
 
 __noreturn void hv_power_event(struct svm_vcpu *v)
@@ -231,6 +379,10 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	sim_snp_print_counts();
 	sim_io_print_refusals();
 	print_calls();
+	con_printf("snpm: serving-audit: checks=%llu guest-vmsa-runnable=%llu nmi-delivered=%llu "
+		   "vmpl0-hlt=%llu\n",
+		   (unsigned long long)serving_checks, (unsigned long long)serving_runnable,
+		   (unsigned long long)nmi_delivered, (unsigned long long)vmpl0_halts);
 	platform->terminate(guest_power_event == 1, 0, 0x23);
 }
 
@@ -271,9 +423,18 @@ static __noreturn void hv_cpu_loop(struct hv_vcpu *h)
 					   h->id, w, (unsigned long long)h->vmsa[w]);
 				platform->terminate(false, 0, 0x21);
 			}
+			if (w != 0 && !(vmsa_ptr(h->vmsa[w])->efer & VMSA_EFER_SVME)) {
+				/* APM vol. 2 §15.5.1: VMRUN fails if EFER.SVME is clear. */
+				con_printf("snpm: vCPU %u VMPL%u: VMSA 0x%llx has EFER.SVME clear: "
+					   "VMRUN fails\n",
+					   h->id, w, (unsigned long long)h->vmsa[w]);
+				platform->terminate(false, 0, 0x21);
+			}
 		}
 		if (fresh || w != 0)
 			ctx_load(h, w, fresh);
+		if (w == 0)
+			deliver_vmpl0_events(h, v);
 		h->cur = w;
 		h->switches++;
 		v->leave = 0;
@@ -329,6 +490,7 @@ __noreturn void snpm_run(const struct vmsa *bsp_vmsa)
 	vmcb_init(c->vmcb, true, svm_npt_root(0));
 	c->vmcb->ctl.asid = ASID_OF(0);
 	c->vmcb->ctl.vintr |= VINTR_MASK;
+	c->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
 	hvs[0].ctx[0] = c;
 	hvs[0].want = 0;
 	rmp_vmsa_in_use = vmsa_in_run;

@@ -227,6 +227,49 @@ static void test_ap_create(void **state)
 	free(g);
 }
 
+/* RUN_VMPL's result, and the #HV doorbell page event (0x8000_0014). */
+static void test_run_vmpl_result_and_hv_doorbell(void **state)
+{
+	(void)state;
+	struct ghcb *g = new_ghcb();
+
+	ghcb_run_vmpl_fill(g, 2);
+	g->sw_exit_info_1 = 0;
+	assert_int_equal(ghcb_run_vmpl_result(g), 0);
+	/* INVALID_EVENT: a host that does not know the event (the MSR form then). */
+	g->sw_exit_info_1 = 2;
+	g->sw_exit_info_2 = GHCB_ERR_INVALID_EVENT;
+	assert_int_equal(ghcb_run_vmpl_result(g), 1);
+	/* Any other error, an exception, a malformed answer: refused. */
+	g->sw_exit_info_2 = GHCB_ERR_INVALID_INPUT;
+	assert_int_equal(ghcb_run_vmpl_result(g), -1);
+	g->sw_exit_info_1 = 1;
+	g->sw_exit_info_2 = (1ULL << 31) | (3ULL << 8) | 13;
+	assert_int_equal(ghcb_run_vmpl_result(g), -1);
+	g->sw_exit_info_1 = 5;
+	g->sw_exit_info_2 = GHCB_ERR_INVALID_EVENT;
+	assert_int_equal(ghcb_run_vmpl_result(g), -1);
+
+	ghcb_hv_doorbell_fill(g, GHCB_HVDB_SET, 0x12345000);
+	assert_int_equal(u64_at(g, 0x390), 0x80000014ULL);
+	assert_int_equal(u64_at(g, 0x398), GHCB_HVDB_SET);
+	assert_int_equal(u64_at(g, 0x3A0), 0x12345000);
+	/* SET succeeds only if the host answers OK with the same GPA. */
+	g->sw_exit_info_1 = 0;
+	g->sw_exit_info_2 = 0x12345000;
+	assert_int_equal(ghcb_hv_doorbell_check(g, 0x12345000), 0);
+	g->sw_exit_info_2 = 0x12346000;
+	assert_int_equal(ghcb_hv_doorbell_check(g, 0x12345000), -1);
+	g->sw_exit_info_2 = ~0ULL;
+	assert_int_equal(ghcb_hv_doorbell_check(g, 0x12345000), -1);
+	g->sw_exit_info_1 = 2;
+	g->sw_exit_info_2 = 0x12345000;
+	assert_int_equal(ghcb_hv_doorbell_check(g, 0x12345000), -1);
+	g->sw_exit_info_1 = 9;
+	assert_int_equal(ghcb_hv_doorbell_check(g, 0x12345000), -1);
+	free(g);
+}
+
 /* --- platform_snp through the instruction fake --- */
 
 static uint64_t hv_seen_req;
@@ -535,6 +578,7 @@ int main(void)
 	    cmocka_unit_test(test_msr_hv_features),
 	    cmocka_unit_test(test_msr_vmpl_term_psc_cpuid),
 	    cmocka_unit_test(test_ap_create),
+	    cmocka_unit_test(test_run_vmpl_result_and_hv_doorbell),
 	    cmocka_unit_test(test_snp_msr_call),
 	    cmocka_unit_test(test_snp_ghcb_init),
 	    cmocka_unit_test(test_snp_start_ap),

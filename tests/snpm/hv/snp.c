@@ -353,6 +353,11 @@ static bool hv_may_touch(gpa_t gpa, uint64_t len)
 	return true;
 }
 
+bool sim_snp_host_may_touch(gpa_t gpa, uint64_t len)
+{
+	return hv_may_touch(gpa, len);
+}
+
 static int psc_one(gpa_t gpa, bool big, uint64_t op);
 
 /*
@@ -662,8 +667,18 @@ static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
 	(void)v;
 }
 
-static const uint64_t hv_features =
-    GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION | GHCB_HV_FT_SNP_MULTI_VMPL;
+/*
+ * What the host reports (GHCB HV_FEATURES): SNP and AP creation (KVM
+ * GHCB_HV_FT_SUPPORTED), restricted injection (KVM "Inject #HV when
+ * restricted injection is active": GHCB_HV_FT_SNP_RINJ, bit 2 with AP
+ * creation) and the multi-VMPL events an SVSM needs (bit 5, Linux
+ * GHCB_HV_FT_SNP_MULTI_VMPL; the planes series).
+ */
+static const uint64_t hv_features = GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION |
+				    GHCB_HV_FT_RESTRICTED_INJ | GHCB_HV_FT_SNP_MULTI_VMPL;
+
+/* snpm.run_vmpl=msr: a host without the GHCB RUN_VMPL event (MSR form only). */
+bool snpm_run_vmpl_msr_only;
 
 static __noreturn void guest_terminates(struct svm_vcpu *v, unsigned set, unsigned code)
 {
@@ -685,6 +700,8 @@ static void vmgexit_page(struct svm_vcpu *v)
 	}
 	uint64_t code = rd(&g->sw_exit_code), info1 = rd(&g->sw_exit_info_1);
 	nae_count[code & 0xF]++;
+	if (code != SVM_VMGEXIT_SNP_RUN_VMPL) /* the switch itself ends the serving time */
+		hv_serving_audit(v);
 	if (sim_snp_trace)
 		con_printf("%s: trace: vCPU %u GHCB 0x%llx exit 0x%llx info1 0x%llx info2 0x%llx\n",
 			   hv_tag, v->gv.id, (unsigned long long)v->ghcb_gpa,
@@ -717,7 +734,28 @@ static void vmgexit_page(struct svm_vcpu *v)
 		result(g, ok ? GHCB_RESULT_OK : GHCB_RESULT_ERROR, ok ? 0 : GHCB_ERR_INVALID_INPUT);
 		break;
 	}
+	case SVM_VMGEXIT_HV_DOORBELL: {
+		uint64_t out = 0;
+		if (hv_doorbell_nae(v, info1, rd(&g->sw_exit_info_2), &out))
+			result(g, GHCB_RESULT_OK, out);
+		else
+			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
+		break;
+	}
 	case SVM_VMGEXIT_SNP_RUN_VMPL:
+		/*
+		 * snpm.run_vmpl=msr: refuse the GHCB form from VMPL0 only, as
+		 * KVM's sev_es_validate_vmgexit() refuses an exit code it does
+		 * not know (INVALID_EVENT). The guest planes keep it: Linux's
+		 * svsm_perform_ghcb_protocol() and the probe have no MSR
+		 * fallback once they hold a GHCB, so a host without it for
+		 * them would end those guests; the option exists to run
+		 * csvsm's own fallback to MSR 0x016 (docs/snp-machine.md).
+		 */
+		if (snpm_run_vmpl_msr_only && v->vmpl == 0) {
+			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_EVENT);
+			break;
+		}
 		/* Result first: the switch may run another context at once. */
 		result(g, GHCB_RESULT_OK, 0);
 		if ((info1 >> 32) != 0 || !hv_run_vmpl(v, (unsigned)info1))
@@ -740,6 +778,8 @@ static void vmgexit_msr(struct svm_vcpu *v)
 	if (sim_snp_trace)
 		con_printf("%s: trace: vCPU %u GHCB MSR 0x%llx\n", hv_tag, v->gv.id,
 			   (unsigned long long)req);
+	if ((req & GHCB_MSR_INFO_MASK) != GHCB_MSR_VMPL_REQ)
+		hv_serving_audit(v);
 	switch (req & GHCB_MSR_INFO_MASK) {
 	case GHCB_MSR_SEV_INFO_REQ:
 		v->ghcb_msr = GHCB_MSR_SEV_INFO_RESP | ((uint64_t)GHCB_PROTOCOL_MAX << 48) |

@@ -959,6 +959,9 @@ void svm_guest_run(struct svm_vcpu *v)
 		case SVM_EXIT_NPF:
 			handle_npf(v);
 			break;
+		case SVM_EXIT_HLT: /* intercepted at VMPL0 only */
+			hv_halt(v);
+			break;
 		case SVM_EXIT_INIT:
 		case SVM_EXIT_SMI:
 			break; /* the guest cannot reset csvsm's vCPUs */

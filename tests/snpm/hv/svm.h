@@ -149,4 +149,12 @@ void sim_npt_sync(gpa_t gpa, uint64_t size);
  * flushes before it runs again; returns once none can use a stale mapping. */
 void sim_flush_guest_tlb(void);
 
+/* vmpl.c: HLT at VMPL0; the #HV doorbell NAE event; the audit of VMPL0's serving time. */
+void hv_halt(struct svm_vcpu *v);
+bool hv_doorbell_nae(struct svm_vcpu *v, uint64_t op, gpa_t gpa, uint64_t *out);
+void hv_serving_audit(struct svm_vcpu *v);
+/* snp.c: whether the host side may touch [gpa, gpa+len) (shared guest memory). */
+bool sim_snp_host_may_touch(gpa_t gpa, uint64_t len);
+extern bool snpm_run_vmpl_msr_only, snpm_nmi_vmpl0, snpm_hv_doorbell_refuse;
+
 #endif

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The planes KVM's rules for VMPL0 (issue 16 item 3, docs/snp-machine.md
+# "The planes KVM's rules"), with the probe at VMPL2 and 2 vCPUs:
+#  1. restricted injection: the machine posts an NMI for the boot vCPU's
+#     VMPL0 in the #HV doorbell page csvsm registered and injects #HV
+#     (snpm.nmi_vmpl0=1, KVM's prepare_hv_injection); csvsm acknowledges
+#     and drops it and goes on serving (before the doorbell, vector 28 was
+#     a fatal fault). While csvsm serves a request its guest VMSA is not
+#     runnable: the machine's serving audit checks EFER.SVME of the guest
+#     VMSA at each of VMPL0's exits in that time (checks > 0, runnable 0).
+#  2. a host that answers RUN_VMPL from VMPL0 as an unknown event
+#     (snpm.run_vmpl=msr) and refuses the doorbell page
+#     (snpm.hv_doorbell_refuse=1): csvsm switches with the MSR form, says the
+#     doorbell was refused, the NMI stays blocked, the probe still passes.
+# The APs idle in HLT until the guest creates their vCPU in both runs (the
+# machine refuses RUN_VMPL to a plane without a VMSA: a csvsm that asked
+# would fail here). Builds nothing: `make` first.
+set -u
+cd "$(dirname "$0")/../.."
+. tests/qemu/lib.sh
+PROBE=${PROBE:-build/probe.efi}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+snpm_need "$PROBE"
+QEMU_TIMEOUT=${QEMU_TIMEOUT_PLANES:-300}
+
+ended() { # ended NAME LOG: the probe's summary with 0 failed, then the machine's success line, no fault
+	local name=$1 log=$2 summary
+	summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
+	grep '^not ok ' "$log" | sed "s/^/# $name: probe FAILED: /"
+	tap_check "$name: the probe reports 0 failed (${summary:-no summary})" grep -qE '^[0-9]+ passed, 0 failed' "$log"
+	tap_check "$name: the machine ended with success status (QEMU exit 1, got $QEMU_RC)" test "$QEMU_RC" -eq 1
+	if [ -n "$summary" ] && [ "$(tail -n1 "$log")" = "snpm: end: success" ] && ! grep -q 'FAULT\|PANIC' "$log"; then
+		tap_ok "$name: no csvsm fault or panic (the run reached 'snpm: end: success')"
+	else
+		tap_fail "$name: no csvsm fault or panic (last line: '$(tail -n1 "$log" | cut -c1-60)')"
+		tail -n 30 "$log" | sed 's/^/# /'
+	fi
+}
+audit() { # audit NAME LOG: the serving audit ran and found the guest VMSA never runnable
+	local name=$1 log=$2 line
+	line=$(grep -m1 '^snpm: serving-audit: ' "$log")
+	echo "# $name: $line"
+	tap_check "$name: serving audit: checks=$(field checks "$line") > 0 and guest-vmsa-runnable=0" \
+		test "$(field checks "$line")" -gt 0 -a "$(field guest-vmsa-runnable "$line")" = 0
+	tap_check "$name: csvsm's AP idled in HLT until the guest created its vCPU (vmpl0-hlt=$(field vmpl0-hlt "$line") > 0)" \
+		test "$(field vmpl0-hlt "$line")" -gt 0
+}
+
+# shellcheck disable=SC2046
+snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") -append "snpm.nmi_vmpl0=1"
+log=$tmp/n.log
+ended "nmi" "$log"
+m=$(grep -m1 '^snpm: #HV: NMI for VMPL0 of vCPU 0 posted in its doorbell page' "$log")
+echo "# nmi: $m"
+tap_check "nmi: the machine posted the NMI in csvsm's doorbell page and injected #HV" test -n "$m"
+c=$(grep -m1 '^csvsm: #HV on vCPU 0: ' "$log")
+echo "# nmi: $c"
+tap_check "nmi: csvsm's #HV handler took it (1 NMI, acknowledged and dropped)" \
+	grep -q '^csvsm: #HV on vCPU 0: 1 events, 1 NMI, .* acknowledged and dropped' "$log"
+tap_check "nmi: the machine counts 1 NMI delivered" \
+	test "$(field nmi-delivered "$(grep -m1 '^snpm: serving-audit: ' "$log")")" = 1
+tap_check "nmi: no vCPU was refused its doorbell page" bash -c "! grep -q 'refused the #HV doorbell\|does not report restricted injection' '$log'"
+audit "nmi" "$log"
+
+# shellcheck disable=SC2046
+snpm_qemu "$tmp/m.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
+	-append "snpm.run_vmpl=msr snpm.hv_doorbell_refuse=1 snpm.nmi_vmpl0=1"
+log=$tmp/m.log
+ended "msr" "$log"
+tap_check "msr: csvsm switched to the MSR form once (one 'does not know GHCB RUN_VMPL' line)" \
+	test "$(grep -c '^csvsm: the host does not know GHCB RUN_VMPL: switching to VMPL2 through the GHCB MSR protocol' "$log")" = 1
+tap_check "msr: csvsm reports the refused doorbell page on each of 2 vCPUs" \
+	test "$(grep -c '^csvsm: vCPU [01]: the host refused the #HV doorbell page' "$log")" = 2
+tap_check "msr: the machine held the NMI as blocked (no doorbell page), none delivered" \
+	grep -q '^snpm: #HV: NMI for VMPL0 of vCPU 0 blocked: no #HV doorbell page registered' "$log"
+tap_check "msr: csvsm's #HV handler never ran" bash -c "! grep -q '^csvsm: #HV on vCPU' '$log'"
+audit "msr" "$log"
+[ "$TAP_FAILS" -eq 0 ]
