@@ -139,6 +139,17 @@ enum section { SECT_NONE, SECT_PLATFORM, SECT_INIT, SECT_DIRECTIVE };
 #define CR0_CD		  (1ULL << 30)
 #define DR7_RESET	  0x400ULL
 #define SEV_FEAT_SNP	  (1ULL << 0)
+#define SEV_FEAT_RINJ	  (1ULL << 3)
+/*
+ * The SEV_FEATURES the machine's KVM supports (KVM_X86_SEV_VMSA_FEATURES):
+ * SNPActive and RestrictedInjection, the one the planes KVM adds ("Inject
+ * #HV when restricted injection is active") and the machine models. QEMU
+ * refuses a VMSA asking for more (target/i386/sev.c check_sev_features:
+ * "VMSA contains unsupported sev_features"); vTOM, ReflectVC, alternate
+ * injection, DebugSwap, SecureTSC... are not modelled, so the machine
+ * refuses them instead of ignoring them (docs/snp-machine.md).
+ */
+#define SNPM_SEV_FEATURES_SUPPORTED (SEV_FEAT_SNP | SEV_FEAT_RINJ)
 
 static const struct {
 	uint16_t off, len;
@@ -873,6 +884,10 @@ static int check_vmsa(struct loader *l, const struct hdr *h, const uint8_t *v)
 	}
 	if (!(features & SEV_FEAT_SNP))
 		return refusev(l, h, SNPM_IGVM_E_VMSA, "SEV_FEATURES lacks SNPActive", features);
+	if (features & ~SNPM_SEV_FEATURES_SUPPORTED)
+		return refusev(l, h, SNPM_IGVM_E_VMSA,
+			       "SEV_FEATURES asks for what KVM does not support (check_sev_features)",
+			       features);
 	if (!(rd64(v + VMSA_EFER) & EFER_SVME))
 		return refusev(l, h, SNPM_IGVM_E_VMSA, "EFER.SVME clear (KVM sets it)",
 			       rd64(v + VMSA_EFER));

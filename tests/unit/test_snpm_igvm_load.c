@@ -916,6 +916,27 @@ static void test_small_file_malformed(void **state)
 		expect_error(g, len, 1, SNPM_IGVM_E_VMSA, "DR7");
 		free(g);
 	}
+	/* SEV_FEATURES beyond SNPActive | RestrictedInjection (QEMU's
+	 * check_sev_features against what KVM supports): vTOM, ReflectVC,
+	 * alternate injection, DebugSwap, SecureTSC; RestrictedInjection is
+	 * taken (csvsm's own VMSA asks for it). */
+	static const unsigned bits[] = {1, 2, 4, 5, 9};
+	for (unsigned k = 0; k <= ARRAY_SIZE(bits); k++) {
+		struct fb b = {0};
+		static uint8_t vmsa[4096];
+
+		make_vmsa(vmsa, 0);
+		w64(vmsa + 0x3B0, k < ARRAY_SIZE(bits) ? 1 | (1ULL << bits[k]) : 1 | (1ULL << 3));
+		fb_platform(&b, 1, 2);
+		fb_policy(&b, 0x30000, 1);
+		fb_vp(&b, 0, vmsa);
+		g = fb_finish(&b, 0, &len);
+		if (k < ARRAY_SIZE(bits))
+			expect_error(g, len, 1, SNPM_IGVM_E_VMSA, "does not support");
+		else
+			assert_int_equal(digest_of(g, len, d, NULL, 0), 0);
+		free(g);
+	}
 }
 
 static int setup(void **state)
