@@ -206,10 +206,11 @@ tap_check "SVSM report verifies (exit $vrc): test chain, VMPL 0, measurement, SH
 # (BlobDescriptionSize counts the NUL, as edk2 fills it; issue 18 item 3;
 # bookworm's tpm2-tools 5.4 prints the description in hex, less the NUL:
 # "4f564d46", where the old 4-byte size gave "4f564d", "OVM").
-python3 - "$tmp/manifest.bin" "$tmp/evlog.bin" <<'PY'
+manifest_entry() { # manifest_entry GUID OUT: the data of service GUID in the verified manifest (docs/attestation.md)
+	python3 - "$tmp/manifest.bin" "$2" "$1" <<'PY'
 import struct, sys, uuid
 m = open(sys.argv[1], "rb").read()
-want = uuid.UUID("9a2f6a0c-5d3b-4c1e-8f71-2b6e4d0c9a35").bytes_le
+want = uuid.UUID(sys.argv[3]).bytes_le
 _, n = struct.unpack_from("<II", m, 16)
 for i in range(n):
     g = m[24 + 24 * i:40 + 24 * i]
@@ -217,6 +218,8 @@ for i in range(n):
     if g == want:
         open(sys.argv[2], "wb").write(m[off:off + ln])
 PY
+}
+manifest_entry 9a2f6a0c-5d3b-4c1e-8f71-2b6e4d0c9a35 "$tmp/evlog.bin"
 evl=$(tpm2_eventlog "$tmp/evlog.bin" 2>&1)
 ev256=$(awk '/^  sha256:/{f=1; next} f && /^ *0 *:/{print tolower($3); exit}' <<<"$evl" | sed 's/^0x//')
 tap_check "csvsm's event log from the manifest replays with tpm2_eventlog to PCR0 sha256 ${ev256:-none} = H(0 || H(OVMF.fd)), blob \"OVMF\"" \
@@ -286,17 +289,7 @@ for e in "tpm ek-public:ek" "tpm ak-pub:akpem" "tpm quote-msg:qmsg" "tpm quote-s
 done
 qnonce=$(sed -n 's/^linux-guest: tpm quote-nonce \([0-9a-f]*\)$/\1/p' "$log" | head -n1)
 tap_check "vTPM evidence printed: EK, AK, quote nonce/message/signature/PCRs, event log" test "$tev" -eq 1 -a -n "$qnonce"
-python3 - "$tmp/manifest.bin" "$tmp/mek.bin" <<'PY'
-import struct, sys, uuid
-m = open(sys.argv[1], "rb").read()
-want = uuid.UUID("c476f1eb-0123-45a5-9641-b4e7dde5bfe3").bytes_le
-_, n = struct.unpack_from("<II", m, 16)
-for i in range(n):
-    g = m[24 + 24 * i:40 + 24 * i]
-    off, ln = struct.unpack_from("<II", m, 40 + 24 * i)
-    if g == want:
-        open(sys.argv[2], "wb").write(m[off:off + ln])
-PY
+manifest_entry c476f1eb-0123-45a5-9641-b4e7dde5bfe3 "$tmp/mek.bin"
 tap_check "the guest's EK ($(stat -c %s "$tmp/ek.bin" 2>/dev/null || echo 0) bytes) is the EK in the SNP-bound manifest" \
 	cmp -s "$tmp/ek.bin" "$tmp/mek.bin"
 tap_check "the event log the guest printed is csvsm's from the manifest" cmp -s "$tmp/tevlog.bin" "$tmp/evlog.bin"
