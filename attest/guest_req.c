@@ -233,7 +233,7 @@ static int exchange(struct percpu *cpu, uint8_t type, const void *payload, size_
 		return GUEST_REQ_ERR_DISABLED; /* VMPCK0 may be wiped already */
 	rc = guest_req_msg_seal(&req_sealed, ch.vmpck0, seqno, type, 0, payload, len);
 	if (rc)
-		return rc; /* nothing left csvsm */
+		return rc;	    /* nothing left csvsm */
 	if (secret_terminating()) { /* the key went while it sealed: send nothing */
 		memzero_explicit(&req_sealed, sizeof(req_sealed));
 		return GUEST_REQ_ERR_DISABLED;

@@ -112,9 +112,16 @@ boot_gdt_desc64:
 boot_pml4: .skip 4096
 boot_pdpt: .skip 4096
 boot_pd:   .skip 4 * 4096
+	/* A guard page under the boot vCPU's stack (unmapped by snp_boot_main,
+	 * as src/smp.c does for the APs): an overflow, or a host that nests
+	 * #HV injections to walk RSP down (restricted injection lets it inject
+	 * #HV at any instruction), faults there instead of writing over the
+	 * .bss below; with no other stack the #DF cannot be delivered and the
+	 * vCPU shuts down (APM vol. 2 §8.2.9). */
 	.section .bss, "aw", @nobits
-	.p2align 4
-	.globl boot_stack
+	.p2align 12
+	.globl boot_stack_guard, boot_stack
+boot_stack_guard: .skip 4096
 boot_stack: .skip BOOT_STACK_SIZE
 	/* OpenSSL's bare .init fragment needs a prologue and epilogue (§3.6). */
 	.section .init.prologue, "ax"

@@ -134,7 +134,8 @@ __noreturn void boot_guest(void)
 					boot.memmap->ram[i].end - boot.memmap->ram[i].start, true);
 	for (unsigned i = 0; i < boot.nr_fw_host_pages; i++) /* never validated by csvsm */
 		guest_mem_set_validated(boot.fw_host_pages[i].start,
-					boot.fw_host_pages[i].end - boot.fw_host_pages[i].start, false);
+					boot.fw_host_pages[i].end - boot.fw_host_pages[i].start,
+					false);
 	if (!platform->launch_guest) {
 		boot_phase("guest", "this platform cannot launch a guest yet; ending the VM");
 		platform->terminate(true, 0, 0);

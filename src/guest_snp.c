@@ -118,10 +118,19 @@ static void serve_end(gpa_t served)
 		vcpu_serve_end(served);
 }
 
-/* Copy once: the guest's other vCPUs cannot write its VMSA (RMP VMSA bit). */
+/*
+ * Copy once: the guest's other vCPUs cannot write its VMSA (RMP VMSA bit).
+ * The exit is consumed here, served or not: the hardware writes
+ * guest_exit_code at the guest VMPL's next exit, so a later return to VMPL0
+ * that the guest did not ask for (a HLT woken by the host, a refused
+ * RUN_VMPL) finds no VMGEXIT and serves nothing stale (the AMD linux-svsm
+ * and coconut loops serve only on guest_exit_code == VMGEXIT, 0x403).
+ */
 static void serve(struct guest_vcpu *gv, struct vmsa *v)
 {
-	if (v->guest_exit_code != VMSA_EXIT_VMGEXIT)
+	uint64_t exit_code = v->guest_exit_code;
+	v->guest_exit_code = 0;
+	if (exit_code != VMSA_EXIT_VMGEXIT)
 		return;
 	struct svsm_regs r = {v->rax, v->rcx, v->rdx, v->r8, v->r9};
 	if (!svsm_request(gv, &r))
@@ -134,6 +143,41 @@ static void serve(struct guest_vcpu *gv, struct vmsa *v)
 }
 
 /*
+ * Make the guest VMSA unrunnable while csvsm serves it (hostile review of
+ * the #HV change, M1). Clearing EFER.SVME in the page is not enough by
+ * itself: a host that VMRUNs the page on another CPU before the store holds
+ * its state in that CPU and writes it back at #VMEXIT, SVME set. So after
+ * the store, an RMPADJUST of the page with the attributes it already has:
+ * hardware refuses it with FAIL_INUSE while any CPU runs the VMSA (APM
+ * vol. 2 §15.36.12 "VMSA ... in use"; the machine models it,
+ * tests/snpm/model/rmp.c rmp_vmsa_in_use). Once it succeeds and SVME still
+ * reads clear, no VMRUN was running the page at the store or has ended
+ * since, and every later VMRUN fails its consistency check on SVME (APM
+ * vol. 2 §15.5.1). A page that stays in use is not served this time (the
+ * call stays pending in the calling area). True when parked.
+ */
+static uint64_t park_refused[MAX_CPUS];
+
+static bool vmsa_park(struct vmsa *v, uint64_t attrs)
+{
+	uint64_t t0 = timer_us();
+	for (unsigned tries = 0; tries < 100000 && timer_us() - t0 < 20000; tries++) {
+		v->efer &= ~VMSA_EFER_SVME;
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		int rc = platform->rmpadjust((vaddr_t)(uintptr_t)v, RMP_PG_SIZE_4K, attrs);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		if (rc == 0 && !(((volatile struct vmsa *)v)->efer & VMSA_EFER_SVME))
+			return true;
+		if (rc != 0 && rc != RMPADJUST_FAIL_INUSE)
+			panic("snp: RMPADJUST of the guest VMSA 0x%llx failed (%d)",
+			      (unsigned long long)(uintptr_t)v, rc);
+		cpu_relax();
+	}
+	v->efer |= VMSA_EFER_SVME;
+	return false;
+}
+
+/*
  * The VMPL switch (reference §4.1, §4.3): the GHCB RUN_VMPL event, or the
  * MSR protocol's VMPL request (0x016/0x017) on a host that answers RUN_VMPL
  * as an event it does not know (GHCB_ERR_INVALID_EVENT). Both are the
@@ -141,20 +185,22 @@ static void serve(struct guest_vcpu *gv, struct vmsa *v)
  * for the vCPU": sev_snp_run_vmpl and the GHCB_MSR_VMPL_REQ case). 0 when
  * the guest VMPL ran and came back, -1 when the host refused to run it.
  */
-static bool msr_switch;
+static bool msr_switch[MAX_CPUS]; /* per vCPU: each asks the host on its own */
 
 static int run_guest_vmpl(struct percpu *cpu, unsigned vmpl)
 {
-	if (!__atomic_load_n(&msr_switch, __ATOMIC_RELAXED)) {
+	if (!msr_switch[cpu->id]) {
 		ghcb_run_vmpl_fill(cpu->ghcb, vmpl);
 		snp_ghcb_call(cpu, cpu->ghcb);
 		int r = ghcb_run_vmpl_result(cpu->ghcb);
 		if (r <= 0)
 			return r;
-		if (!__atomic_exchange_n(&msr_switch, true, __ATOMIC_RELAXED))
-			con_printf("csvsm: the host does not know GHCB RUN_VMPL: switching to VMPL%u "
-				   "through the GHCB MSR protocol (0x016)\n",
-				   vmpl);
+		msr_switch[cpu->id] = true;
+		if (cpu->id == 0)
+			con_printf(
+			    "csvsm: the host does not know GHCB RUN_VMPL: switching to VMPL%u "
+			    "through the GHCB MSR protocol (0x016)\n",
+			    vmpl);
 	}
 	return ghcb_msr_vmpl_check(platform->ghcb_msr_call(ghcb_msr_vmpl_req(vmpl)));
 }
@@ -198,10 +244,17 @@ static __noreturn void request_loop(struct percpu *cpu, struct guest_vcpu *gv)
 			continue;
 		gpa_t served;
 		struct vmsa *v = serve_begin(cpu, gv, &served);
-		if (v) {
-			v->efer &= ~VMSA_EFER_SVME;
-			serve(gv, v);
+		if (v &&
+		    !vmsa_park(v, gv->vmpl | (cpu->id ? RMPADJUST_READ : 0) | RMPADJUST_VMSA)) {
+			if (!park_refused[cpu->id]++)
+				con_printf("csvsm: vCPU %u: the host runs the guest VMSA 0x%llx "
+					   "elsewhere while VMPL0 runs: its request waits\n",
+					   cpu->id, (unsigned long long)(uintptr_t)v);
+			serve_end(served);
+			continue;
 		}
+		if (v)
+			serve(gv, v);
 		hv_doorbell_report(cpu); /* its console exits, too, while SVME is clear */
 		if (v)
 			v->efer |= VMSA_EFER_SVME;
@@ -245,6 +298,7 @@ __noreturn void snp_launch_guest(const struct guest_launch *gl)
 	if (ghcb_ap_create_check(cpu->ghcb))
 		panic("snp: the hypervisor refused the guest's boot VMSA");
 	bsp_guest_vmsa = v;
+	vcpu_boot_apic_id = cpu->apic_id;
 	boot_phase("guest", "firmware at VMPL%u from its reset vector; VMSA 0x%llx", gl->vmpl,
 		   (unsigned long long)(uintptr_t)v);
 

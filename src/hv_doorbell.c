@@ -13,11 +13,13 @@
  * (kernel/src/sev/hv_doorbell.rs process_pending_events: "NMIs are not
  * expected") it acknowledges and drops what the host signals, so that an
  * event for plane 0 (an NMI, a host IPI) no longer ends the VM. A #MC
- * cannot be handled: csvsm terminates, as coconut panics. The handler
+ * cannot be handled: csvsm terminates, as coconut panics (through the MSR
+ * protocol: the handler may have interrupted the console). The handler
  * touches only its own doorbell page and counters (it may interrupt csvsm
  * inside a GHCB call, so it never uses the GHCB or the console); the
  * request loop reports the counts.
  */
+#include "arch/x86/insn.h"
 #include "base/console.h"
 #include "base/percpu.h"
 #include "base/platform.h"
@@ -32,7 +34,7 @@
 int snp_share_pages(void *va, unsigned npages);
 void snp_ghcb_call(struct percpu *cpu, struct ghcb *ghcb);
 
-static volatile uint8_t *pages[MAX_CPUS];     /* allocated and shared by the boot vCPU */
+static volatile uint8_t *pages[MAX_CPUS];      /* allocated and shared by the boot vCPU */
 static volatile uint8_t *registered[MAX_CPUS]; /* the host took it for this vCPU */
 static struct {
 	uint64_t hv, nmi, vectors, no_page, reported;
@@ -40,7 +42,10 @@ static struct {
 
 static void hv_handler(struct exc_frame *f)
 {
-	struct percpu *cpu = this_cpu();
+	/* An AP can take a #HV before its GS base is set: this_cpu() reads
+	 * %gs:0 (the same guard as src/vc.c vc_entry; GS_BASE is swapped VMSA
+	 * state, its RDMSR raises no #VC). */
+	struct percpu *cpu = rdmsr(MSR_GS_BASE) ? this_cpu() : NULL;
 	(void)f;
 	if (!cpu || cpu->id >= MAX_CPUS)
 		return;
@@ -53,12 +58,13 @@ static void hv_handler(struct exc_frame *f)
 	}
 	/* Clear NoFurtherSignal first, so that an event the host posts from
 	 * now on is signalled again (coconut process_pending_events). */
-	uint8_t flags = __atomic_fetch_and(&db[HVDB_FLAGS],
-					   (uint8_t)~(HVDB_FLAG_NO_FURTHER | HVDB_FLAG_NMI),
-					   __ATOMIC_ACQ_REL);
+	uint8_t flags = __atomic_fetch_and(
+	    &db[HVDB_FLAGS], (uint8_t) ~(HVDB_FLAG_NO_FURTHER | HVDB_FLAG_NMI), __ATOMIC_ACQ_REL);
+	/* A #MC cannot be handled. The handler may have interrupted csvsm in
+	 * the console or a GHCB call, so it terminates through the MSR
+	 * protocol (which wipes the secrets) instead of printing. */
 	if (flags & HVDB_FLAG_MC)
-		panic("#MC delivered through #HV on vCPU %u: csvsm cannot handle a machine check",
-		      id);
+		platform->terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
 	if (flags & HVDB_FLAG_NMI)
 		__atomic_fetch_add(&counts[id].nmi, 1, __ATOMIC_RELAXED);
 	/* One take per #HV: the page is the host's to write, and a loop until
@@ -67,9 +73,14 @@ static void hv_handler(struct exc_frame *f)
 		__atomic_fetch_add(&counts[id].vectors, 1, __ATOMIC_RELAXED);
 }
 
-void hv_doorbell_alloc(void)
+/* Right after the IDT: from then on a #HV without a doorbell page is counted and dropped. */
+void hv_doorbell_init(void)
 {
 	exception_hv_handler = hv_handler;
+}
+
+void hv_doorbell_alloc(void)
+{
 	for (unsigned i = 0; i < cpu_count && i < MAX_CPUS; i++) {
 		void *p = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 		if (snp_share_pages(p, 1))

@@ -90,6 +90,5 @@ void svsm_stats_print(void)
 		   (unsigned long long)v->preaccepted[0], (unsigned long long)v->preaccepted[1],
 		   (unsigned long long)v->validated[0], (unsigned long long)v->validated[1],
 		   (unsigned long long)v->rescinded[0], (unsigned long long)v->rescinded[1],
-		   (unsigned long long)v->failed,
-		   (unsigned long long)v->incomplete);
+		   (unsigned long long)v->failed, (unsigned long long)v->incomplete);
 }

@@ -22,6 +22,7 @@
 #include "arch/x86/insn.h"
 #include "attest/igvm.h"
 #include "csvsm/boot.h"
+#include "csvsm/hv_doorbell.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"
 #include "csvsm/exception.h"
@@ -149,13 +150,15 @@ static int fw_host_ranges(struct mem_range *out, unsigned max)
 	struct mem_range span = {~0ULL, 0}, launch[CSVSM_IGVM_MAX_RANGES];
 	for (unsigned k = 0; k < bb.n_ranges; k++) {
 		uint32_t kind = bb.ranges[k].kind;
-		launch[k] = (struct mem_range){bb.ranges[k].gpa, bb.ranges[k].gpa + bb.ranges[k].size};
+		launch[k] =
+		    (struct mem_range){bb.ranges[k].gpa, bb.ranges[k].gpa + bb.ranges[k].size};
 		/* The firmware's own sections only: the secrets and CPUID pages
 		 * count when they are the firmware's metadata pages, not csvsm's
 		 * fallback pages in its launch area. */
-		bool fw = kind == CSVSM_IGVM_RANGE_FW_ZERO || kind == CSVSM_IGVM_RANGE_CAA ||
-			  (kind == CSVSM_IGVM_RANGE_SECRETS && (bb.flags & CSVSM_IGVM_F_SECRETS_IN_FW)) ||
-			  (kind == CSVSM_IGVM_RANGE_CPUID && (bb.flags & CSVSM_IGVM_F_CPUID_IN_FW));
+		bool fw =
+		    kind == CSVSM_IGVM_RANGE_FW_ZERO || kind == CSVSM_IGVM_RANGE_CAA ||
+		    (kind == CSVSM_IGVM_RANGE_SECRETS && (bb.flags & CSVSM_IGVM_F_SECRETS_IN_FW)) ||
+		    (kind == CSVSM_IGVM_RANGE_CPUID && (bb.flags & CSVSM_IGVM_F_CPUID_IN_FW));
 		if (!fw || launch[k].end > CSVSM_IGVM_BOOT_BLOCK_GPA)
 			continue;
 		span.start = MIN(span.start, launch[k].start);
@@ -227,7 +230,8 @@ static void read_memory_map(void)
 						 bb.ranges[k].gpa + bb.ranges[k].size};
 		}
 		for (unsigned i = 0; i < snp_memmap.nr_ram; i++)
-			if (snp_memmap.ram[i].start < own.end && own.start < snp_memmap.ram[i].end) {
+			if (snp_memmap.ram[i].start < own.end &&
+			    own.start < snp_memmap.ram[i].end) {
 				con_printf("csvsm: memmap: refused: RAM [0x%llx, 0x%llx) covers "
 					   "csvsm's launch area [0x%llx, 0x%llx)\n",
 					   (unsigned long long)snp_memmap.ram[i].start,
@@ -251,8 +255,8 @@ static void read_memory_map(void)
 		holes[nh++] = fw_host_pages[k];
 	boot.fw_host_pages = fw_host_pages;
 	boot.nr_fw_host_pages = (unsigned)nf;
-	int m = mem_ranges_subtract(snp_memmap.ram, snp_memmap.nr_ram, holes, nh,
-				    to_accept, ARRAY_SIZE(to_accept));
+	int m = mem_ranges_subtract(snp_memmap.ram, snp_memmap.nr_ram, holes, nh, to_accept,
+				    ARRAY_SIZE(to_accept));
 	if (m < 0)
 		stop(SNP_BOOT_MEMMAP);
 	n_to_accept = (unsigned)m;
@@ -353,6 +357,8 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	/* 2. Exceptions and #VC; the FPU after that (its checks execute CPUID). */
 	idt_init();
 	exception_vc_handler = vc_exception;
+	hv_doorbell_init(); /* restricted injection: the host may inject #HV from the first
+			       instruction */
 	if (vc_init((const struct snp_cpuid_page *)(uintptr_t)bb.cpuid_gpa, read_cr4(), 1, 0))
 		stop(SNP_BOOT_CPUID);
 	percpus[0].id = 0;
@@ -391,7 +397,9 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	if (!aes || !clmul) {
 		con_printf("csvsm: cpuid: refused: the CPUID page hides %s (every SEV-SNP CPU has "
 			   "both; csvsm's AES-GCM must not fall back to table-based code)\n",
-			   !aes && !clmul ? "AES-NI and PCLMULQDQ" : !aes ? "AES-NI" : "PCLMULQDQ");
+			   !aes && !clmul ? "AES-NI and PCLMULQDQ"
+			   : !aes	  ? "AES-NI"
+					  : "PCLMULQDQ");
 		stop(SNP_BOOT_CPUID);
 	}
 	boot_phase("platform", "snp, TSC %llu MHz, C-bit %u, launch image region 0x%llx-0x%llx",
@@ -407,6 +415,9 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	read_memory_map();
 	unsigned want = read_vcpus();
 	pgtable_identity_map_to(MAX(snp_memmap.max_gpa, 4ULL << 30));
+	extern uint8_t boot_stack_guard[]; /* src/boot.S */
+	if (pgtable_set_guard((vaddr_t)(uintptr_t)boot_stack_guard) != 0)
+		panic("snp: no guard page under the boot stack");
 	boot_phase("memory", "%llu MiB RAM in %u ranges (%u to pre-accept); csvsm 0x%llx-0x%llx",
 		   (unsigned long long)(memmap_ram_bytes(&snp_memmap) >> 20), snp_memmap.nr_ram,
 		   n_to_accept, (unsigned long long)bb.region_start,

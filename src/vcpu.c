@@ -19,6 +19,15 @@
 #define EFER_SVME (1ULL << 12)
 
 uint64_t vcpu_guest_sev_features;
+/*
+ * The boot vCPU's APIC ID (src/guest_snp.c sets it at launch; UINT64_MAX:
+ * none). Its guest VMSA is csvsm's own page, which it serves for the whole
+ * run: a CREATE_VCPU for that APIC ID would register a second VMSA the host
+ * could run as that vCPU while csvsm keeps serving the first, so it is
+ * refused (the guest never needs it: OVMF's MpInitLib and Linux's
+ * wakeup_cpu_via_vmgexit create APs only).
+ */
+uint64_t vcpu_boot_apic_id = UINT64_MAX;
 uint64_t vcpu_delete_wait_us = 20000; /* 20 ms, as for a VMSA still running */
 uint64_t vcpu_delete_wait_tries = 100000;
 uint64_t vcpu_delete_waits; /* times DELETE_VCPU waited (tests) */
@@ -151,7 +160,8 @@ uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r)
 	struct guest_vmsa_slot *s = NULL;
 
 	/* Decode the arguments; the page itself is checked once it is no longer the guest's. */
-	if (!IS_ALIGNED(vmsa_gpa, PAGE_SIZE) || !IS_ALIGNED(caa, PAGE_SIZE) || vmsa_gpa == caa)
+	if (!IS_ALIGNED(vmsa_gpa, PAGE_SIZE) || !IS_ALIGNED(caa, PAGE_SIZE) || vmsa_gpa == caa ||
+	    (uint64_t)apic_id == vcpu_boot_apic_id)
 		return SVSM_ERR_INVALID_PARAMETER;
 	if (guest_mem_check(vmsa_gpa, PAGE_SIZE) || guest_mem_check(caa, PAGE_SIZE))
 		return SVSM_ERR_INVALID_ADDRESS;
@@ -211,8 +221,8 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 	 * is looked up again each time.
 	 */
 	uint64_t w0 = timer_us();
-	for (uint64_t tries = 0; s->running && tries < vcpu_delete_wait_tries &&
-				 timer_us() - w0 < vcpu_delete_wait_us;
+	for (uint64_t tries = 0;
+	     s->running && tries < vcpu_delete_wait_tries && timer_us() - w0 < vcpu_delete_wait_us;
 	     tries++) {
 		__atomic_fetch_add(&vcpu_delete_waits, 1, __ATOMIC_RELAXED);
 		/* Watch the flag with the lock released (the lock is not fair:

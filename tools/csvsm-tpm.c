@@ -374,8 +374,9 @@ int main(int argc, char **argv)
 	close(cl);
 	close(pl);
 	vtpm_destroy();
-	printf("csvsm-tpm: stopped (%s)\n", stop_requested		   ? "platform STOP"
-					     : once && served_cmd_conn ? "--once: the first client left"
-								       : "timeout");
+	printf("csvsm-tpm: stopped (%s)\n", stop_requested ? "platform STOP"
+					    : once && served_cmd_conn
+						? "--once: the first client left"
+						: "timeout");
 	return 0;
 }

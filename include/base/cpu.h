@@ -41,9 +41,8 @@ static inline uint64_t timer_hz_plausible(uint64_t hz)
 static inline uint64_t timer_monotonic(uint64_t *floor, uint64_t now)
 {
 	uint64_t prev = __atomic_load_n(floor, __ATOMIC_RELAXED);
-	while (now > prev &&
-	       !__atomic_compare_exchange_n(floor, &prev, now, true, __ATOMIC_RELAXED,
-					    __ATOMIC_RELAXED))
+	while (now > prev && !__atomic_compare_exchange_n(floor, &prev, now, true, __ATOMIC_RELAXED,
+							  __ATOMIC_RELAXED))
 		;
 	return now > prev ? now : prev;
 }

@@ -4,7 +4,9 @@
 
 #include "base/percpu.h"
 
-/* Boot vCPU, before the APs serve: one shared doorbell page per vCPU; installs the #HV handler. */
+/* Boot vCPU, right after the IDT: installs the #HV handler (no page yet: #HV is dropped). */
+void hv_doorbell_init(void);
+/* Boot vCPU, before the APs serve: one shared doorbell page per vCPU. */
 void hv_doorbell_alloc(void);
 /* Each vCPU for itself: register its page with the host if it reports restricted injection. */
 void hv_doorbell_register(struct percpu *cpu);

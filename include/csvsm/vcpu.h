@@ -45,6 +45,7 @@ bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
 void vcpu_serve_end(gpa_t vmsa);
 /* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;
+extern uint64_t vcpu_boot_apic_id; /* CREATE_VCPU refuses it (src/vcpu.c) */
 /* How long DELETE_VCPU waits for a vCPU csvsm is serving (us, and tries:
  * the time is the host's TSC); tests change them and read the count. */
 extern uint64_t vcpu_delete_wait_us, vcpu_delete_wait_tries, vcpu_delete_waits;

@@ -310,11 +310,11 @@ int ghcb_hv_doorbell_check(const struct ghcb *g, gpa_t gpa);
  * pending, bit 7 NoFurtherSignal: the host injects no further #HV while it
  * is set, KVM prepare_hv_injection), byte 2 NoEoiRequired.
  */
-#define HVDB_VECTOR	       0
-#define HVDB_FLAGS	       1
-#define HVDB_NO_EOI	       2
-#define HVDB_FLAG_NMI	       (1u << 0)
-#define HVDB_FLAG_MC	       (1u << 1)
-#define HVDB_FLAG_NO_FURTHER   (1u << 7)
-#define X86_VECTOR_HV	       28
+#define HVDB_VECTOR	     0
+#define HVDB_FLAGS	     1
+#define HVDB_NO_EOI	     2
+#define HVDB_FLAG_NMI	     (1u << 0)
+#define HVDB_FLAG_MC	     (1u << 1)
+#define HVDB_FLAG_NO_FURTHER (1u << 7)
+#define X86_VECTOR_HV	     28
 #endif

@@ -885,9 +885,10 @@ static int check_vmsa(struct loader *l, const struct hdr *h, const uint8_t *v)
 	if (!(features & SEV_FEAT_SNP))
 		return refusev(l, h, SNPM_IGVM_E_VMSA, "SEV_FEATURES lacks SNPActive", features);
 	if (features & ~SNPM_SEV_FEATURES_SUPPORTED)
-		return refusev(l, h, SNPM_IGVM_E_VMSA,
-			       "SEV_FEATURES asks for what KVM does not support (check_sev_features)",
-			       features);
+		return refusev(
+		    l, h, SNPM_IGVM_E_VMSA,
+		    "SEV_FEATURES asks for what KVM does not support (check_sev_features)",
+		    features);
 	if (!(rd64(v + VMSA_EFER) & EFER_SVME))
 		return refusev(l, h, SNPM_IGVM_E_VMSA, "EFER.SVME clear (KVM sets it)",
 			       rd64(v + VMSA_EFER));

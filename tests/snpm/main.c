@@ -334,8 +334,8 @@ static void build_guest_e820(void)
 			high = MAX(high, mm.ram[i].end);
 	}
 	n_guest_e820 = 0;
-	guest_e820[n_guest_e820++] = (struct hvm_memmap_table_entry){0xfeffc000, 0x4000,
-								     MEMMAP_TYPE_RESERVED, 0};
+	guest_e820[n_guest_e820++] =
+	    (struct hvm_memmap_table_entry){0xfeffc000, 0x4000, MEMMAP_TYPE_RESERVED, 0};
 	guest_e820[n_guest_e820++] = (struct hvm_memmap_table_entry){0, low, MEMMAP_TYPE_RAM, 0};
 	if (high > (4ULL << 30))
 		guest_e820[n_guest_e820++] = (struct hvm_memmap_table_entry){
@@ -352,12 +352,13 @@ static int fill_memory_map(uint8_t *area, uint64_t bytes)
 		memcpy(e, mm_override, n_mm_override * sizeof(*e));
 		return 0;
 	}
-	if (e820_seabios) { /* the RAM ranges alone, as before */
+	if (e820_seabios) {	      /* the RAM ranges alone, as before */
 		if (mm.nr_ram >= max) /* a zero entry ends the list */
 			return 8;
 		for (unsigned i = 0; i < mm.nr_ram; i++)
 			e[i] = (struct igvm_mm_entry){.gpa_page = mm.ram[i].start >> 12,
-						      .pages = (mm.ram[i].end - mm.ram[i].start) >> 12};
+						      .pages =
+							  (mm.ram[i].end - mm.ram[i].start) >> 12};
 		return 0;
 	}
 	if (n_guest_e820 >= max)
@@ -565,9 +566,11 @@ static void machine_options(void)
 		have_madt_override = true;
 		while (v < stop) {
 			uint64_t id;
-			if (n_madt_ids == ARRAY_SIZE(madt_ids) || cmdline_parse_hex(&v, stop, &id) ||
-			    id > 0xFF || (v < stop && *v++ != ','))
-				fail("bad snpm.madt= value (want APIC IDs in hex, comma-separated)");
+			if (n_madt_ids == ARRAY_SIZE(madt_ids) ||
+			    cmdline_parse_hex(&v, stop, &id) || id > 0xFF ||
+			    (v < stop && *v++ != ','))
+				fail(
+				    "bad snpm.madt= value (want APIC IDs in hex, comma-separated)");
 			madt_ids[n_madt_ids++] = (uint8_t)id;
 		}
 		snpm_phase("options", "the host's MADT lists %u APIC IDs", n_madt_ids);

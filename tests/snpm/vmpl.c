@@ -49,10 +49,10 @@ struct hv_vcpu {
 	unsigned cur;		     /* the VMPL running (or last run) */
 	volatile gpa_t in_run;	     /* the VMSA page in a VMRUN now, 0 = none */
 	uint64_t switches;
-	volatile bool halted0;	     /* its VMPL0 executed HLT and waits for an event */
-	volatile bool serving;	     /* its VMPL0 runs because the guest VMPL asked */
-	volatile bool nmi0;	     /* an NMI for VMPL0 waits for delivery */
-	gpa_t hvdb[4];		     /* #HV doorbell page per VMPL, 0 = none */
+	volatile bool halted0; /* its VMPL0 executed HLT and waits for an event */
+	volatile bool serving; /* its VMPL0 runs because the guest VMPL asked */
+	volatile bool nmi0;    /* an NMI for VMPL0 waits for delivery */
+	gpa_t hvdb[4];	       /* #HV doorbell page per VMPL, 0 = none */
 };
 
 /* snpm.nmi_vmpl0=1: an NMI for the boot vCPU's VMPL0 at the guest's launch. */

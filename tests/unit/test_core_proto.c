@@ -185,6 +185,7 @@ static int setup(void **state)
 
 	gv = (struct guest_vcpu){.id = 0, .vmpl = GUEST_VMPL, .caa = CA};
 	vcpu_guest_sev_features = 0;
+	vcpu_boot_apic_id = UINT64_MAX;
 	race_page = 0;
 	race_on_revoke = race_on_flush = false;
 	flushes = 0;
@@ -574,7 +575,12 @@ static void test_pvalidate_preaccepted(void **state)
  * child (csvsm's panic aborts); the parent checks the child died of the
  * tampering panic, not of anything else.
  */
-enum swap_case { SWAP_PREACCEPTED_4K, SWAP_PREACCEPTED_2M, SWAP_PREACCEPTED_4K_IN_2M, SWAP_GUEST_VALIDATED };
+enum swap_case {
+	SWAP_PREACCEPTED_4K,
+	SWAP_PREACCEPTED_2M,
+	SWAP_PREACCEPTED_4K_IN_2M,
+	SWAP_GUEST_VALIDATED
+};
 
 static uint64_t swap_and_validate(enum swap_case c)
 {
@@ -639,7 +645,8 @@ static void test_pvalidate_swapped_frame_refused(void **state)
 	uint16_t next;
 	assert_int_equal(pval1(ent4k(PG(10), true), &next), SVSM_SUCCESS);
 	assert_int_equal(pval1(ent4k(BLOCK(1) + 5 * PAGE_SIZE, true), &next), SVSM_SUCCESS);
-	assert_int_equal(pval1(ent2m(BLOCK(2), true), &next), SVSM_SUCCESS); /* (test_pvalidate_preaccepted) */
+	assert_int_equal(pval1(ent2m(BLOCK(2), true), &next),
+			 SVSM_SUCCESS); /* (test_pvalidate_preaccepted) */
 	assert_int_equal(pval1(ent4k(PG(20), false), &next), SVSM_SUCCESS);
 	assert_int_equal(pval1(ent4k(PG(20), true), &next), SVSM_SUCCESS);
 	assert_int_equal(pval1(svsm_pval_entry(PG(20), false, true, true), &next), SVSM_SUCCESS);
@@ -939,6 +946,28 @@ static void test_create_vcpu_ok(void **state)
 	make_vmsa(PG(6), GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(PG(6), vmsa, 8), SVSM_ERR_INVALID_ADDRESS);
 	assert_null(vcpu_find(PG(6)));
+}
+
+/*
+ * The boot vCPU's guest VMSA is csvsm's own page, served for the whole run:
+ * a CREATE_VCPU for its APIC ID would give the host a second VMSA to run as
+ * that vCPU. Refused, and nothing happens to the page (hostile review of the
+ * #HV change, M2).
+ */
+static void test_create_vcpu_refuses_the_boot_apic_id(void **state)
+{
+	gpa_t vmsa = PG(4), ca = PG(5);
+
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	vcpu_boot_apic_id = 3;
+	assert_int_equal(create(vmsa, ca, 3), SVSM_ERR_INVALID_PARAMETER);
+	assert_null(vcpu_find(vmsa));
+	assert_false(guest_mem_is_protected(vmsa));
+	assert_int_equal(rmp_vmpl_perms(vmsa, GUEST_VMPL), RMP_PERM_ALL);
+	assert_false(rmp_raw(vmsa) & RMPE_VMSA);
+	/* another APIC ID with the same page is an ordinary AP */
+	assert_int_equal(create(vmsa, ca, 4), SVSM_SUCCESS);
+	assert_non_null(vcpu_find(vmsa));
 }
 
 /*
@@ -1433,6 +1462,7 @@ int main(void)
 	    T(test_pvalidate_vmsa_page),
 	    T(test_create_vcpu_bad),
 	    T(test_create_vcpu_ok),
+	    T(test_create_vcpu_refuses_the_boot_apic_id),
 	    T(test_create_vcpu_race_before_revoke),
 	    T(test_create_vcpu_race_stale_tlb),
 	    T(test_create_vcpu_snp_features),
