@@ -8,10 +8,19 @@
 #define BOOT_STACK_SIZE (64 * 1024) /* the boot vCPU's stack (src/boot.S boot_stack) */
 
 #ifdef __ASSEMBLY__
+/* clang-format off */
 /* DS/ES/SS = the boot GDT's data selector 0x10, FS/GS = 0 (their bases are
  * MSRs, set later). Clobbers EAX. */
-.macro LOAD_DATA_SEGMENTS64 mov $0x10, % eax mov % eax, % ds mov % eax, % es mov % eax,
-    % ss xor % eax, % eax mov % eax, % fs mov % eax, % gs.endm
+.macro LOAD_DATA_SEGMENTS64
+	mov $0x10, %eax
+	mov %eax, %ds
+	mov %eax, %es
+	mov %eax, %ss
+	xor %eax, %eax
+	mov %eax, %fs
+	mov %eax, %gs
+.endm
+/* clang-format on */
 #endif
 
 #endif
