@@ -466,12 +466,18 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          (csvsm then switches with the MSR form, 0x016)
  *   snpm.hv_doorbell_refuse=1  a host that refuses every #HV doorbell page
  *                          (events for VMPL0 are then blocked)
+ *   snpm.va_probe=VA,...   at the guest's launch, walk VMPL0's page tables
+ *                          (its CR3) for these addresses (hex, at most 8)
+ *                          and print whether each is mapped (the tests probe
+ *                          csvsm's guard pages with it)
  *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
  *                          answers with an error)
  */
 static bool stop_at_launch, key_scan_at_launch, native_zero;
+static uint64_t va_probe[8];
+static unsigned n_va_probe;
 bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 
@@ -575,6 +581,17 @@ static void machine_options(void)
 		}
 		snpm_phase("options", "the host's MADT lists %u APIC IDs", n_madt_ids);
 	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.va_probe", &v, &vlen)) {
+		const char *stop = v + vlen;
+		while (v < stop) {
+			uint64_t va;
+			if (n_va_probe == ARRAY_SIZE(va_probe) ||
+			    cmdline_parse_hex(&v, stop, &va) || (v < stop && *v++ != ','))
+				fail("bad snpm.va_probe= value (want at most 8 addresses in hex, "
+				     "comma-separated)");
+			va_probe[n_va_probe++] = va;
+		}
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
 		const char *stop = v + vlen;
 		uint64_t s, e;
@@ -637,6 +654,31 @@ void snpm_key_scan(const char *when)
 }
 
 /*
+ * Whether VMPL0's page tables (4-level, rooted at cr3, a guest-physical
+ * address; entries carry the C-bit at SNPM_CBIT) map va: 1 mapped, 0 not
+ * present at some level, -1 a table outside the memory the host backs.
+ * The walk reads csvsm's tables from guest memory, as a debugger on the
+ * host could not on hardware (the pages are ciphertext there): it is the
+ * machine's view, for the tests.
+ */
+static int vmpl0_va_mapped(uint64_t cr3, uint64_t va)
+{
+	const uint64_t addr = ((1ull << SNPM_CBIT) - 1) & ~(uint64_t)(PAGE_SIZE - 1);
+	uint64_t table = cr3 & addr;
+	for (int level = 3; level >= 0; level--) {
+		if (!hv_is_mem(table, PAGE_SIZE))
+			return -1;
+		uint64_t e = ((const uint64_t *)(uintptr_t)hv_hpa(table))[(va >> (12 + 9 * level)) & 511];
+		if (!(e & 1))
+			return 0;
+		if ((level == 1 || level == 2) && (e & 0x80))
+			return 1; /* a 2M or 1G page */
+		table = e & addr;
+	}
+	return 1;
+}
+
+/*
  * Called once, when csvsm first runs a guest VMPL: audit pre-acceptance in
  * the RMP model, which csvsm cannot read. Every page of the guest's RAM
  * must be assigned, validated and readable and writable by the guest VMPL
@@ -646,7 +688,7 @@ void snpm_key_scan(const char *when)
  * the tests compare them with the firmware's own metadata, read by
  * tests/tools/ovmf_sec_gaps.py.
  */
-void snpm_launch_audit(unsigned guest_vmpl)
+void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 {
 	uint64_t pages = 0, unvalidated = 0, no_access = 0, vmsa = 0, big = 0;
 	struct {
@@ -686,6 +728,9 @@ void snpm_launch_audit(unsigned guest_vmpl)
 		con_printf("%s0x%llx-0x%llx", k ? "," : "", (unsigned long long)unval[k].start,
 			   (unsigned long long)unval[k].end);
 	con_printf("%s\n", !nunval ? "none" : more ? ",..." : "");
+	for (unsigned k = 0; k < n_va_probe; k++)
+		con_printf("snpm: vmpl0-map: va=0x%llx mapped=%d\n", (unsigned long long)va_probe[k],
+			   vmpl0_va_mapped(vmpl0_cr3, va_probe[k]));
 	if (key_scan_at_launch)
 		snpm_key_scan("at the guest's launch");
 	if (stop_at_launch) {

@@ -47,10 +47,25 @@ audit() { # audit NAME LOG: the serving audit ran and found the guest VMSA never
 		test "$(field vmpl0-hlt "$line")" -gt 0
 }
 
+# The boot vCPU's stack guard (src/boot.S boot_stack_guard) must be absent
+# from VMPL0's page tables, so that an overflow of the boot stack (nested #HV
+# deliveries) faults instead of running over .bss; its neighbour, the stack's
+# lowest page, is the control that the walk finds a mapped page.
+guard=$(nm build/csvsm.elf | awk '$3 == "boot_stack_guard" {print $1}')
+stack=$(nm build/csvsm.elf | awk '$3 == "boot_stack" {print $1}')
+guard=$(printf %x "0x${guard:-0}") stack=$(printf %x "0x${stack:-0}")
 # shellcheck disable=SC2046
-snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") -append "snpm.nmi_vmpl0=1"
+snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
+	-append "snpm.nmi_vmpl0=1 snpm.va_probe=$guard,$stack"
 log=$tmp/n.log
 ended "nmi" "$log"
+g=$(grep -m1 "^snpm: vmpl0-map: va=0x$guard " "$log")
+c=$(grep -m1 "^snpm: vmpl0-map: va=0x$stack " "$log")
+echo "# guard: ${g:-no vmpl0-map line for boot_stack_guard 0x$guard}; control: ${c:-none}"
+tap_check "guard: boot_stack_guard (0x$guard) is not mapped in VMPL0's page tables at the guest's launch" \
+	test "$guard" != 0 -a "$(field mapped "$g")" = 0
+tap_check "guard: the control, boot_stack (0x$stack) just above it, is mapped" \
+	test "$stack" != 0 -a "$(field mapped "$c")" = 1
 m=$(grep -m1 '^snpm: #HV: NMI for VMPL0 of vCPU 0 posted in its doorbell page' "$log")
 echo "# nmi: $m"
 tap_check "nmi: the machine posted the NMI in csvsm's doorbell page and injected #HV" test -n "$m"

@@ -10,7 +10,7 @@ struct vmsa;
 __noreturn void snpm_run(const struct vmsa *bsp_vmsa);
 
 /* The acceptance audit when csvsm first runs a guest VMPL (main.c). */
-void snpm_launch_audit(unsigned guest_vmpl);
+void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3);
 
 /* The search of VMPL0-only memory for VMPCK0..3 (main.c); printed with `when`. */
 void snpm_key_scan(const char *when);

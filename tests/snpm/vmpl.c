@@ -244,7 +244,7 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 		launched = true;
 		if (snpm_nmi_vmpl0)
 			hvs[0].nmi0 = true;
-		snpm_launch_audit(vmpl);
+		snpm_launch_audit(vmpl, v->vmcb->save.cr3);
 	}
 	if (v->vmpl != 0 && vmpl == 0) {
 		count_call(v->vmcb->save.rax);
