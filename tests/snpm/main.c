@@ -668,7 +668,8 @@ static int vmpl0_va_mapped(uint64_t cr3, uint64_t va)
 	for (int level = 3; level >= 0; level--) {
 		if (!hv_is_mem(table, PAGE_SIZE))
 			return -1;
-		uint64_t e = ((const uint64_t *)(uintptr_t)hv_hpa(table))[(va >> (12 + 9 * level)) & 511];
+		uint64_t e =
+		    ((const uint64_t *)(uintptr_t)hv_hpa(table))[(va >> (12 + 9 * level)) & 511];
 		if (!(e & 1))
 			return 0;
 		if ((level == 1 || level == 2) && (e & 0x80))
@@ -729,7 +730,8 @@ void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 			   (unsigned long long)unval[k].end);
 	con_printf("%s\n", !nunval ? "none" : more ? ",..." : "");
 	for (unsigned k = 0; k < n_va_probe; k++)
-		con_printf("snpm: vmpl0-map: va=0x%llx mapped=%d\n", (unsigned long long)va_probe[k],
+		con_printf("snpm: vmpl0-map: va=0x%llx mapped=%d\n",
+			   (unsigned long long)va_probe[k],
 			   vmpl0_va_mapped(vmpl0_cr3, va_probe[k]));
 	if (key_scan_at_launch)
 		snpm_key_scan("at the guest's launch");
