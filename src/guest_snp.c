@@ -154,14 +154,19 @@ static void serve(struct guest_vcpu *gv, struct vmsa *v)
  * reads clear, no VMRUN was running the page at the store or has ended
  * since, and every later VMRUN fails its consistency check on SVME (APM
  * vol. 2 §15.5.1). A page that stays in use is not served this time (the
- * call stays pending in the calling area). True when parked.
+ * call stays pending in the calling area, and a Linux guest asks again:
+ * svsm_perform_call_protocol retries on -EAGAIN). The bound is a count of
+ * tries, not a time, so that what csvsm does does not depend on how fast
+ * the CPU runs it: on hardware FAIL_INUSE lasts only while another CPU is
+ * inside VMRUN of this page, which no honest host does at all. True when
+ * parked.
  */
+#define VMSA_PARK_TRIES 4096
 static uint64_t park_refused[MAX_CPUS];
 
 static bool vmsa_park(struct vmsa *v, uint64_t attrs)
 {
-	uint64_t t0 = timer_us();
-	for (unsigned tries = 0; tries < 100000 && timer_us() - t0 < 20000; tries++) {
+	for (unsigned tries = 0; tries < VMSA_PARK_TRIES; tries++) {
 		v->efer &= ~VMSA_EFER_SVME;
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		int rc = platform->rmpadjust((vaddr_t)(uintptr_t)v, RMP_PG_SIZE_4K, attrs);

@@ -470,6 +470,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          (its CR3) for these addresses (hex, at most 8)
  *                          and print whether each is mapped (the tests probe
  *                          csvsm's guard pages with it)
+ *   snpm.vmsa_busy=N       a hostile host that runs the guest VMSA on another
+ *                          CPU while VMPL0 serves it: the next N (hex)
+ *                          RMPADJUSTs of it in that time fail with FAIL_INUSE
  *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
@@ -580,6 +583,13 @@ static void machine_options(void)
 			madt_ids[n_madt_ids++] = (uint8_t)id;
 		}
 		snpm_phase("options", "the host's MADT lists %u APIC IDs", n_madt_ids);
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.vmsa_busy", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > 0xFFFFFFFFu)
+			fail("bad snpm.vmsa_busy= value (want a hex count)");
+		snpm_vmsa_busy = n;
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.va_probe", &v, &vlen)) {
 		const char *stop = v + vlen;

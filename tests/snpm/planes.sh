@@ -8,6 +8,9 @@
 #     a fatal fault). While csvsm serves a request its guest VMSA is not
 #     runnable: the machine's serving audit checks EFER.SVME of the guest
 #     VMSA at each of VMPL0's exits in that time (checks > 0, runnable 0).
+#     A host that runs the guest VMSA on another CPU while csvsm serves it
+#     (snpm.vmsa_busy=40: 64 FAIL_INUSE answers to csvsm's RMPADJUST of the
+#     page): csvsm retries until the page is its own and serves then.
 #  2. a host that answers RUN_VMPL from VMPL0 as an unknown event
 #     (snpm.run_vmpl=msr) and refuses the doorbell page
 #     (snpm.hv_doorbell_refuse=1): csvsm switches with the MSR form, says the
@@ -46,6 +49,12 @@ audit() { # audit NAME LOG: the serving audit ran and found the guest VMSA never
 	tap_check "$name: csvsm's AP idled in HLT until the guest created its vCPU (vmpl0-hlt=$(field vmpl0-hlt "$line") > 0)" \
 		test "$(field vmpl0-hlt "$line")" -gt 0
 }
+busy() { # busy NAME LOG WANT: the machine answered WANT of csvsm's parking RMPADJUSTs with FAIL_INUSE
+	local name=$1 log=$2 want=$3 line
+	line=$(grep -m1 '^snpm: serving-audit: ' "$log")
+	tap_check "$name: the host ran the guest VMSA elsewhere for $want of csvsm's RMPADJUSTs while it served (vmsa-busy-answers=$(field vmsa-busy-answers "$line")); csvsm retried and served" \
+		test "$(field vmsa-busy-answers "$line")" = "$want"
+}
 
 # The boot vCPU's stack guard (src/boot.S boot_stack_guard) must be absent
 # from VMPL0's page tables, so that an overflow of the boot stack (nested #HV
@@ -56,9 +65,10 @@ stack=$(nm build/csvsm.elf | awk '$3 == "boot_stack" {print $1}')
 guard=$(printf %x "0x${guard:-0}") stack=$(printf %x "0x${stack:-0}")
 # shellcheck disable=SC2046
 snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
-	-append "snpm.nmi_vmpl0=1 snpm.va_probe=$guard,$stack"
+	-append "snpm.nmi_vmpl0=1 snpm.va_probe=$guard,$stack snpm.vmsa_busy=40"
 log=$tmp/n.log
 ended "nmi" "$log"
+busy "nmi" "$log" 64
 g=$(grep -m1 "^snpm: vmpl0-map: va=0x$guard " "$log")
 c=$(grep -m1 "^snpm: vmpl0-map: va=0x$stack " "$log")
 echo "# guard: ${g:-no vmpl0-map line for boot_stack_guard 0x$guard}; control: ${c:-none}"

@@ -60,6 +60,8 @@ bool snpm_nmi_vmpl0;
 /* snpm.hv_doorbell_refuse=1: SET fails, as KVM's does for a page it cannot map. */
 bool snpm_hv_doorbell_refuse;
 static uint64_t nmi_delivered, nmi_blocked_reported, serving_checks, serving_runnable, vmpl0_halts;
+uint64_t snpm_vmsa_busy; /* snpm.vmsa_busy=N: see vmsa_in_run */
+static uint64_t vmsa_busy_answers;
 
 static struct hv_vcpu hvs[MAX_CPUS];
 static unsigned n_hvs;
@@ -380,9 +382,10 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	sim_io_print_refusals();
 	print_calls();
 	con_printf("snpm: serving-audit: checks=%llu guest-vmsa-runnable=%llu nmi-delivered=%llu "
-		   "vmpl0-hlt=%llu\n",
+		   "vmpl0-hlt=%llu vmsa-busy-answers=%llu\n",
 		   (unsigned long long)serving_checks, (unsigned long long)serving_runnable,
-		   (unsigned long long)nmi_delivered, (unsigned long long)vmpl0_halts);
+		   (unsigned long long)nmi_delivered, (unsigned long long)vmpl0_halts,
+		   (unsigned long long)vmsa_busy_answers);
 	platform->terminate(guest_power_event == 1, 0, 0x23);
 }
 
@@ -466,6 +469,21 @@ static bool vmsa_in_run(gpa_t gpa)
 	for (unsigned i = 0; i < n_hvs; i++)
 		if (hvs[i].in_run == gpa)
 			return true;
+	/* snpm.vmsa_busy=N: a hostile host that runs a guest VMSA on another
+	 * CPU while VMPL0 serves it; the next N RMPADJUSTs of a registered
+	 * guest-VMPL VMSA made while VMPL0 serves find it in use. */
+	if (__atomic_load_n(&snpm_vmsa_busy, __ATOMIC_RELAXED) == 0)
+		return false;
+	for (unsigned i = 0; i < n_hvs; i++)
+		for (unsigned l = 1; l < 4; l++)
+			if (hvs[i].vmsa[l] == gpa && hvs[i].serving) {
+				if (__atomic_fetch_sub(&snpm_vmsa_busy, 1, __ATOMIC_RELAXED) == 0) {
+					__atomic_store_n(&snpm_vmsa_busy, 0, __ATOMIC_RELAXED);
+					return false;
+				}
+				__atomic_fetch_add(&vmsa_busy_answers, 1, __ATOMIC_RELAXED);
+				return true;
+			}
 	return false;
 }
 
