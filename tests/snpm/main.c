@@ -438,8 +438,14 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
 /*
  * The machine's command line (qemu -append):
  *   snpm.trace=1           print every #VC, GHCB request and unknown #UD
- *   snpm.4k_only=S-E       the host backs [S, E) (hex) with 4K pages only, so
- *                          csvsm's 2M PVALIDATE there fails with SIZEMISMATCH
+ *   snpm.backing=4k|2m     how the host backs guest memory: 4K pages (the
+ *                          default: guest_memfd, as QEMU/KVM give it, so
+ *                          every 2M PVALIDATE fails with SIZEMISMATCH and
+ *                          csvsm validates 4K pages) or 2 MiB pages (a
+ *                          hugepage-backed host: 2M RMP entries)
+ *   snpm.4k_only=S-E       with snpm.backing=2m: the host backs [S, E) (hex)
+ *                          with 4K pages only, so csvsm's 2M PVALIDATE there
+ *                          fails with SIZEMISMATCH
  *   snpm.stop_at_launch=1  end the VM (success) once csvsm first runs the
  *                          guest VMPL, after the acceptance audit
  *   snpm.memmap=P:N[:T],...  a hostile host: the IGVM memory map holds these
@@ -510,6 +516,23 @@ static void machine_options(void)
 			fail("bad snpm.e820= value (want qemu or seabios)");
 	}
 	build_guest_e820();
+	/*
+	 * Guest memory as a KVM host backs it: guest_memfd in 4 KiB folios, so
+	 * KVM makes 4K RMP entries as the guest first touches each page
+	 * (arch/x86/kvm/svm/sev.c sev_gmem_prepare, at the folio's order); 2M
+	 * RMP entries only where the host backs memory with 2 MiB pages.
+	 */
+	bool backing_4k = true;
+	if (cmdline_get(cmdline, cmdline_len, "snpm.backing", &v, &vlen)) {
+		if (vlen == 2 && !memcmp(v, "2m", 2))
+			backing_4k = false;
+		else if (!(vlen == 2 && !memcmp(v, "4k", 2)))
+			fail("bad snpm.backing= value (want 4k or 2m)");
+	}
+	rmp_hv_set_backing_4k(backing_4k);
+	snpm_phase("options", "guest memory backed by %s",
+		   backing_4k ? "4K pages (guest_memfd: 4K RMP entries)"
+			      : "2 MiB pages (2M RMP entries where asked)");
 	if (cmdline_get(cmdline, cmdline_len, "snpm.run_vmpl", &v, &vlen)) {
 		if (vlen == 3 && !memcmp(v, "msr", 3))
 			snpm_run_vmpl_msr_only = true;
@@ -730,11 +753,15 @@ void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 				no_access++;
 		}
 	}
+	struct rmp_hv_stats hs;
+	rmp_hv_get_stats(&hs);
 	con_printf("snpm: accept-audit: pages=%llu unvalidated=%llu no_guest_access=%llu vmsa=%llu "
-		   "rmp_2m=%llu guest_vmpl=%u unvalidated_ranges=",
+		   "rmp_2m=%llu backing=%s psmash_sizem=%llu psmash_update=%llu guest_vmpl=%u "
+		   "unvalidated_ranges=",
 		   (unsigned long long)pages, (unsigned long long)unvalidated,
 		   (unsigned long long)no_access, (unsigned long long)vmsa, (unsigned long long)big,
-		   guest_vmpl);
+		   rmp_hv_backing_4k() ? "4k" : "2m", (unsigned long long)hs.psmash_sizem,
+		   (unsigned long long)hs.psmash_update, guest_vmpl);
 	for (unsigned k = 0; k < nunval; k++)
 		con_printf("%s0x%llx-0x%llx", k ? "," : "", (unsigned long long)unval[k].start,
 			   (unsigned long long)unval[k].end);

@@ -295,6 +295,28 @@ static void npt_map_2m_in(uint64_t *root, unsigned vmpl, gpa_t base)
 	__atomic_store_n(pde, (uint64_t)(uintptr_t)pt | NPT_TABLE, __ATOMIC_RELEASE);
 }
 
+/*
+ * One 4K page changed: when its 2 MiB block is already mapped by a page
+ * table, only that page's entry can have changed (npt_pte depends on the
+ * page alone), so only it is rewritten; otherwise the block is rebuilt
+ * (a 2M mapping may have to be split). A block that becomes uniform again
+ * keeps its page table: the same mappings, in 4K TLB entries. This keeps a
+ * 4K PVALIDATE or RMPADJUST at a few lookups instead of 512 per VMPL.
+ */
+static void npt_map_4k_in(uint64_t *root, unsigned vmpl, gpa_t gpa)
+{
+	uint64_t *pdpt = npt_table(&root[(gpa >> 39) & 511]);
+	uint64_t *pd = npt_table(&pdpt[(gpa >> 30) & 511]);
+	uint64_t pde = __atomic_load_n(&pd[(gpa >> 21) & 511], __ATOMIC_ACQUIRE);
+	if ((pde & NPT_P) && !(pde & NPT_PS)) {
+		uint64_t *pt = (uint64_t *)(uintptr_t)(pde & NPT_ADDR);
+		__atomic_store_n(&pt[(gpa >> PAGE_SHIFT) & 511], npt_pte(gpa, vmpl),
+				 __ATOMIC_RELEASE);
+		return;
+	}
+	npt_map_2m_in(root, vmpl, ALIGN_DOWN(gpa, PAGE_SIZE_2M));
+}
+
 static void npt_map_2m(gpa_t base)
 {
 	for (unsigned i = 0; i < npt_nroots; i++)
@@ -305,9 +327,14 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
 {
 	if (!npt_nroots)
 		return;
-	for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top;
-	     b += PAGE_SIZE_2M)
-		npt_map_2m(b);
+	if (size == PAGE_SIZE && IS_ALIGNED(gpa, PAGE_SIZE) && gpa < npt_top) {
+		for (unsigned i = 0; i < npt_nroots; i++)
+			npt_map_4k_in(npt_root[npt_roots[i]], npt_roots[i], gpa);
+	} else {
+		for (gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M); b < gpa + size && b < npt_top;
+		     b += PAGE_SIZE_2M)
+			npt_map_2m(b);
+	}
 	/* Every vCPU flushes before it next enters; sim_flush_guest_tlb makes
 	 * the ones in guest mode leave now. */
 	__atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);

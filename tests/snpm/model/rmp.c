@@ -23,6 +23,8 @@ static struct {
 	gpa_t max_gpa;
 	unsigned n4k;
 	struct rmp_range only4k[RMP_MAX_4K_ONLY];
+	bool backing_4k;
+	uint64_t psmash_sizem, psmash_update;
 } rmp;
 
 static size_t entry_bytes(gpa_t max_gpa)
@@ -45,6 +47,8 @@ int rmp_init(void *storage, size_t bytes, gpa_t max_gpa)
 	rmp.lock = (uint8_t *)storage + entry_bytes(max_gpa);
 	rmp.max_gpa = max_gpa;
 	rmp.n4k = 0;
+	rmp.backing_4k = false;
+	rmp.psmash_sizem = rmp.psmash_update = 0;
 	return 0;
 }
 
@@ -68,10 +72,28 @@ void rmp_hv_clear_4k_only(void)
 	rmp.n4k = 0;
 }
 
+void rmp_hv_set_backing_4k(bool on)
+{
+	rmp.backing_4k = on;
+}
+
+bool rmp_hv_backing_4k(void)
+{
+	return rmp.backing_4k;
+}
+
+void rmp_hv_get_stats(struct rmp_hv_stats *out)
+{
+	out->psmash_sizem = __atomic_load_n(&rmp.psmash_sizem, __ATOMIC_RELAXED);
+	out->psmash_update = __atomic_load_n(&rmp.psmash_update, __ATOMIC_RELAXED);
+}
+
 bool rmp_hv_block_is_4k_only(gpa_t gpa)
 {
 	gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M);
 
+	if (rmp.backing_4k)
+		return true;
 	for (unsigned i = 0; i < rmp.n4k; i++)
 		if (rmp.only4k[i].start < b + PAGE_SIZE_2M && b < rmp.only4k[i].end)
 			return true;
@@ -102,15 +124,17 @@ static void block_unlock(gpa_t gpa)
 	__atomic_store_n(&rmp.lock[gpa >> PAGE_SHIFT_2M], 0, __ATOMIC_RELEASE);
 }
 
-/* Split the 2M entry holding gpa (if any) into 512 4K entries, keeping state. */
-static void smash(gpa_t gpa)
+/* Split the 2M entry holding gpa (if any) into 512 4K entries, keeping
+ * state; true when there was one to split. */
+static bool smash(gpa_t gpa)
 {
 	uint16_t *e = entry(ALIGN_DOWN(gpa, PAGE_SIZE_2M));
 
 	if (!(e[0] & RMPE_SIZE_2M))
-		return;
+		return false;
 	for (unsigned i = 0; i < PAGES_PER_2M; i++)
 		e[i] &= (uint16_t)~RMPE_SIZE_2M;
+	return true;
 }
 
 static void set_block(gpa_t gpa, uint16_t v)
@@ -135,8 +159,14 @@ int rmp_hv_assign(gpa_t gpa, bool size2m, bool private)
 			v |= RMPE_SIZE_2M;
 		set_block(gpa, v);
 	} else {
-		/* RMPUPDATE of one 4K page inside a 2M entry: the host PSMASHes first. */
-		smash(gpa);
+		/*
+		 * RMPUPDATE of one 4K page inside a 2M entry: the host PSMASHes
+		 * first (arch/x86/kvm/svm/sev.c sev_gmem_invalidate: "If PFN is
+		 * currently assigned as a 2M page, PSMASH it into individual 4K
+		 * RMP entries before attempting to convert a 4K sub-page").
+		 */
+		if (smash(gpa))
+			__atomic_add_fetch(&rmp.psmash_update, 1, __ATOMIC_RELAXED);
 		*entry(gpa) = private ? RMPE_ASSIGNED : 0;
 	}
 	block_unlock(gpa);
@@ -176,8 +206,18 @@ static int check_page(gpa_t gpa, unsigned size)
 		return PVALIDATE_FAIL_INPUT; /* shared or never assigned */
 	if (size == RMP_PG_SIZE_2M && !(v & RMPE_SIZE_2M))
 		return PVALIDATE_FAIL_SIZEMISMATCH;
-	if (size == RMP_PG_SIZE_4K && (v & RMPE_SIZE_2M))
-		smash(gpa); /* #NPF with PFERR_GUEST_SIZEM: KVM PSMASHes and retries */
+	/*
+	 * A 4K PVALIDATE/RMPADJUST of a page in a 2M RMP entry is not an
+	 * instruction error: the CPU takes an #NPF with PFERR_GUEST_SIZEM
+	 * (APM vol. 2 §15.36.10) and KVM PSMASHes the entry and re-enters, so
+	 * the guest's retry succeeds (arch/x86/kvm/svm/sev.c
+	 * sev_handle_rmp_fault: "RMPADJUST/PVALIDATE can trigger an #NPF with
+	 * PFERR_GUEST_SIZEM bit set if the guest issues them with a smaller
+	 * granularity than what is indicated by the page-size bit in the 2MB
+	 * RMP entry"). Counted: rmp_hv_get_stats().psmash_sizem.
+	 */
+	if (size == RMP_PG_SIZE_4K && (v & RMPE_SIZE_2M) && smash(gpa))
+		__atomic_add_fetch(&rmp.psmash_sizem, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 

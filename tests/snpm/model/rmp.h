@@ -69,7 +69,25 @@ gpa_t rmp_max_gpa(void);
  */
 int rmp_hv_set_4k_only(gpa_t start, gpa_t end);
 void rmp_hv_clear_4k_only(void);
-/* True when the 2 MiB block containing gpa overlaps a 4K-only range. */
+/*
+ * The host's backing of all guest memory. 4K (on): every page-state change
+ * makes 4K RMP entries, as KVM does for guest_memfd memory, whose folios are
+ * 4 KiB (virt/kvm/guest_memfd.c; arch/x86/kvm/svm/sev.c sev_gmem_prepare
+ * makes the RMP entry at the folio's level): a guest's 2M PVALIDATE fails
+ * with FAIL_SIZEMISMATCH everywhere. Off (rmp_init's default): 2M entries
+ * wherever a 2M change is asked for, as on a host with 2 MiB backing
+ * (hugepages), less the 4K-only ranges.
+ */
+void rmp_hv_set_backing_4k(bool on);
+bool rmp_hv_backing_4k(void);
+/* What the host did behind the guest's back (counted since rmp_init). */
+struct rmp_hv_stats {
+	uint64_t psmash_sizem;	/* 2M entries split on a guest's 4K PVALIDATE/RMPADJUST */
+	uint64_t psmash_update; /* 2M entries split for a 4K page-state change */
+};
+void rmp_hv_get_stats(struct rmp_hv_stats *out);
+/* True when the 2 MiB block containing gpa overlaps a 4K-only range, or
+ * the backing is 4K. */
 bool rmp_hv_block_is_4k_only(gpa_t gpa);
 /*
  * Page-state change (RMPUPDATE): private assigns the page (validated and
@@ -85,8 +103,9 @@ int rmp_hv_psmash(gpa_t gpa);
  * Guest side, with the instructions' return codes (arch/x86/insn.h,
  * reference §5.1/§5.2). size is RMP_PG_SIZE_4K or RMP_PG_SIZE_2M.
  * rmp_pvalidate: 0 (with *unchanged = CF), PVALIDATE_FAIL_INPUT,
- * PVALIDATE_FAIL_SIZEMISMATCH. A 4K request inside a 2M entry is handled as
- * the host does on the #NPF (PSMASH, retry).
+ * PVALIDATE_FAIL_SIZEMISMATCH (a 2M request over 4K entries). A 4K request
+ * inside a 2M entry is handled as KVM does on the #NPF it raises (PSMASH,
+ * retry), so it succeeds.
  */
 int rmp_pvalidate(gpa_t gpa, unsigned size, bool validate, bool *unchanged);
 /* RMPADJUST issued at VMPL0: 0, RMPADJUST_FAIL_INPUT/_PERMISSION/_SIZEMISMATCH. */
