@@ -175,6 +175,55 @@ static void test_4k_only(void **state)
 	assert_false(rmp_hv_block_is_4k_only(14 * MB2));
 }
 
+/* The host's 4K backing (guest_memfd) and the PSMASHes KVM does behind the guest. */
+static void test_backing_4k_and_psmash_counts(void **state)
+{
+	bool cf;
+	struct rmp_entry_info i;
+	struct rmp_hv_stats st;
+
+	assert_false(rmp_hv_backing_4k()); /* rmp_init's default: 2M where asked */
+	rmp_hv_set_backing_4k(true);
+	assert_true(rmp_hv_backing_4k());
+	assert_true(rmp_hv_block_is_4k_only(20 * MB2));
+	/* a 2M page-state change makes 512 4K entries: 2M PVALIDATE mismatches */
+	assert_int_equal(rmp_hv_assign(20 * MB2, true, true), 0);
+	assert_int_equal(rmp_query(20 * MB2 + 7 * K4, &i), 0);
+	assert_true(i.assigned && !i.size2m);
+	assert_int_equal(rmp_pvalidate(20 * MB2, RMP_PG_SIZE_2M, true, &cf),
+			 PVALIDATE_FAIL_SIZEMISMATCH);
+	assert_int_equal(rmp_adjust(20 * MB2, RMP_PG_SIZE_2M, 2 | RMPADJUST_RWX),
+			 RMPADJUST_FAIL_SIZEMISMATCH);
+	assert_int_equal(rmp_pvalidate(20 * MB2 + 7 * K4, RMP_PG_SIZE_4K, true, &cf), 0);
+	assert_false(cf);
+	rmp_hv_get_stats(&st);
+	assert_int_equal(st.psmash_sizem, 0);
+	assert_int_equal(st.psmash_update, 0);
+
+	/* 2M backing: a 4K PVALIDATE in a 2M entry is KVM's PSMASH, counted once */
+	rmp_hv_set_backing_4k(false);
+	assert_false(rmp_hv_block_is_4k_only(22 * MB2));
+	assert_int_equal(rmp_hv_assign(22 * MB2, true, true), 0);
+	assert_int_equal(rmp_pvalidate(22 * MB2, RMP_PG_SIZE_2M, true, &cf), 0);
+	assert_int_equal(rmp_pvalidate(22 * MB2 + 3 * K4, RMP_PG_SIZE_4K, true, &cf), 0);
+	assert_true(cf);
+	assert_int_equal(rmp_pvalidate(22 * MB2 + 4 * K4, RMP_PG_SIZE_4K, true, &cf), 0);
+	rmp_hv_get_stats(&st);
+	assert_int_equal(st.psmash_sizem, 1);
+	/* a 4K page-state change in a 2M entry: the host's PSMASH, counted */
+	assert_int_equal(rmp_hv_assign(24 * MB2, true, true), 0);
+	assert_int_equal(rmp_hv_assign(24 * MB2 + K4, false, false), 0);
+	rmp_hv_get_stats(&st);
+	assert_int_equal(st.psmash_update, 1);
+	assert_int_equal(st.psmash_sizem, 1);
+	/* rmp_init resets backing and counts */
+	rmp_hv_set_backing_4k(true);
+	assert_int_equal(rmp_init(storage, sizeof(storage), MAX_GPA), 0);
+	assert_false(rmp_hv_backing_4k());
+	rmp_hv_get_stats(&st);
+	assert_int_equal(st.psmash_sizem + st.psmash_update, 0);
+}
+
 static void test_rmpadjust_codes(void **state)
 {
 	bool cf;
@@ -296,6 +345,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_size_mismatch_and_smash, setup),
 	    cmocka_unit_test_setup(test_hv_psmash_and_4k_assign, setup),
 	    cmocka_unit_test_setup(test_4k_only, setup),
+	    cmocka_unit_test_setup(test_backing_4k_and_psmash_counts, setup),
 	    cmocka_unit_test_setup(test_rmpadjust_codes, setup),
 	    cmocka_unit_test_setup(test_vmpl_perms, setup),
 	    cmocka_unit_test_setup(test_concurrent_block, setup),
