@@ -8,6 +8,7 @@
 # Two hypervisors side by side:
 #   floor  - handles a whole 253-entry PSC descriptor per exit, 1 vCPU
 #   sim    - a host that stops every 64 page-state entries (csvsm.sim_psc_limit=64), 2 vCPUs
+# each with 2 MiB backing (2M RMP entries) and with 4K backing (-4k).
 # Instructions are callgrind Ir for the executor only (client requests),
 # split into csvsm's own code and the model of PVALIDATE/RMPADJUST/host PSC,
 # which on hardware is one instruction / the hypervisor.
@@ -68,3 +69,8 @@ run() { # name, args...
 
 run floor --vcpus 1 --psc-limit 253
 run sim --vcpus 2 --psc-limit 64
+# The host's 4K backing (guest_memfd, the SNP machine's default): the floor
+# is then 512 PVALIDATE + 512 RMPADJUST per 2 MiB; csvsm adds the one 2M
+# PVALIDATE that finds the size mismatch (ratio 513/512).
+run floor-4k --vcpus 1 --psc-limit 253 --backing 4k
+run sim-4k --vcpus 2 --psc-limit 64 --backing 4k
