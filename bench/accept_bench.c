@@ -69,10 +69,9 @@ int main(int argc, char **argv)
 		else if (!strcmp(argv[i], "--backing") && !strcmp(argv[i + 1], "2m"))
 			backing_4k = false;
 		else {
-			fprintf(
-			    stderr,
-			    "usage: csvsm-accept-bench [--gib N] [--vcpus N] [--psc-limit N] "
-			    "[--backing 4k|2m]\n");
+			fprintf(stderr,
+				"usage: csvsm-accept-bench [--gib N] [--vcpus N] [--psc-limit N] "
+				"[--backing 4k|2m]\n");
 			return 2;
 		}
 	}
