@@ -17,7 +17,7 @@ cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 snpm_need
-QEMU_TIMEOUT=180
+QEMU_TIMEOUT=400 # a hang guard: 4K backing takes ~30 s of acceptance per 4 GiB here; slower CI hosts more
 
 check_boot() { # name smp log
 	local name=$1 smp=$2 log=$3 acc aud total n=0 ok=1 b

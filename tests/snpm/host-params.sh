@@ -16,7 +16,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 MEASURE=${MEASURE:-build/csvsm-measure}
 snpm_need "$MEASURE"
-QEMU_TIMEOUT=90
+QEMU_TIMEOUT=240 # a hang guard: with 4K backing a 2 GiB boot spends ~20-30 s in pre-acceptance here
 
 refuse() { # name machine-options expected-line
 	snpm_qemu "$tmp/m.log" 2G 2 -append "$2 snpm.stop_at_launch=1"

@@ -261,11 +261,17 @@ static uint64_t npt_pte(gpa_t gpa, unsigned vmpl)
 	return npt_pte_machine(gpa, vmpl);
 }
 
+/* The PDE that maps gpa's 2 MiB block in root (tables above it made as needed). */
+static uint64_t *npt_pde(uint64_t *root, gpa_t gpa)
+{
+	uint64_t *pdpt = npt_table(&root[(gpa >> 39) & 511]);
+	uint64_t *pd = npt_table(&pdpt[(gpa >> 30) & 511]);
+	return &pd[(gpa >> 21) & 511];
+}
+
 static void npt_map_2m_in(uint64_t *root, unsigned vmpl, gpa_t base)
 {
-	uint64_t *pdpt = npt_table(&root[(base >> 39) & 511]);
-	uint64_t *pd = npt_table(&pdpt[(base >> 30) & 511]);
-	uint64_t *pde = &pd[(base >> 21) & 511];
+	uint64_t *pde = npt_pde(root, base);
 	uint64_t first = npt_pte(base, vmpl);
 	bool uniform = true;
 	for (gpa_t g = base + PAGE_SIZE; g < base + PAGE_SIZE_2M && uniform; g += PAGE_SIZE) {
@@ -305,9 +311,7 @@ static void npt_map_2m_in(uint64_t *root, unsigned vmpl, gpa_t base)
  */
 static void npt_map_4k_in(uint64_t *root, unsigned vmpl, gpa_t gpa)
 {
-	uint64_t *pdpt = npt_table(&root[(gpa >> 39) & 511]);
-	uint64_t *pd = npt_table(&pdpt[(gpa >> 30) & 511]);
-	uint64_t pde = __atomic_load_n(&pd[(gpa >> 21) & 511], __ATOMIC_ACQUIRE);
+	uint64_t pde = __atomic_load_n(npt_pde(root, gpa), __ATOMIC_ACQUIRE);
 	if ((pde & NPT_P) && !(pde & NPT_PS)) {
 		uint64_t *pt = (uint64_t *)(uintptr_t)(pde & NPT_ADDR);
 		__atomic_store_n(&pt[(gpa >> PAGE_SHIFT) & 511], npt_pte(gpa, vmpl),
