@@ -95,6 +95,17 @@ static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigne
 	}
 }
 
+__noreturn void hv_stop_hung(void)
+{
+	con_printf("snpm: end: failure\n");
+	/* (2 << 1) | 1: QEMU exits with 5, which no other ending gives. */
+	outl(DEBUG_EXIT_PORT, 2);
+	for (;;) {
+		irq_disable();
+		cpu_halt();
+	}
+}
+
 static const struct platform_ops platform_snpm = {
     .name = "snpm",
     .flush_guest_tlb = sim_flush_guest_tlb,

@@ -2,7 +2,8 @@
  * The SNP machine's hypervisor core (first written as csvsm's sim platform):
  * an AMD-SVM host running each VMPL of each vCPU (sim notes §3, §5). Nested page tables stand in
  * for the RMP's VMPL permissions and are derived from the RMP model, so a guest CPU access to csvsm
- * memory (or any page not granted to its VMPL) exits as #NPF and gets #GP(0) injected. VMGEXIT
+ * memory (or any page not granted to its VMPL) exits as #NPF, which handle_npf answers as hardware,
+ * KVM and QEMU would (docs/snp-machine.md "Faults as a KVM host sees them"). VMGEXIT
  * (`rep vmmcall`, 4 bytes: no NRIP on TCG, pitfall 1) is the GHCB exit to the host.
  */
 #include "arch/x86/insn.h"
@@ -859,33 +860,199 @@ static bool mmio_emulate(struct svm_vcpu *v, gpa_t gpa, bool write)
 	return true;
 }
 
+/*
+ * #NPF error code bits as SEV-SNP hardware reports an RMP check failure
+ * (APM vol. 2 §15.36.10; Linux arch/x86/include/asm/kvm_host.h
+ * PFERR_GUEST_RMP/ENC/VMPL_MASK). TCG reports none of them: the machine
+ * derives them from the RMP model and the C-bit of the faulting GPA (TCG
+ * passes the guest's bit 51 through in EXITINFO2) for its messages.
+ */
+#define NPF_P		(1ULL << 0)
+#define NPF_W		(1ULL << 1)
+#define NPF_FETCH	(1ULL << 4)
+#define NPF_GUEST_RMP	(1ULL << 31)
+#define NPF_GUEST_FINAL (1ULL << 32)
+#define NPF_GUEST_PAGE	(1ULL << 33)
+#define NPF_GUEST_ENC	(1ULL << 34)
+#define NPF_GUEST_VMPL	(1ULL << 36)
+/* #VC error code of a failed page validation check (APM vol. 2 §15.36.10). */
+#define SVM_EXIT_PAGE_NOT_VALIDATED 0x404
+/* The same RMP violation at the same RIP this often in a row: KVM's livelock. */
+#define RMP_LOOP_STOP 3
+
+static uint64_t npf_vc_not_validated, npf_to_shared, npf_to_private, npf_rmp_reentered;
+
+void sim_npf_print_counts(void)
+{
+	con_printf("%s: npf: vc-not-validated=%llu implicit-to-shared=%llu "
+		   "implicit-to-private=%llu rmp-reentered=%llu\n",
+		   hv_tag, (unsigned long long)npf_vc_not_validated,
+		   (unsigned long long)npf_to_shared, (unsigned long long)npf_to_private,
+		   (unsigned long long)npf_rmp_reentered);
+}
+
+static const char *npf_access(uint64_t err)
+{
+	return (err & NPF_FETCH) ? "execute" : (err & NPF_W) ? "write" : "read";
+}
+
+/* csvsm's region: the launch image's pages outside RAM (hv_back_add), where csvsm lives. */
+static bool in_csvsm(gpa_t gpa)
+{
+	return hv_hpa(gpa) != HV_NO_HPA && !memmap_is_guest_ram(npt_mm, gpa, 1);
+}
+
+/*
+ * QEMU's answer to KVM_EXIT_MEMORY_FAULT (accel/kvm/kvm-all.c kvm_cpu_exec
+ * -> kvm_convert_memory): the page's attributes become what the access
+ * asked for (KVM_SET_MEMORY_ATTRIBUTES) and the other side of the
+ * guest_memfd-backed page is discarded (ram_block_discard_range /
+ * ram_block_discard_guest_memfd_range), so the RMP entry is changed by the
+ * host (RMPUPDATE; to private: assigned and not validated, KVM
+ * sev_gmem_prepare) and the guest sees fresh contents. The machine's two
+ * sides are one host page: it is cleared. A failed conversion stops the VM.
+ */
+static void npf_convert(struct svm_vcpu *v, gpa_t page, bool to_private, uint64_t err)
+{
+	if (rmp_hv_assign(page, false, to_private) != 0) {
+		con_printf("snpm: host: KVM_EXIT_MEMORY_FAULT at gpa 0x%llx: kvm_convert_memory "
+			   "failed; QEMU stops the VM\n",
+			   (unsigned long long)page);
+		hv_stop_hung();
+	}
+	memset((void *)(uintptr_t)hv_hpa(page), 0, PAGE_SIZE);
+	sim_npt_sync(page, PAGE_SIZE);
+	sim_flush_guest_tlb();
+	uint64_t n = to_private ? ++npf_to_private : ++npf_to_shared;
+	if (n <= 16)
+		con_printf("snpm: host: KVM_EXIT_MEMORY_FAULT: guest VMPL%u %s with C=%u at gpa "
+			   "0x%llx (rip 0x%llx, vCPU %u), a page KVM holds %s: QEMU converts it to "
+			   "%s (kvm_convert_memory) and the guest retries\n",
+			   v->vmpl, npf_access(err), to_private ? 1 : 0, (unsigned long long)page,
+			   (unsigned long long)v->vmcb->save.rip, v->gv.id,
+			   to_private ? "shared" : "private", to_private ? "private" : "shared");
+}
+
+/*
+ * A guest VMPL's access to memory that its nested table does not map (the
+ * page is not validated, or the RMP denies its VMPL), as hardware, KVM and
+ * QEMU treat it. docs/snp-machine.md "Faults as a KVM host sees them".
+ */
+static void npf_guest_memory(struct svm_vcpu *v, gpa_t gpa, bool enc, uint64_t err)
+{
+	gpa_t page = ALIGN_DOWN(gpa, PAGE_SIZE);
+	uint64_t rip = v->vmcb->save.rip;
+	struct rmp_entry_info e = {0};
+
+	if (rmp_query(page, &e) != 0) {
+		con_printf("snpm: guest VMPL%u %s at gpa 0x%llx (rip 0x%llx, vCPU %u): memory "
+			   "outside the RMP; stopping\n",
+			   v->vmpl, npf_access(err), (unsigned long long)gpa,
+			   (unsigned long long)rip, v->gv.id);
+		hv_stop_hung();
+	}
+	if (enc && e.assigned && !e.validated) {
+		/* Not an #NPF at all: "a failure of the page validation check
+		 * results in a #VC with error code PAGE_NOT_VALIDATED (0x404)"
+		 * (APM vol. 2 §15.36.10; it ranks above the VMPL check, Table
+		 * 15-39). The guest's own #VC handler decides (Linux's
+		 * vc_handle_exitcode has no case for it; OVMF's UnsupportedExit
+		 * forwards it to the host, which KVM refuses as an unknown exit
+		 * code). CR2 should hold the faulting virtual address: the
+		 * machine does not know it (TCG's #NPF gives the GPA only). */
+		if (++npf_vc_not_validated <= 16)
+			con_printf("snpm: guest VMPL%u %s at gpa 0x%llx (rip 0x%llx, vCPU %u): "
+				   "private page not validated: #VC 0x404 (PAGE_NOT_VALIDATED)\n",
+				   v->vmpl, npf_access(err), (unsigned long long)gpa,
+				   (unsigned long long)rip, v->gv.id);
+		sim_snp_vc(v, SVM_EXIT_PAGE_NOT_VALIDATED);
+		return;
+	}
+	if (enc != e.assigned) {
+		/* The access disagrees with the page's state: an #NPF with
+		 * PFERR_GUEST_RMP, which KVM's MMU turns into a userspace exit
+		 * because the access's privateness (PFERR_GUEST_ENC ->
+		 * PFERR_PRIVATE_ACCESS, svm.c npf_interception) differs from the
+		 * gfn's attribute (mmu.c kvm_faultin_pfn ->
+		 * kvm_mmu_prepare_memory_fault_exit, KVM_EXIT_MEMORY_FAULT). */
+		npf_convert(v, page, enc, err);
+		if (!enc && in_csvsm(page)) {
+			/* csvsm's private page is gone; its next access to it is
+			 * private (C=1) to a shared page: another conversion, then
+			 * a #VC 0x404 at VMPL0 that ends csvsm. TCG's nested walk
+			 * ignores the C-bit, so the machine would not see that
+			 * access: it stops here instead. */
+			con_printf("snpm: host: gpa 0x%llx is csvsm's own memory: its private "
+				   "page is discarded and csvsm's next access to it would end in a "
+				   "#VC 0x404 the machine cannot see; stopping\n",
+				   (unsigned long long)page);
+			hv_stop_hung();
+		}
+		return;
+	}
+	/*
+	 * A private access to a validated page its VMPL may not touch (or a
+	 * VMSA page, or a page-size mismatch KVM resolves with PSMASH): the
+	 * #NPF KVM cannot resolve. kvm_mmu_page_fault finds the mapping
+	 * present and returns RET_PF_SPURIOUS (the fast path is off for
+	 * private memslots, mmu.c page_fault_can_be_fast), and
+	 * sev_handle_rmp_fault (svm/sev.c) only PSMASHes a 2M RMP entry: a
+	 * 4K entry is left as it is ("goto out"). KVM re-enters the guest,
+	 * which faults again: a livelock (AMDESE/AMDSEV issue 219 shows the
+	 * repeated "#NPF (0x580000005, RMP fault)"). The machine re-enters
+	 * too, and stops once the same fault comes back unchanged.
+	 */
+	uint64_t hw_err = (err & (NPF_W | NPF_FETCH | 0x4)) | NPF_P | NPF_GUEST_FINAL |
+			  NPF_GUEST_RMP | NPF_GUEST_ENC | NPF_GUEST_VMPL;
+	if (v->rmp_streak && v->rmp_last_gpa == gpa && v->rmp_last_rip == rip &&
+	    v->rmp_last_err == err)
+		v->rmp_streak++;
+	else
+		v->rmp_streak = 1;
+	v->rmp_last_gpa = gpa, v->rmp_last_rip = rip, v->rmp_last_err = err;
+	if (v->rmp_streak < RMP_LOOP_STOP) {
+		npf_rmp_reentered++;
+		return;
+	}
+	con_printf("snpm: guest VMPL%u %s at gpa 0x%llx (rip 0x%llx, vCPU %u): RMP violation "
+		   "(#NPF error 0x%llx: RMP, ENC, VMPL; RMP: %s%s%s, VMPL%u perms 0x%x%s) seen %u "
+		   "times: KVM re-enters, the guest would hang; stopping\n",
+		   v->vmpl, npf_access(err), (unsigned long long)gpa, (unsigned long long)rip,
+		   v->gv.id, (unsigned long long)hw_err, e.assigned ? "private" : "shared",
+		   e.validated ? " validated" : "", e.vmsa ? " VMSA" : "", v->vmpl,
+		   e.perms[v->vmpl & 3], in_csvsm(page) ? ", csvsm memory" : "", v->rmp_streak);
+	hv_stop_hung();
+}
+
 static void handle_npf(struct svm_vcpu *v)
 {
 	gpa_t gpa = v->vmcb->ctl.exit_info_2;
 	uint64_t err = v->vmcb->ctl.exit_info_1;
 	/* A data access (not a fetch, not the guest's own page walk: EXITINFO1
 	 * bit 33, APM vol. 2 §15.25.6) to something that is not guest memory. */
-	bool data = !(err & 0x10) && !(err & (1ULL << 33));
+	bool data = !(err & NPF_FETCH) && !(err & NPF_GUEST_PAGE);
+	/* TCG passes the C-bit of the guest's translation through in EXITINFO2. */
+	bool enc = (gpa & SIM_CBIT_MASK) != 0;
 	gpa &= ~SIM_CBIT_MASK;
 	bool mem = hv_is_mem(gpa, 1);
 	if (mem && npf_spurious(v, gpa, err)) {
 		v->npf_streak = gpa == v->npf_last ? v->npf_streak + 1 : 0;
 		v->npf_last = gpa;
-		if (v->npf_streak < 64) { /* a loop would be a sim bug: then #GP */
+		if (v->npf_streak < 64) { /* a loop would be a machine bug: then stop below */
 			v->npf_retries++;
 			return;
 		}
 	}
-	if (data && !mem && !(gpa >= boot.csvsm_start && gpa < boot.csvsm_end)) {
-		/* An SNP guest's MMIO is #VC, served through its GHCB (56421 §4.1.7);
-		 * a plain guest's instruction is emulated here. */
-		if (v->snp) {
-			sim_snp_vc(v, SVM_EXIT_NPF);
-			return;
-		}
-		if (mmio_emulate(v, gpa, (err & 2) != 0))
-			return;
+	if (!mem && v->snp && (data || v->vmpl != 0)) {
+		/* An SNP guest's MMIO is #VC, served through its GHCB (56421
+		 * §4.1.7): KVM marks MMIO in its nested tables with reserved bits
+		 * (MMIO caching, required for SEV-ES) so the hardware raises #VC
+		 * 0x400 for any access there; the guest's handler decides. */
+		sim_snp_vc(v, SVM_EXIT_NPF);
+		return;
 	}
+	if (data && !mem && mmio_emulate(v, gpa, (err & NPF_W) != 0))
+		return;
 	v->npf_exits++;
 	if (v->vmpl == 0) {
 		/* csvsm touched memory it has not validated (or MMIO it has no
@@ -893,38 +1060,27 @@ static void handle_npf(struct svm_vcpu *v)
 		struct rmp_entry_info e = {0};
 		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
 		con_printf("snpm: VMPL0 %s at gpa 0x%llx (rip 0x%llx, vCPU %u): %s\n",
-			   (err & 0x10) ? "execute"
-			   : (err & 2)	? "write"
-					: "read",
-			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip, v->gv.id,
+			   npf_access(err), (unsigned long long)gpa,
+			   (unsigned long long)v->vmcb->save.rip, v->gv.id,
 			   !mem		 ? "not memory"
 			   : !in_rmp	 ? "outside the RMP"
 			   : !e.assigned ? "shared page (fetch)"
 					 : "private page not validated");
 		platform->terminate(false, 0, 0x26);
 	}
-	if (v->npf_exits <= 16) {
-		struct rmp_entry_info e = {0};
-		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
-		con_printf("%s: guest %s at gpa 0x%llx (rip 0x%llx, vCPU %u) blocked: #GP(0) "
-			   "injected%s",
-			   hv_tag,
-			   (err & 0x10) ? "execute"
-			   : (err & 2)	? "write"
-					: "read",
-			   (unsigned long long)gpa, (unsigned long long)v->vmcb->save.rip, v->gv.id,
-			   gpa >= boot.csvsm_start && gpa < boot.csvsm_end ? " (csvsm memory)"
-									   : "");
-		if (in_rmp)
-			con_printf(" (RMP: %s%s%s%s, VMPL%u perms 0x%x)",
-				   e.assigned ? "private" : "shared",
-				   e.validated ? " validated" : "", e.size2m ? " 2M" : "",
-				   e.vmsa ? " VMSA" : "", v->vmpl, e.perms[v->vmpl & 3]);
-		con_printf(" [info1 0x%llx cr3 0x%llx cs 0x%x exitint 0x%llx]\n",
-			   (unsigned long long)err, (unsigned long long)v->vmcb->save.cr3,
-			   v->vmcb->save.cs.sel, (unsigned long long)v->vmcb->ctl.exit_int_info);
+	if (mem && v->snp && v->npf_streak < 64) {
+		npf_guest_memory(v, gpa, enc, err);
+		return;
 	}
-	inject_exception(v, 13, true, 0);
+	/* A plain guest's access KVM cannot emulate (KVM_EXIT_INTERNAL_ERROR,
+	 * which QEMU answers by stopping the VM), or a fault that does not go
+	 * away although the tables map the page (a machine bug). */
+	con_printf("%s: guest %s at gpa 0x%llx (rip 0x%llx, vCPU %u): the host cannot "
+		   "resolve it; stopping [info1 0x%llx cr3 0x%llx cs 0x%x]\n",
+		   hv_tag, npf_access(err), (unsigned long long)gpa,
+		   (unsigned long long)v->vmcb->save.rip, v->gv.id, (unsigned long long)err,
+		   (unsigned long long)v->vmcb->save.cr3, v->vmcb->save.cs.sel);
+	hv_stop_hung();
 }
 
 static void dump_exit(struct svm_vcpu *v, const char *why)

@@ -27,6 +27,11 @@ struct svm_vcpu {
 	uint64_t exit_tsc, host_cycles, guest_cycles; /* where an exit's round trip goes */
 	gpa_t npf_last; /* the last retried fault's gpa and how often in a row */
 	unsigned npf_streak;
+	/* The last RMP violation KVM re-entered the guest on, and how often in a
+	 * row it came back unchanged (handle_npf: KVM's livelock). */
+	gpa_t rmp_last_gpa;
+	uint64_t rmp_last_rip, rmp_last_err;
+	unsigned rmp_streak;
 	/* TLB shootdown (sim_flush_guest_tlb): set while in guest mode, and the
 	 * flush generation it entered with (it flushed everything older). */
 	volatile uint32_t in_guest;
@@ -110,6 +115,12 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_
 bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl);
 /* The guest powered off or reset (guest_power_event): report and end the VM. */
 __noreturn void hv_power_event(struct svm_vcpu *v);
+/*
+ * The guest would hang (a fault KVM re-enters on forever) or the machine
+ * cannot follow what the host did: end the VM with "snpm: end: failure"
+ * and QEMU exit status 5, apart from a termination (3) and success (1).
+ */
+__noreturn void hv_stop_hung(void);
 /* The guest asked to terminate: the front end's report (the VM ends after it). */
 void hv_guest_terminated(struct svm_vcpu *v);
 
@@ -123,6 +134,8 @@ void sim_snp_vmgexit(struct svm_vcpu *v);
 bool sim_snp_ud(struct svm_vcpu *v);
 /* Counts of #VC delivered and events emulated without one, printed at power-off. */
 void sim_snp_print_counts(void);
+/* The machine's #NPF answers (handle_npf) by kind, at power-off. */
+void sim_npf_print_counts(void);
 
 /* Guest device view (sim_io.c). */
 struct sim_io_config {
