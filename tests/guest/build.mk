@@ -56,6 +56,21 @@ $(PROBE_EFI): $(PROBE_OBJDIR)/probe.so
 $(PROBE_FAKE_EFI): $(PROBE_OBJDIR)/probe-fake.so
 	$(PROBE_OBJCOPY) $< $@
 
+# build/guest/probe-fault{1,2,3}.efi: the probe with one access a test cannot
+# go on from (-DPROBE_FAULT=N, probe.c): 1 reads csvsm's memory through
+# OVMF's C=0 mapping, 2 writes a VMSA page it may only read, 3 reads a page
+# the host made private without a PVALIDATE. tests/snpm/faults.sh runs them.
+PROBE_FAULT_NS   := 1 2 3
+PROBE_FAULT_EFIS := $(foreach n,$(PROBE_FAULT_NS),$(PROBE_OBJDIR)/probe-fault$(n).efi)
+EXTRA_ALL        += $(PROBE_FAULT_EFIS)
+$(PROBE_OBJDIR)/fault%/probe.o: tests/guest/probe.c
+	@mkdir -p $(dir $@)
+	$(CC) $(PROBE_CFLAGS) -DPROBE_FAULT=$* -MMD -MP -c $< -o $@
+$(PROBE_OBJDIR)/probe-fault%.so: $(PROBE_OBJDIR)/fault%/probe.o $(filter-out $(PROBE_OBJDIR)/probe.o,$(PROBE_OBJS))
+	$(LD) $(PROBE_LDFLAGS) $(GNUEFI_LIB)/crt0-efi-x86_64.o $^ -o $@ $(PROBE_LDLIBS)
+$(PROBE_OBJDIR)/probe-fault%.efi: $(PROBE_OBJDIR)/probe-fault%.so
+	$(PROBE_OBJCOPY) $< $@
+
 # build/bench.efi: SVSM call round trips for bench/svsm_bench.sh; the probe's
 # discovery and call objects with bench.c instead of probe.c.
 BENCH_EFI  := $(BUILD)/bench.efi

@@ -132,6 +132,7 @@ void probe_wrmsr(u32 msr, u64 val);
 u64 probe_irq_save(void);	    /* pushfq; cli; returns the old RFLAGS */
 void probe_irq_restore(u64 rflags); /* popfq */
 u64 probe_read_cr3(void);
+u64 probe_rmpadjust(u64 va, u64 size_2m, u64 attrs);
 
 /*
  * Fault-protected accesses. The #GP/#PF handler (probe.c) resumes at

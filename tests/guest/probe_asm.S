@@ -122,6 +122,16 @@ probe_read_cr3:
 	movq	%cr3, %rax
 	ret
 
+/* u64 probe_rmpadjust(u64 va, u64 size_2m, u64 attrs): RMPADJUST at the
+ * caller's VMPL (F3 0F 01 FE: RAX va, RCX page size, RDX attributes); its
+ * result. APM vol. 3 RMPADJUST. */
+	.globl probe_rmpadjust
+probe_rmpadjust:
+	movq	%rdi, %rax
+	movq	%rsi, %rcx
+	.byte	0xf3, 0x0f, 0x01, 0xfe
+	ret
+
 /* u64 probe_try_read64(u64 addr, u64 sentinel): a blocked read resumes at
  * probe_try_read64_resume with RAX still holding the sentinel. */
 	.globl probe_try_read64, probe_try_read64_fault, probe_try_read64_resume
