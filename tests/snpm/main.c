@@ -466,6 +466,10 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *   snpm.madt=ID,...       a hostile host: the MADT lists these APIC IDs (hex)
  *   snpm.refuse_boot_vmsa=1  a hostile host: refuse the AP creation of the
  *                          guest's boot VMSA (csvsm then terminates)
+ *   snpm.drop_flush=1      csvsm's INVLPGB does nothing: a revocation or
+ *                          rescind stays usable on every vCPU, as if csvsm
+ *                          had no TLB flush (the test that a missing flush
+ *                          is caught, hostile.sh)
  *   snpm.zero_pages=zero   the host issues IGVM pages without data as the PSP
  *                          ZERO page type (a VMM such as Vanadium; csvsm-measure
  *                          --zero-pages zero) instead of QEMU + KVM's NORMAL
@@ -514,6 +518,10 @@ static void machine_options(void)
 	sim_snp_trace = option_is_1("snpm.trace");
 	stop_at_launch = option_is_1("snpm.stop_at_launch");
 	snpm_refuse_boot_vmsa = option_is_1("snpm.refuse_boot_vmsa");
+	sim_ignore_invlpgb = option_is_1("snpm.drop_flush");
+	if (sim_ignore_invlpgb)
+		con_printf("snpm: hostile: csvsm's INVLPGB does nothing (snpm.drop_flush=1): "
+			   "revocations stay usable as if csvsm never flushed\n");
 	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
 	cpuid_hide_aes = option_is_1("snpm.cpuid_hide_aes");
 	snpm_nmi_vmpl0 = option_is_1("snpm.nmi_vmpl0");

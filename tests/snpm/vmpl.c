@@ -380,6 +380,7 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 		   (unsigned long long)exits, (unsigned long long)switches);
 	sim_snp_print_counts();
 	sim_npf_print_counts();
+	sim_npt_print_held();
 	sim_io_print_refusals();
 	print_calls();
 	con_printf("snpm: serving-audit: checks=%llu guest-vmsa-runnable=%llu nmi-delivered=%llu "

@@ -262,6 +262,21 @@ void sim_snp_vc(struct svm_vcpu *v, uint64_t code)
  * VMPL (rmp_adjust_from): OVMF (SevSnpIsVmpl0) and Linux (svsm_setup_ca)
  * target VMPL1 to learn they are not at VMPL0, and get FAIL_PERMISSION.
  */
+/*
+ * The guest changed an RMP entry (PVALIDATE, RMPADJUST): the nested tables
+ * follow, except that permissions it took away stay usable until csvsm's
+ * flush (sim_npt_hold). A 2M operation acts on a 2M entry, whose 4K pages
+ * share its attributes: one query describes the whole entry.
+ */
+static void guest_rmp_changed(gpa_t gpa, bool big, const struct rmp_entry_info *before)
+{
+	uint64_t size = big ? PAGE_SIZE_2M : PAGE_SIZE;
+	struct rmp_entry_info after = {0};
+	rmp_query(gpa, &after);
+	sim_npt_hold(gpa, size, before, &after);
+	sim_npt_sync(gpa, size);
+}
+
 bool sim_snp_ud(struct svm_vcpu *v)
 {
 	struct vmcb_save *s = &v->vmcb->save;
@@ -290,7 +305,7 @@ bool sim_snp_ud(struct svm_vcpu *v)
 		 * everything (what csvsm issues) is a shootdown, done synchronously,
 		 * so TLBSYNC finds it complete. */
 		if (invlpgb)
-			sim_flush_guest_tlb();
+			sim_guest_invlpgb();
 		emu_tlb++;
 		s->rip += 3;
 		return true;
@@ -306,10 +321,13 @@ bool sim_snp_ud(struct svm_vcpu *v)
 		if (!sim_translate(v, s->rax, GW_READ, &gpa))
 			return true;
 		bool unchanged = false;
+		gpa &= ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1);
+		struct rmp_entry_info before = {0};
+		rmp_query(gpa, &before);
 		int rc = rmp_pvalidate(gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K,
 				       (reg_value(v, 2) & 1) != 0, &unchanged);
 		if (rc == 0)
-			sim_npt_sync(gpa, big ? PAGE_SIZE_2M : PAGE_SIZE);
+			guest_rmp_changed(gpa, big, &before);
 		s->rax = (uint64_t)rc;
 		s->rflags &= ~0x8D5ULL; /* CF = "no change"; the other arithmetic flags cleared */
 		if (unchanged)
@@ -321,10 +339,12 @@ bool sim_snp_ud(struct svm_vcpu *v)
 	if (!sim_translate(v, s->rax, GW_READ, &gpa))
 		return true;
 	gpa &= ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1);
+	struct rmp_entry_info before = {0};
+	rmp_query(gpa, &before);
 	int rc =
 	    rmp_adjust_from(v->vmpl, gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K, reg_value(v, 2));
 	if (rc == 0)
-		sim_npt_sync(gpa, big ? PAGE_SIZE_2M : PAGE_SIZE);
+		guest_rmp_changed(gpa, big, &before);
 	s->rax = (uint64_t)rc;
 	s->rflags &= ~0x8D5ULL; /* arithmetic flags cleared, as the instruction does */
 	s->rip += 4;
@@ -571,6 +591,7 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 				rc = rmp_hv_assign(g, false, priv);
 		}
 	}
+	sim_npt_release(gpa, bytes); /* the host flushes what it changed */
 	sim_npt_sync(gpa, bytes);
 	if (!priv)
 		sim_flush_guest_tlb(); /* private mappings of it are gone everywhere */

@@ -236,6 +236,120 @@ void hv_copy_from(void *dst, gpa_t gpa, size_t len)
 }
 
 /*
+ * Revocations take effect at the flush, not before (issue 17 item 3).
+ * Hardware checks the RMP when a translation is made, not on each access:
+ * a translation cached before an RMPADJUST that takes permissions away, or
+ * before a PVALIDATE that rescinds a page, keeps its old permissions on
+ * every CPU that holds it until a flush (APM vol. 3, RMPADJUST and
+ * PVALIDATE: "software must ... flush the TLB"; INVLPGB/TLBSYNC). TCG
+ * applies a nested-table change at once on the next fill, so the machine
+ * keeps the old permissions in the tables themselves: a guest-side
+ * reduction is held (the union of every state since the last flush, as a
+ * stale entry or a fresh fill may be used) until csvsm's INVLPGB, which
+ * releases all of them (sim_guest_invlpgb). A host page-state change
+ * releases the pages it changes only: the machine's host flushes what it
+ * must and nothing more, so csvsm cannot lean on a host's flush. Grants
+ * show at once (a fill after the change sees them; a stale entry with
+ * fewer permissions would fault and refill). Serialized by the exit lock.
+ */
+#define HELD_MAX 256
+static struct held {
+	gpa_t base;
+	uint64_t size;
+	bool validated;	  /* union of the states since the last flush */
+	uint8_t perms[4]; /* the same, per VMPL (0: all when validated) */
+} held[HELD_MAX];
+static unsigned n_held;
+static uint64_t held_total, held_max_seen, held_released, held_overflow;
+bool sim_ignore_invlpgb; /* snpm.drop_flush=1: csvsm's flushes do nothing */
+
+static unsigned info_perms(const struct rmp_entry_info *e, unsigned vmpl)
+{
+	if (!e->assigned || !e->validated)
+		return 0;
+	return vmpl == 0 ? RMP_PERM_ALL : e->perms[vmpl];
+}
+
+static unsigned held_perms(gpa_t gpa, unsigned vmpl)
+{
+	unsigned p = 0;
+	for (unsigned i = 0; i < n_held; i++)
+		if (gpa >= held[i].base && gpa - held[i].base < held[i].size && held[i].validated)
+			p |= vmpl == 0 ? RMP_PERM_ALL : held[i].perms[vmpl];
+	return p;
+}
+
+/* Every held revocation takes effect (csvsm's INVLPGB, or the store is full). */
+static void held_release_all(void)
+{
+	unsigned n = n_held;
+	n_held = 0;
+	for (unsigned i = 0; i < n; i++)
+		sim_npt_sync(held[i].base, held[i].size);
+	held_released += n;
+}
+
+void sim_npt_hold(gpa_t gpa, uint64_t size, const struct rmp_entry_info *before,
+		  const struct rmp_entry_info *after)
+{
+	bool reduced = before->validated && before->assigned && !after->validated;
+	for (unsigned k = 0; k < 4; k++)
+		reduced |= (info_perms(before, k) & ~info_perms(after, k)) != 0;
+	if (!reduced)
+		return;
+	held_total++;
+	for (unsigned i = 0; i < n_held; i++)
+		if (held[i].base == gpa && held[i].size == size) {
+			held[i].validated |= before->validated && before->assigned;
+			for (unsigned k = 0; k < 4; k++)
+				held[i].perms[k] |= (uint8_t)info_perms(before, k);
+			return;
+		}
+	if (n_held == HELD_MAX) {
+		/* Kinder than hardware for the pages held so far: counted, and
+		 * printed at power-off (tests look for overflow=0). */
+		held_overflow++;
+		held_release_all();
+	}
+	struct held *h = &held[n_held++];
+	*h = (struct held){.base = gpa, .size = size,
+			   .validated = before->validated && before->assigned};
+	for (unsigned k = 0; k < 4; k++)
+		h->perms[k] = (uint8_t)info_perms(before, k);
+	if (n_held > held_max_seen)
+		held_max_seen = n_held;
+}
+
+void sim_npt_release(gpa_t gpa, uint64_t size)
+{
+	for (unsigned i = 0; i < n_held;) {
+		if (held[i].base < gpa + size && gpa < held[i].base + held[i].size) {
+			held[i] = held[--n_held];
+			held_released++;
+		} else {
+			i++;
+		}
+	}
+}
+
+void sim_guest_invlpgb(void)
+{
+	if (sim_ignore_invlpgb)
+		return;
+	held_release_all();
+	sim_flush_guest_tlb();
+}
+
+void sim_npt_print_held(void)
+{
+	con_printf("snpm: tlb: revocations held until a flush=%llu released=%llu "
+		   "most-at-once=%llu still-held=%u overflow=%llu%s\n",
+		   (unsigned long long)held_total, (unsigned long long)held_released,
+		   (unsigned long long)held_max_seen, n_held, (unsigned long long)held_overflow,
+		   sim_ignore_invlpgb ? " (snpm.drop_flush=1: csvsm's INVLPGB ignored)" : "");
+}
+
+/*
  * Machine mode: what `vmpl` reaches at a 4K page. A shared page is host
  * memory every VMPL reaches (with the C-bit clear, which TCG's nested walk
  * does not see); a private page by its RMP permissions, VMPL0 all of a
@@ -250,6 +364,8 @@ static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 	if (!e.assigned)
 		return hpa | NPT_P | NPT_RW | NPT_US;
 	unsigned p = rmp_vmpl_perms(gpa, vmpl);
+	if (n_held)
+		p |= held_perms(gpa, vmpl); /* a revocation not yet flushed */
 	if (!(p & RMP_PERM_R))
 		return 0;
 	return hpa | NPT_P | NPT_US | ((p & RMP_PERM_W) ? NPT_RW : 0) |
@@ -921,6 +1037,7 @@ static void npf_convert(struct svm_vcpu *v, gpa_t page, bool to_private, uint64_
 		hv_stop_hung();
 	}
 	memset((void *)(uintptr_t)hv_hpa(page), 0, PAGE_SIZE);
+	sim_npt_release(page, PAGE_SIZE);
 	sim_npt_sync(page, PAGE_SIZE);
 	sim_flush_guest_tlb();
 	uint64_t n = to_private ? ++npf_to_private : ++npf_to_shared;

@@ -161,6 +161,23 @@ void sim_npt_sync(gpa_t gpa, uint64_t size);
 /* platform_ops.flush_guest_tlb: every other guest vCPU leaves guest mode and
  * flushes before it runs again; returns once none can use a stale mapping. */
 void sim_flush_guest_tlb(void);
+/*
+ * Revocations held until csvsm's flush (svm.c): a guest-side RMPADJUST or
+ * PVALIDATE changed [gpa, gpa + size) from `before` to `after`; if that took
+ * a permission away from any VMPL, the nested tables keep the old ones
+ * until sim_guest_invlpgb. A host change releases the pages it changes
+ * (sim_npt_release, before its sim_npt_sync).
+ */
+struct rmp_entry_info;
+void sim_npt_hold(gpa_t gpa, uint64_t size, const struct rmp_entry_info *before,
+		  const struct rmp_entry_info *after);
+void sim_npt_release(gpa_t gpa, uint64_t size);
+/* csvsm's INVLPGB (everything): held revocations take effect, then the shootdown. */
+void sim_guest_invlpgb(void);
+/* "snpm: tlb: ..." at power-off. */
+void sim_npt_print_held(void);
+/* snpm.drop_flush=1: INVLPGB does nothing (csvsm without its flushes, for a test). */
+extern bool sim_ignore_invlpgb;
 
 /* vmpl.c: HLT at VMPL0; the #HV doorbell NAE event; the audit of VMPL0's serving time. */
 void hv_halt(struct svm_vcpu *v);
