@@ -18,6 +18,8 @@
 #   csvsm: csvsm's own isolation: a stale TLB entry on another vCPU after
 #     a rescind, DESTROY after REMAP_CA; and its fault/panic-free run.
 #   setup: what the others need.
+# The TLB check is run a second time with csvsm's INVLPGB ignored
+# (snpm.drop_flush=1), where it must fail with the writer still writing.
 # (No string-I/O checks: an SEV-SNP guest's string I/O is its own #VC
 # handler's emulation, docs/snp-machine.md.) Absence checks (nothing
 # escaped, no fault or panic) count only once the run's end is shown: the
@@ -132,7 +134,28 @@ else
 fi
 tap_check "setup: the VM ended with success status (QEMU exit $QEMU_RC)" test "$QEMU_RC" -eq 1
 [ "$QEMU_RC" -eq 1 ] || tail -n 30 "$log" | sed 's/^/# /'
+# The machine keeps a permission csvsm took away usable until csvsm's flush
+# (docs/snp-machine.md, "Revocations take effect at the flush"): the TLB
+# check above passed with revocations held, none dropped for lack of room.
+tlb=$(grep -m1 '^snpm: tlb: ' "$log")
+echo "# $tlb"
+tap_check "machine: revocations were held until csvsm's flushes ($(field flush "$tlb") held, $(field overflow "$tlb") overflows)" \
+	test "$(field flush "$tlb")" -gt 0 -a "$(field overflow "$tlb")" = 0
 [ -z "$HOSTILE_LOG" ] || { [ "$TAP_FAILS" -eq 0 ]; exit; }
+
+# ---- 1b. the same TLB check against csvsm without its flushes ----
+# snpm.drop_flush=1 makes csvsm's INVLPGB do nothing. The check must fail,
+# with the writer still writing the rescinded page after PVALIDATE returned
+# (progress grew between the 50 and 100 ms readings): the attack ran and
+# only the flush stops it.
+# shellcheck disable=SC2046
+snpm_qemu "$tmp/d.log" 2G 3 $(snpm_guest_args probe 2G 3 build/hostile.efi) -append "snpm.drop_flush=1"
+d=$(grep -m1 -E '^(not )?ok [0-9]+ - csvsm: a vCPU writing a page csvsm rescinded' "$tmp/d.log")
+echo "# without csvsm's flush: ${d:-no TLB check line}"
+prog=$(sed -n 's/.*progress \([0-9]*\) at return, \([0-9]*\), \([0-9]*\) after.*/\2 \3/p' <<<"$d")
+read -r p50 p100 <<<"${prog:-0 0}"
+tap_check "csvsm: mutation: with csvsm's INVLPGB ignored the TLB check fails, the writer still writing ($p50 then $p100)" \
+	test "${d%% *}" = not -a "$p100" -gt "$p50" -a -n "$(grep -m1 '^snpm: hostile: csvsm.s INVLPGB does nothing' "$tmp/d.log")"
 
 # ---- 2. what VMPL0-only memory holds after csvsm's termination path ----
 snpm_qemu "$tmp/k.log" 2G 2 -append "snpm.key_scan_at_launch=1 snpm.stop_at_launch=1"
