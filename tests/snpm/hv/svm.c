@@ -312,8 +312,8 @@ void sim_npt_hold(gpa_t gpa, uint64_t size, const struct rmp_entry_info *before,
 		held_release_all();
 	}
 	struct held *h = &held[n_held++];
-	*h = (struct held){.base = gpa, .size = size,
-			   .validated = before->validated && before->assigned};
+	*h = (struct held){
+	    .base = gpa, .size = size, .validated = before->validated && before->assigned};
 	for (unsigned k = 0; k < 4; k++)
 		h->perms[k] = (uint8_t)info_perms(before, k);
 	if (n_held > held_max_seen)
