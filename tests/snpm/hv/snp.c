@@ -321,7 +321,8 @@ bool sim_snp_ud(struct svm_vcpu *v)
 		if (!sim_translate(v, s->rax, GW_READ, &gpa))
 			return true;
 		bool unchanged = false;
-		gpa &= ~(big ? PAGE_SIZE_2M - 1 : PAGE_SIZE - 1);
+		/* Not aligned here: a misaligned address is FAIL_INPUT (APM vol. 3
+		 * PVALIDATE; check_page), and success implies it is aligned. */
 		struct rmp_entry_info before = {0};
 		rmp_query(gpa, &before);
 		int rc = rmp_pvalidate(gpa, big ? RMP_PG_SIZE_2M : RMP_PG_SIZE_4K,
