@@ -256,8 +256,7 @@ void hv_copy_from(void *dst, gpa_t gpa, size_t len)
 static struct held {
 	gpa_t base;
 	uint64_t size;
-	bool validated;	  /* union of the states since the last flush */
-	uint8_t perms[4]; /* the same, per VMPL (0: all when validated) */
+	uint8_t perms[4]; /* per VMPL, the union since the last flush (info_perms) */
 } held[HELD_MAX];
 static unsigned n_held;
 static uint64_t held_total, held_max_seen, held_released, held_overflow;
@@ -274,8 +273,8 @@ static unsigned held_perms(gpa_t gpa, unsigned vmpl)
 {
 	unsigned p = 0;
 	for (unsigned i = 0; i < n_held; i++)
-		if (gpa >= held[i].base && gpa - held[i].base < held[i].size && held[i].validated)
-			p |= vmpl == 0 ? RMP_PERM_ALL : held[i].perms[vmpl];
+		if (gpa >= held[i].base && gpa - held[i].base < held[i].size)
+			p |= held[i].perms[vmpl];
 	return p;
 }
 
@@ -292,7 +291,7 @@ static void held_release_all(void)
 void sim_npt_hold(gpa_t gpa, uint64_t size, const struct rmp_entry_info *before,
 		  const struct rmp_entry_info *after)
 {
-	bool reduced = before->validated && before->assigned && !after->validated;
+	bool reduced = false; /* a rescind shows as VMPL0 losing RMP_PERM_ALL */
 	for (unsigned k = 0; k < 4; k++)
 		reduced |= (info_perms(before, k) & ~info_perms(after, k)) != 0;
 	if (!reduced)
@@ -300,7 +299,6 @@ void sim_npt_hold(gpa_t gpa, uint64_t size, const struct rmp_entry_info *before,
 	held_total++;
 	for (unsigned i = 0; i < n_held; i++)
 		if (held[i].base == gpa && held[i].size == size) {
-			held[i].validated |= before->validated && before->assigned;
 			for (unsigned k = 0; k < 4; k++)
 				held[i].perms[k] |= (uint8_t)info_perms(before, k);
 			return;
@@ -312,8 +310,7 @@ void sim_npt_hold(gpa_t gpa, uint64_t size, const struct rmp_entry_info *before,
 		held_release_all();
 	}
 	struct held *h = &held[n_held++];
-	*h = (struct held){
-	    .base = gpa, .size = size, .validated = before->validated && before->assigned};
+	*h = (struct held){.base = gpa, .size = size};
 	for (unsigned k = 0; k < 4; k++)
 		h->perms[k] = (uint8_t)info_perms(before, k);
 	if (n_held > held_max_seen)
