@@ -45,12 +45,22 @@ static uint64_t insn_err(int rc)
  * fork/rollback that SEV-SNP's validate-once rule exists to stop (APM vol. 2
  * §15.36.5 "Page validation"; issue 15 finding 2). Nothing csvsm serves is
  * trustworthy after that: end the VM.
+ *
+ * The PVALIDATE that found it has just validated the new frame (no
+ * instruction says "not validated" without validating; RMPQUERY is not on
+ * every part): rescind it again first, so that the GPA is left with one
+ * validated frame, the old one, even for a host that ignores the
+ * termination and runs the guest on (the SNP machine found this:
+ * tests/snpm/frames.sh counts the validated frames of the GPA).
  */
-static __noreturn void host_swapped_page(gpa_t gpa, uint64_t bytes)
+static __noreturn void host_swapped_page(gpa_t gpa, unsigned psize)
 {
+	uint64_t bytes = psize == RMP_PG_SIZE_2M ? PAGE_SIZE_2M : PAGE_SIZE;
+	bool unchanged;
+	int rc = platform->pvalidate(gpa, psize, false, &unchanged);
 	panic("host tampering: GPA 0x%llx (+0x%llx), validated by csvsm and never rescinded, "
-	      "is no longer validated",
-	      (unsigned long long)gpa, (unsigned long long)bytes);
+	      "is no longer validated (the new frame rescinded again: rc %d)",
+	      (unsigned long long)gpa, (unsigned long long)bytes, rc);
 }
 
 /*
@@ -73,10 +83,10 @@ static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned
 		gpa_t base = ALIGN_DOWN(gpa, PAGE_SIZE_2M);
 		rc = platform->pvalidate(base, RMP_PG_SIZE_2M, true, &unchanged);
 		if (rc == 0 && !unchanged)
-			host_swapped_page(base, PAGE_SIZE_2M);
+			host_swapped_page(base, RMP_PG_SIZE_2M);
 	}
 	if (rc == 0 && !unchanged)
-		host_swapped_page(gpa, bytes);
+		host_swapped_page(gpa, psize);
 	/* A 2M request over 4K RMP entries (a host backing with 4K pages, or a
 	 * PSMASH, which keeps the pages validated): the guest retries as 4K
 	 * pages (OVMF, Linux), each of which must still be served once from
@@ -115,7 +125,7 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 		/* A page csvsm validated for the guest and the guest never
 		 * rescinded cannot have become unvalidated but by the host. */
 		if (!unchanged && guest_mem_any_validated(gpa, bytes))
-			host_swapped_page(gpa, bytes);
+			host_swapped_page(gpa, psize);
 		if (unchanged && !(entry & SVSM_PVAL_IGNORE_CF))
 			return SVSM_PVALIDATE_FAIL_NO_CHANGE;
 		/* Reference §1.5: validate, zero, then grant the guest VMPL. */

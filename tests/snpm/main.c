@@ -77,6 +77,26 @@ static size_t cmdline_len;
 /* ---- the platform the shared objects see: a plain x86 machine ---- */
 
 /*
+ * After a frame swap (snpm.frame_swap=): how many frames of each swapped GPA
+ * are validated. More than one is a GPA validated twice, which csvsm must
+ * never let happen (tests/snpm/accept.sh).
+ */
+static void print_frames(void)
+{
+	unsigned n = rmp_hv_swaps(), twice = 0;
+	if (!n)
+		return;
+	for (unsigned s = 0; s < n; s++) {
+		gpa_t g = rmp_hv_swap_gpa(s);
+		unsigned k = rmp_validated_frames(g);
+		twice += k > 1;
+		con_printf("snpm: frames: GPA 0x%llx has %u validated frame(s)\n",
+			   (unsigned long long)g, k);
+	}
+	con_printf("snpm: frames: swapped=%u validated-twice=%u\n", n, twice);
+}
+
+/*
  * Every way the VM ends comes here. "snpm: end: ..." is the log's last
  * line: the tests require it before they take the absence of a fault or
  * panic line as evidence (an empty or cut-off log has no end line).
@@ -86,6 +106,7 @@ static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigne
 	if (!success)
 		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
 			   reason_code);
+	print_frames();
 	con_printf("snpm: end: %s\n", success ? "success" : "failure");
 	/* QEMU exits with (value << 1) | 1: 0 -> 1 (success), 1 -> 3 (failure). */
 	outl(DEBUG_EXIT_PORT, success ? 0 : 1);
@@ -97,6 +118,7 @@ static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigne
 
 __noreturn void hv_stop_hung(void)
 {
+	print_frames();
 	con_printf("snpm: end: failure\n");
 	/* (2 << 1) | 1: QEMU exits with 5, which no other ending gives. */
 	outl(DEBUG_EXIT_PORT, 2);
@@ -494,6 +516,11 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *   snpm.vmsa_busy=N       a hostile host that runs the guest VMSA on another
  *                          CPU while VMPL0 serves it: the next N (hex)
  *                          RMPADJUSTs of it in that time fail with FAIL_INUSE
+ *   snpm.frame_swap=N      a hostile host: the first N (hex) page-state
+ *                          changes to private of pages already private and
+ *                          validated get a fresh frame behind their first
+ *                          page, the old frame kept assigned and validated
+ *                          (issue 17 item 2; "snpm: frames:" at the end)
  *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
@@ -632,6 +659,19 @@ static void machine_options(void)
 		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > 0xFFFFFFFFu)
 			fail("bad snpm.vmsa_busy= value (want a hex count)");
 		snpm_vmsa_busy = n;
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.frame_swap", &v, &vlen)) {
+		extern unsigned snpm_frame_swap;
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n == 0 || n > RMP_SPARE_FRAMES)
+			fail("bad snpm.frame_swap= value (want a hex count, 1 to 0x%x)",
+			     RMP_SPARE_FRAMES);
+		snpm_frame_swap = (unsigned)n;
+		snpm_phase("options",
+			   "a hostile host swaps the frame behind %u page(s) asked private "
+			   "again",
+			   snpm_frame_swap);
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.va_probe", &v, &vlen)) {
 		const char *stop = v + vlen;

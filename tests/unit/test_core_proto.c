@@ -569,9 +569,12 @@ static void test_pvalidate_preaccepted(void **state)
 
 /*
  * Issue 15 finding 2: the host swaps the frame behind a GPA csvsm validated
- * (RMPUPDATE of a fresh, unvalidated frame; in this GPA-indexed model the
- * entry is simply assigned again) and the guest then validates it. csvsm
- * must not validate it a second time: it ends the VM. Each case runs in a
+ * (RMPUPDATE of a fresh, unvalidated frame, the old one left assigned and
+ * validated: rmp_hv_swap_frame, issue 17 item 2) and the guest then
+ * validates it. csvsm must not validate it a second time (the RMP model
+ * would then hold two validated frames for the GPA): it ends the VM. A
+ * 2M block the swap PSMASHed answers SIZEMISMATCH first, and the guest's
+ * 4K retry meets the swapped page (as OVMF and Linux retry). Each case runs in a
  * child (csvsm's panic aborts); the parent checks the child died of the
  * tampering panic, not of anything else.
  */
@@ -588,13 +591,15 @@ static uint64_t swap_and_validate(enum swap_case c)
 	uint16_t next;
 	switch (c) {
 	case SWAP_PREACCEPTED_4K:
-		rmp_hv_assign(PG(10), false, true);
+		assert_int_equal(rmp_hv_swap_frame(PG(10)), 0);
 		return pval1(ent4k(PG(10), true), &next);
 	case SWAP_PREACCEPTED_2M:
-		rmp_hv_assign(BLOCK(1), true, true);
-		return pval1(ent2m(BLOCK(1), true), &next);
+		assert_int_equal(rmp_hv_swap_frame(BLOCK(1)), 0);
+		assert_int_equal(pval1(ent2m(BLOCK(1), true), &next),
+				 SVSM_PVALIDATE_FAIL_SIZEMISMATCH);
+		return pval1(ent4k(BLOCK(1), true), &next);
 	case SWAP_PREACCEPTED_4K_IN_2M:
-		rmp_hv_assign(BLOCK(1), true, true);
+		assert_int_equal(rmp_hv_swap_frame(BLOCK(1) + 5 * PAGE_SIZE), 0);
 		return pval1(ent4k(BLOCK(1) + 5 * PAGE_SIZE, true), &next);
 	case SWAP_GUEST_VALIDATED:
 		/* The guest rescinds and validates again (an ordinary validated
@@ -603,11 +608,31 @@ static uint64_t swap_and_validate(enum swap_case c)
 		guest_mem_set_validated(RAM_BASE, RAM_SIZE, true);
 		assert_int_equal(pval1(ent4k(PG(20), false), &next), SVSM_SUCCESS);
 		assert_int_equal(pval1(ent4k(PG(20), true), &next), SVSM_SUCCESS);
-		rmp_hv_assign(PG(20), false, true);
+		assert_int_equal(rmp_hv_swap_frame(PG(20)), 0);
 		return pval1(svsm_pval_entry(PG(20), false, true, true), &next);
 	}
 	return 0;
 }
+
+/* In the child, when csvsm's panic aborts: how many validated frames the
+ * swapped GPA has (one, the old frame, or csvsm left it validated twice). */
+static gpa_t swapped_gpa;
+static void on_abort(int sig)
+{
+	char msg[] = "validated frames: ?\n";
+	msg[sizeof(msg) - 3] = (char)('0' + MIN(rmp_validated_frames(swapped_gpa), 9u));
+	ssize_t r = write(2, msg, sizeof(msg) - 1);
+	(void)r;
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static const gpa_t swap_case_gpa[] = {
+    [SWAP_PREACCEPTED_4K] = PG(10),
+    [SWAP_PREACCEPTED_2M] = BLOCK(1),
+    [SWAP_PREACCEPTED_4K_IN_2M] = BLOCK(1) + 5 * PAGE_SIZE,
+    [SWAP_GUEST_VALIDATED] = PG(20),
+};
 
 static void expect_swap_refused(enum swap_case c)
 {
@@ -618,6 +643,8 @@ static void expect_swap_refused(enum swap_case c)
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		dup2(fds[1], 2);
+		swapped_gpa = swap_case_gpa[c];
+		signal(SIGABRT, on_abort);
 		uint64_t rc = swap_and_validate(c);
 		fprintf(stderr, "served: rc 0x%llx\n", (unsigned long long)rc);
 		_exit(0);
@@ -633,6 +660,9 @@ static void expect_swap_refused(enum swap_case c)
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT || !strstr(buf, "host tampering"))
 		fail_msg("case %d: the swapped page was served (child: %s)", c, buf);
+	if (!strstr(buf, "validated frames: 1\n"))
+		fail_msg("case %d: csvsm ended the VM but left the GPA validated twice (child: %s)",
+			 c, buf);
 }
 
 static void test_pvalidate_swapped_frame_refused(void **state)

@@ -336,6 +336,75 @@ static void test_concurrent_block(void **state)
 	}
 }
 
+/*
+ * Frames apart from GPAs (issue 17 item 2): a swap puts a fresh, assigned
+ * and unvalidated frame behind a GPA; every guest-side operation and query
+ * then acts on it, the old frame keeps its validated entry, and validating
+ * the GPA again gives two validated frames for it.
+ */
+static void test_frame_swap(void **state)
+{
+	bool cf = true;
+	gpa_t g = 6 * MB2 + 7 * K4;
+	assert_int_equal(rmp_hv_assign(6 * MB2, true, true), 0);
+	assert_int_equal(rmp_pvalidate(6 * MB2, RMP_PG_SIZE_2M, true, &cf), 0);
+	assert_int_equal(rmp_adjust(6 * MB2, RMP_PG_SIZE_2M, 2 | RMPADJUST_RWX), 0);
+	assert_int_equal(rmp_validated_frames(g), 1);
+	assert_int_equal(rmp_hv_spare_of(g), -1);
+	/* bad requests change nothing */
+	assert_int_equal(rmp_hv_swap_frame(g + 8), -1);
+	assert_int_equal(rmp_hv_swap_frame(MAX_GPA), -1);
+	assert_int_equal(rmp_hv_swaps(), 0);
+
+	assert_int_equal(rmp_hv_swap_frame(g), 0);
+	assert_int_equal(rmp_hv_swap_frame(g), -1); /* already swapped */
+	assert_int_equal(rmp_hv_swaps(), 1);
+	assert_int_equal(rmp_hv_swap_gpa(0), g);
+	assert_int_equal(rmp_hv_spare_of(g + 5), 0);
+	assert_int_equal(rmp_hv_spare_of(g + K4), -1);
+	/* the new frame: assigned, not validated, no permissions */
+	struct rmp_entry_info e;
+	assert_int_equal(rmp_query(g, &e), 0);
+	assert_true(e.assigned);
+	assert_false(e.validated);
+	assert_false(e.size2m);
+	assert_int_equal(rmp_vmpl_perms(g, 0), 0);
+	assert_int_equal(rmp_vmpl_perms(g, 2), 0);
+	/* the home block was PSMASHed, its other pages unchanged */
+	assert_int_equal(rmp_raw(g + K4), RMPE_ASSIGNED | RMPE_VALIDATED |
+					      ((RMPADJUST_RWX >> 8) << RMPE_PERM_SHIFT(2)));
+	assert_int_equal(rmp_vmpl_perms(g - K4, 2), RMP_PERM_ALL);
+	/* the old frame is still validated (rmp_validated_frames counts it) */
+	assert_int_equal(rmp_validated_frames(g), 1);
+	/* a 2M request over the block is SIZEMISMATCH (4K entries now) */
+	assert_int_equal(rmp_pvalidate(6 * MB2, RMP_PG_SIZE_2M, true, &cf),
+			 PVALIDATE_FAIL_SIZEMISMATCH);
+	assert_int_equal(rmp_adjust(g, RMP_PG_SIZE_4K, 2 | RMPADJUST_RWX),
+			 RMPADJUST_FAIL_PERMISSION); /* not validated */
+	/* validating the GPA now validates the new frame: two for one GPA */
+	assert_int_equal(rmp_pvalidate(g, RMP_PG_SIZE_4K, true, &cf), 0);
+	assert_false(cf);
+	assert_int_equal(rmp_validated_frames(g), 2);
+	assert_int_equal(rmp_validated_frames(g + K4), 1);
+	/* a host change acts on the frame it maps: 2M shared, frame by frame */
+	assert_int_equal(rmp_hv_assign(6 * MB2, true, false), 0);
+	assert_int_equal(rmp_raw(g), 0);
+	assert_int_equal(rmp_raw(g + K4), 0);
+	assert_int_equal(rmp_validated_frames(g), 1); /* the old frame, unmapped */
+	assert_int_equal(rmp_hv_assign(6 * MB2, true, true), 0);
+	assert_false(rmp_raw(6 * MB2) & RMPE_SIZE_2M); /* no 2M entry over a swap */
+	assert_int_equal(rmp_pvalidate(6 * MB2, RMP_PG_SIZE_2M, true, &cf),
+			 PVALIDATE_FAIL_SIZEMISMATCH);
+	/* the spares run out */
+	for (unsigned i = 1; i < RMP_SPARE_FRAMES; i++)
+		assert_int_equal(rmp_hv_swap_frame(30 * MB2 + i * K4), (int)i);
+	assert_int_equal(rmp_hv_swap_frame(31 * MB2), -1);
+	/* rmp_init forgets every swap */
+	assert_int_equal(rmp_init(storage, sizeof(storage), MAX_GPA), 0);
+	assert_int_equal(rmp_hv_swaps(), 0);
+	assert_int_equal(rmp_hv_spare_of(g), -1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -349,6 +418,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_rmpadjust_codes, setup),
 	    cmocka_unit_test_setup(test_vmpl_perms, setup),
 	    cmocka_unit_test_setup(test_concurrent_block, setup),
+	    cmocka_unit_test_setup(test_frame_swap, setup),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -550,6 +550,33 @@ static void nae_mmio(struct svm_vcpu *v, struct ghcb *g, bool write)
  */
 bool snpm_psc_nonram_error; /* snpm.psc_nonram=error */
 
+/*
+ * snpm.frame_swap=N (issue 17 item 2): a hostile host that, at the first N
+ * page-state changes to private of pages already private and validated
+ * (the guest firmware asking again for memory csvsm pre-accepted or
+ * validated), RMPUPDATEs a fresh frame for the first page instead of
+ * leaving it alone, and keeps the old frame assigned and validated. A guest
+ * that then has csvsm validate the GPA would own two validated frames for
+ * it, between which the host could switch. True when it swapped.
+ */
+unsigned snpm_frame_swap;
+
+static bool psc_swap_frame(gpa_t gpa, uint64_t bytes)
+{
+	for (gpa_t g = gpa; g < gpa + bytes; g += PAGE_SIZE) {
+		struct rmp_entry_info e;
+		if (rmp_query(g, &e) || !e.validated || e.vmsa)
+			return false;
+	}
+	if (sim_host_swap_frame(gpa))
+		return false;
+	snpm_frame_swap--;
+	con_printf("snpm: hostile: frame swap: GPA 0x%llx is on a fresh frame (asked private "
+		   "again, +0x%llx); its old frame stays assigned and validated\n",
+		   (unsigned long long)gpa, (unsigned long long)bytes);
+	return true;
+}
+
 static int psc_one(gpa_t gpa, bool big, uint64_t op)
 {
 	uint64_t bytes = big ? PAGE_SIZE_2M : PAGE_SIZE;
@@ -581,8 +608,11 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 		all_same &= e.assigned == priv;
 		none_same &= e.assigned != priv;
 	}
-	if (all_same)
+	if (all_same) {
+		if (priv && snpm_frame_swap)
+			psc_swap_frame(gpa, bytes);
 		return 0;
+	}
 	if (none_same || !big) {
 		rc = rmp_hv_assign(gpa, big, priv);
 	} else {

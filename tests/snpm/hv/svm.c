@@ -179,14 +179,43 @@ static uint64_t *npt_table(uint64_t *entry)
 	return (uint64_t *)(uintptr_t)(*entry & NPT_ADDR);
 }
 
+/* The memory of the RMP model's spare frames, by spare index (host_swap_frame). */
+static uint8_t *spare_mem[RMP_SPARE_FRAMES];
+
 uint64_t hv_hpa(gpa_t gpa)
 {
 	for (unsigned i = 0; i < n_hv_back; i++)
 		if (gpa >= hv_back[i].gpa && gpa - hv_back[i].gpa < hv_back[i].size)
 			return (uint64_t)(uintptr_t)hv_back[i].hpa + (gpa - hv_back[i].gpa);
-	if (memmap_is_guest_ram(npt_mm, gpa, 1))
-		return gpa;
+	if (memmap_is_guest_ram(npt_mm, gpa, 1)) {
+		int s = rmp_hv_spare_of(gpa);
+		if (s < 0)
+			return gpa; /* its home frame */
+		return (uint64_t)(uintptr_t)spare_mem[s] + (gpa & (PAGE_SIZE - 1));
+	}
 	return HV_NO_HPA;
+}
+
+/*
+ * A hostile host puts a fresh frame behind the guest RAM page at gpa
+ * (rmp_hv_swap_frame: RMPUPDATE of a spare, the old frame left as it was)
+ * and maps it, flushing what it changed as a host does. Under the exit lock.
+ */
+int sim_host_swap_frame(gpa_t gpa)
+{
+	unsigned s = rmp_hv_swaps();
+	if (!IS_ALIGNED(gpa, PAGE_SIZE) || !memmap_is_guest_ram(npt_mm, gpa, PAGE_SIZE) ||
+	    s >= RMP_SPARE_FRAMES)
+		return -1;
+	if (!spare_mem[s])
+		spare_mem[s] = pool_alloc(PAGE_SIZE, PAGE_SIZE); /* before the swap shows */
+	if (rmp_hv_swap_frame(gpa) != (int)s)
+		return -1;
+	gpa_t block = ALIGN_DOWN(gpa, PAGE_SIZE_2M); /* a PSMASH may have split it */
+	sim_npt_release(gpa, PAGE_SIZE);
+	sim_npt_sync(block, PAGE_SIZE_2M);
+	sim_flush_guest_tlb();
+	return 0;
 }
 
 int hv_back_add(gpa_t gpa, uint64_t size, uint8_t *hpa)

@@ -52,6 +52,8 @@ extern const char *hv_tag;
  */
 #define HV_NO_HPA UINT64_MAX
 uint64_t hv_hpa(gpa_t gpa);
+/* A hostile host: a fresh frame behind guest RAM page gpa, the old one kept (0 / -1). */
+int sim_host_swap_frame(gpa_t gpa);
 /* Machine: back [gpa, gpa + size) (2 MiB aligned, outside RAM) with host memory at hpa. */
 int hv_back_add(gpa_t gpa, uint64_t size, uint8_t *hpa);
 /* Is [gpa, gpa + len) memory (machine: backed; sim: guest RAM)? */

@@ -25,6 +25,11 @@ static struct {
 	struct rmp_range only4k[RMP_MAX_4K_ONLY];
 	bool backing_4k;
 	uint64_t psmash_sizem, psmash_update;
+	/* Spare frames, each given to one GPA by rmp_hv_swap_frame (never
+	 * taken back): spare s is mapped at swap_gpa[s] from then on. */
+	unsigned n_swap;
+	gpa_t swap_gpa[RMP_SPARE_FRAMES];
+	uint16_t spare_e[RMP_SPARE_FRAMES];
 } rmp;
 
 static size_t entry_bytes(gpa_t max_gpa)
@@ -49,6 +54,7 @@ int rmp_init(void *storage, size_t bytes, gpa_t max_gpa)
 	rmp.n4k = 0;
 	rmp.backing_4k = false;
 	rmp.psmash_sizem = rmp.psmash_update = 0;
+	rmp.n_swap = 0;
 	return 0;
 }
 
@@ -105,9 +111,41 @@ static bool in_model(gpa_t gpa, gpa_t size)
 	return rmp.e && gpa < rmp.max_gpa && size <= rmp.max_gpa - gpa;
 }
 
-static uint16_t *entry(gpa_t gpa)
+/* The entry of gpa's home frame (the frame at the same address). */
+static uint16_t *home(gpa_t gpa)
 {
 	return &rmp.e[gpa >> PAGE_SHIFT];
+}
+
+int rmp_hv_spare_of(gpa_t gpa)
+{
+	unsigned n = __atomic_load_n(&rmp.n_swap, __ATOMIC_ACQUIRE);
+	gpa_t pg = ALIGN_DOWN(gpa, PAGE_SIZE);
+
+	for (unsigned s = 0; s < n; s++)
+		if (rmp.swap_gpa[s] == pg)
+			return (int)s;
+	return -1;
+}
+
+/* The entry of the frame the host maps at gpa now: its home frame, or the
+ * spare frame a swap put there. */
+static uint16_t *entry(gpa_t gpa)
+{
+	int s = rmp_hv_spare_of(gpa);
+
+	return s < 0 ? home(gpa) : &rmp.spare_e[s];
+}
+
+static bool block_has_swap(gpa_t gpa)
+{
+	unsigned n = __atomic_load_n(&rmp.n_swap, __ATOMIC_ACQUIRE);
+	gpa_t b = ALIGN_DOWN(gpa, PAGE_SIZE_2M);
+
+	for (unsigned s = 0; s < n; s++)
+		if (ALIGN_DOWN(rmp.swap_gpa[s], PAGE_SIZE_2M) == b)
+			return true;
+	return false;
 }
 
 /* The 2 MiB block's lock (gpa already checked by in_model). */
@@ -128,7 +166,7 @@ static void block_unlock(gpa_t gpa)
  * state; true when there was one to split. */
 static bool smash(gpa_t gpa)
 {
-	uint16_t *e = entry(ALIGN_DOWN(gpa, PAGE_SIZE_2M));
+	uint16_t *e = home(ALIGN_DOWN(gpa, PAGE_SIZE_2M));
 
 	if (!(e[0] & RMPE_SIZE_2M))
 		return false;
@@ -139,7 +177,7 @@ static bool smash(gpa_t gpa)
 
 static void set_block(gpa_t gpa, uint16_t v)
 {
-	uint16_t *e = entry(gpa);
+	uint16_t *e = home(gpa);
 
 	for (unsigned i = 0; i < PAGES_PER_2M; i++)
 		e[i] = v;
@@ -152,7 +190,12 @@ int rmp_hv_assign(gpa_t gpa, bool size2m, bool private)
 	if (!IS_ALIGNED(gpa, size) || !in_model(gpa, size))
 		return -1;
 	block_lock(gpa);
-	if (size2m) {
+	if (size2m && block_has_swap(gpa)) {
+		/* The frames mapped in the block are not one 2M frame: the
+		 * change is made frame by frame, 4K each. */
+		for (gpa_t g = gpa; g < gpa + PAGE_SIZE_2M; g += PAGE_SIZE)
+			*entry(g) = private ? RMPE_ASSIGNED : 0;
+	} else if (size2m) {
 		/* A 4K-only host backs the range with small pages: 512 4K entries. */
 		uint16_t v = private ? RMPE_ASSIGNED : 0;
 		if (private && !rmp_hv_block_is_4k_only(gpa))
@@ -180,12 +223,60 @@ int rmp_hv_psmash(gpa_t gpa)
 	if (!IS_ALIGNED(gpa, PAGE_SIZE_2M) || !in_model(gpa, PAGE_SIZE_2M))
 		return -1;
 	block_lock(gpa);
-	if (*entry(gpa) & RMPE_SIZE_2M) {
+	if (*home(gpa) & RMPE_SIZE_2M) {
 		smash(gpa);
 		rc = 0;
 	}
 	block_unlock(gpa);
 	return rc;
+}
+
+int rmp_hv_swap_frame(gpa_t gpa)
+{
+	unsigned s = rmp.n_swap;
+
+	if (!IS_ALIGNED(gpa, PAGE_SIZE) || !in_model(gpa, PAGE_SIZE) || s == RMP_SPARE_FRAMES ||
+	    rmp_hv_spare_of(gpa) >= 0)
+		return -1;
+	block_lock(gpa);
+	/* The nested mapping of one 4K page in a 2M frame is a 4K mapping,
+	 * and KVM maps no larger than the RMP entry: the host PSMASHes the
+	 * home frame first (which keeps its pages validated). */
+	if (smash(gpa))
+		__atomic_add_fetch(&rmp.psmash_update, 1, __ATOMIC_RELAXED);
+	rmp.spare_e[s] = RMPE_ASSIGNED; /* RMPUPDATE: assigned, not validated */
+	rmp.swap_gpa[s] = gpa;
+	__atomic_store_n(&rmp.n_swap, s + 1, __ATOMIC_RELEASE);
+	block_unlock(gpa);
+	return (int)s;
+}
+
+unsigned rmp_hv_swaps(void)
+{
+	return __atomic_load_n(&rmp.n_swap, __ATOMIC_ACQUIRE);
+}
+
+gpa_t rmp_hv_swap_gpa(unsigned s)
+{
+	return s < rmp_hv_swaps() ? rmp.swap_gpa[s] : 0;
+}
+
+static bool is_valid(uint16_t v)
+{
+	return (v & (RMPE_ASSIGNED | RMPE_VALIDATED)) == (RMPE_ASSIGNED | RMPE_VALIDATED);
+}
+
+unsigned rmp_validated_frames(gpa_t gpa)
+{
+	if (!in_model(gpa, 1))
+		return 0;
+	unsigned n = rmp_hv_swaps(), count = is_valid(*home(gpa));
+	gpa_t pg = ALIGN_DOWN(gpa, PAGE_SIZE);
+
+	for (unsigned s = 0; s < n; s++)
+		if (rmp.swap_gpa[s] == pg && is_valid(rmp.spare_e[s]))
+			count++;
+	return count;
 }
 
 /* Common checks of PVALIDATE/RMPADJUST: address, size, 2M/4K entry match. */

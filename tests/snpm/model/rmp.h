@@ -3,7 +3,7 @@
  * SNP machine in place of the hardware RMP and by the host unit tests (not
  * in csvsm's image).
  *
- * One 16-bit entry per 4 KiB page of guest-physical memory (reference §5,
+ * One 16-bit entry per 4 KiB frame (reference §5,
  * AMD APM vol. 2 §15.36.3 "RMP"): assigned (private), validated, page size
  * 2M, VMSA, and the VMPL1..3 permission nibbles (R, W, Xu, Xs in the order of
  * the RMPADJUST attribute bits 8..11). VMPL0 always has full access to a
@@ -37,6 +37,23 @@
 #define RMP_PERM_XU  0x4u
 #define RMP_PERM_XS  0x8u
 #define RMP_PERM_ALL 0xFu
+
+/*
+ * Frames apart from GPAs (issue 17 item 2). The hardware RMP is indexed by
+ * system-physical frame, each entry naming the GPA it is assigned to, and
+ * the CPU finds a GPA's entry through the nested page table (APM vol. 2
+ * §15.36.3, §15.36.10). The model's frames: every GPA in [0, max_gpa) has a
+ * home frame (the machine backs GPA g with the frame at g), and
+ * RMP_SPARE_FRAMES spare frames a hostile host can RMPUPDATE for a GPA and
+ * map there instead (rmp_hv_swap_frame), leaving the home frame assigned
+ * and, if it was, validated: two frames for one GPA, the fork/rollback set-up
+ * that validate-once exists for. Every guest-side operation and query acts
+ * on the frame mapped at the GPA now, as the CPU's nested walk does; a host
+ * page-state change on the frame it maps. Not modelled: a frame mapped at
+ * a GPA other than its own (the hardware's GPA check, a #NPF), unmapping a
+ * spare again.
+ */
+#define RMP_SPARE_FRAMES 64
 
 /* Highest guest-physical address the model accepts (52-bit physical). */
 #define RMP_MAX_GPA (1ULL << 52)
@@ -98,6 +115,23 @@ bool rmp_hv_block_is_4k_only(gpa_t gpa);
 int rmp_hv_assign(gpa_t gpa, bool size2m, bool private);
 /* PSMASH: split the 2M entry at gpa (2M-aligned) into 512 4K entries. 0 / -1. */
 int rmp_hv_psmash(gpa_t gpa);
+/*
+ * A hostile host: RMPUPDATE a spare frame assigned (not validated) for the
+ * 4K page at gpa and map it there; the frame mapped before keeps its entry.
+ * A 2M home entry is PSMASHed first. Returns the spare's index, or -1
+ * (misaligned, beyond the model, already swapped, no spare left). The
+ * machine maps the spare's memory (rmp_hv_spare_of) before any vCPU can
+ * use the new mapping.
+ */
+int rmp_hv_swap_frame(gpa_t gpa);
+/* The spare frame mapped at gpa's page, or -1 for its home frame. */
+int rmp_hv_spare_of(gpa_t gpa);
+/* Swaps made so far, and the GPA of swap s. */
+unsigned rmp_hv_swaps(void);
+gpa_t rmp_hv_swap_gpa(unsigned s);
+/* Frames assigned to gpa's page and validated (home and spares): more
+ * than 1 is a GPA validated twice. */
+unsigned rmp_validated_frames(gpa_t gpa);
 
 /*
  * Guest side, with the instructions' return codes (arch/x86/insn.h,
