@@ -118,11 +118,13 @@ __noreturn void panic(const char *fmt, ...)
 		cpu_halt();
 }
 
-/* Bytes the guest writes to its emulated COM1, passed through whole (no CR insertion). */
-void con_guest_putc(char c)
+/* Bytes a guest wrote to its COM1, passed through whole (no CR insertion)
+ * and in one piece: no other line lands inside them. */
+void con_guest_write(const char *s, size_t n)
 {
 	lock();
-	putc_raw(c);
+	for (size_t i = 0; i < n; i++)
+		putc_raw(s[i]);
 	unlock();
 }
 

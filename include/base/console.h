@@ -10,7 +10,7 @@
 #include "base/types.h"
 
 void con_write(const char *s, size_t n);
-void con_guest_putc(char c);
+void con_guest_write(const char *s, size_t n);
 /* snp boot: keep output in memory until the console can run (con_release prints it). */
 void con_hold(void);
 void con_release(void);

@@ -103,6 +103,7 @@ static void print_frames(void)
  */
 static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigned reason_code)
 {
+	sim_uart_flush();
 	if (!success)
 		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
 			   reason_code);
@@ -118,6 +119,7 @@ static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigne
 
 __noreturn void hv_stop_hung(void)
 {
+	sim_uart_flush();
 	print_frames();
 	con_printf("snpm: end: failure\n");
 	/* (2 << 1) | 1: QEMU exits with 5, which no other ending gives. */

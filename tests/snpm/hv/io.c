@@ -409,8 +409,50 @@ static uint8_t fw_read_byte(void)
  * swallow csvsm's console. One byte per register access.
  */
 #define UART_BASE     0x3F8
+#define UART_LCR      3
+#define UART_LCR_DLAB 0x80
 #define UART_MCR      4
 #define UART_MCR_LOOP 0x10
+
+/*
+ * csvsm's console (VMPL0) writes one byte per exit, on several CPUs at
+ * once, while the machine prints its own lines from others: a machine line
+ * could land inside a csvsm line, and the tests read both by line start
+ * (a run under load once split "csvsm: vCPU 1: the host refused ..." that
+ * way). So VMPL0's data bytes are kept per CPU until the end of the line
+ * (or 255 bytes) and written in one piece under the console lock, like the
+ * machine's own lines. The guest VMPL's bytes go to the UART at once: its
+ * transmit interrupt drives Linux's tty output.
+ */
+static struct {
+	char b[255];
+	uint8_t n;
+} uart_line[MAX_CPUS];
+
+static void uart_line_out(unsigned cpu)
+{
+	if (uart_line[cpu].n)
+		con_guest_write(uart_line[cpu].b, uart_line[cpu].n);
+	uart_line[cpu].n = 0;
+}
+
+void sim_uart_flush(void)
+{
+	for (unsigned i = 0; i < MAX_CPUS; i++)
+		uart_line_out(i);
+}
+
+static bool uart_vmpl0_data(uint16_t p, uint8_t b)
+{
+	struct percpu *cpu = this_cpu();
+	if (p != UART_BASE || !cpu || cpu->id >= MAX_CPUS || sim_cur_vmpl() != 0 ||
+	    (inb(UART_BASE + UART_LCR) & UART_LCR_DLAB))
+		return false;
+	uart_line[cpu->id].b[uart_line[cpu->id].n++] = (char)b;
+	if (b == '\n' || uart_line[cpu->id].n == sizeof(uart_line[0].b))
+		uart_line_out(cpu->id);
+	return true;
+}
 
 static uint32_t uart_io(uint16_t port, unsigned size, bool in, uint32_t v)
 {
@@ -424,7 +466,8 @@ static uint32_t uart_io(uint16_t port, unsigned size, bool in, uint32_t v)
 		}
 		if (p - UART_BASE == UART_MCR)
 			b &= (uint8_t)~UART_MCR_LOOP;
-		outb(p, b);
+		if (!uart_vmpl0_data(p, b))
+			outb(p, b);
 	}
 	return out;
 }

@@ -107,6 +107,13 @@ static void check_exit_state(const struct svm_vcpu *v)
 /* The guest vCPU each csvsm vCPU runs (its exits are handled there). */
 static struct svm_vcpu *cur_vcpu[MAX_CPUS];
 
+unsigned sim_cur_vmpl(void)
+{
+	struct percpu *cpu = this_cpu();
+	struct svm_vcpu *v = cpu && cpu->id < MAX_CPUS ? cur_vcpu[cpu->id] : NULL;
+	return v ? v->vmpl : 3;
+}
+
 /*
  * csvsm's own code uses general registers only, so a guest's x87/SSE/AVX
  * state stays in the registers across its exits (svm_entry.S). Before code

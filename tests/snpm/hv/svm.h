@@ -52,6 +52,10 @@ extern const char *hv_tag;
  */
 #define HV_NO_HPA UINT64_MAX
 uint64_t hv_hpa(gpa_t gpa);
+/* The VMPL of the guest context this CPU runs now (3 when none). */
+unsigned sim_cur_vmpl(void);
+/* COM1 lines VMPL0 wrote and has not ended yet go out (the VM ends). */
+void sim_uart_flush(void);
 /* A hostile host: a fresh frame behind guest RAM page gpa, the old one kept (0 / -1). */
 int sim_host_swap_frame(gpa_t gpa);
 /* Machine: back [gpa, gpa + size) (2 MiB aligned, outside RAM) with host memory at hpa. */
