@@ -128,7 +128,7 @@ PROBE ?= build/probe.efi
 GUEST ?= probe
 run: deps
 	$(MAKE) all
-	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
+	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(FW),FW=$(FW)) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
 
 # Every benchmark in bench/, each printing its comparison against a named baseline.
 bench: deps

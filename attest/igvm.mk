@@ -33,6 +33,19 @@ ifneq ($(wildcard $(IGVM_OVMF)),)
 EXTRA_ALL += $(BUILD)/csvsm.igvm
 endif
 
+# The second firmware choice (issue 18 item 3): the same csvsm with forky's
+# OVMF (edk2 2026.08), which drives the vTPM (tests/linux/linux-forky.sh,
+# `make run GUEST=linux FW=forky`).
+IGVM_OVMF_FORKY ?= $(BUILD)/guests/OVMF-forky.fd
+$(BUILD)/csvsm-forky.igvm: $(BUILD)/csvsm-igvm $(IGVM_ELF) $(wildcard $(IGVM_OVMF_FORKY))
+	@if [ ! -f "$(IGVM_OVMF_FORKY)" ]; then \
+	  echo "csvsm-forky.igvm: $(IGVM_OVMF_FORKY) is missing (forky OVMF, fetched by 'make deps')"; exit 1; fi
+	$(BUILD)/csvsm-igvm --elf $(IGVM_ELF) --ovmf $(IGVM_OVMF_FORKY) --entry-symbol snp_entry32 \
+	  $(if $(IGVM_APPEND),--append "$(IGVM_APPEND)") $(IGVM_OPTIONS) -o $@
+ifneq ($(wildcard $(IGVM_OVMF_FORKY)),)
+EXTRA_ALL += $(BUILD)/csvsm-forky.igvm
+endif
+
 .PHONY: igvm
 igvm: $(BUILD)/csvsm.igvm
 

@@ -9,6 +9,7 @@
 #
 # Result (stable paths, see tests/linux/README.md):
 #   build/guests/OVMF.fd      trixie's 4 MiB OVMF.fd
+#   build/guests/OVMF-forky.fd  forky's (edk2 2026.08), the second firmware choice
 #   build/guests/vmlinuz      the trixie-backports kernel
 #   build/guests/modules      that kernel's modules tree (/usr/lib/modules/<release>)
 #   build/guests/tpm_svsm.ko  the kernel's SVSM vTPM driver, built from Debian's
@@ -88,6 +89,7 @@ have_ovmf() { stamp_ok ovmf "$G/OVMF.fd"; }
 have_linux() { stamp_ok linux "$G/vmlinuz" && [ -d "$G/modules/kernel" ]; }
 report() {
 	echo "csvsm: guest ovmf $(cut -d' ' -f1 "$G/ovmf.stamp") ($OVMF_SUITE)"
+	[ -s "$G/ovmf-forky.stamp" ] && echo "csvsm: guest ovmf-forky $(cut -d' ' -f1 "$G/ovmf-forky.stamp") (forky)"
 	echo "csvsm: guest linux $(cut -d' ' -f1 "$G/linux.stamp") ($LINUX_SUITE)"
 }
 
@@ -213,6 +215,44 @@ fi
 # build/guests/tpm_svsm.missing with the reason and fails `make deps`.
 "$(dirname "$0")/build-tpm-svsm.sh" "$G" || die "building tpm_svsm.ko failed: $(cat "$G/tpm_svsm.missing" 2>/dev/null)"
 
+# --- the second firmware choice: forky's OVMF (issue 18 item 3) ---------------
+# Debian's 2026.08 OVMF (package ovmf-generic; `ovmf` is a metapackage for
+# it) has edk2's SVSM vTPM support (edk2-stable202505 on), so it measures
+# the boot into csvsm's vTPM and hands Linux a TCG2 log; trixie's 2025.02
+# has not. Its own apt tree (apt-forky/): in the main one, forky's newer
+# versions would win the build root's resolution (build-tpm-svsm.sh). The
+# archive serves a forky snapshot whose Release file is past its
+# Valid-Until date: check-valid-until=no for that one source (the
+# signature is still checked against the Debian archive keyring).
+FORKY_SUITE=forky
+AF=$G/apt-forky
+have_ovmf_forky() { stamp_ok ovmf-forky "$G/OVMF-forky.fd"; }
+mkdir -p "$AF/etc/apt.conf.d" "$AF/etc/preferences.d" "$AF/etc/sources.list.d" \
+	"$AF/state/lists/partial" "$AF/cache/archives/partial"
+[ -e "$AF/state/status" ] || : >"$AF/state/status"
+echo "deb [signed-by=$KEYRING check-valid-until=no] $MIRROR $FORKY_SUITE main" >"$AF/etc/sources.list"
+sed "s#$A/#$AF/#g" "$A/apt.conf" >"$AF/apt.conf"
+if ! out=$(APT_CONFIG=$AF/apt.conf apt-get update --error-on=any 2>&1); then
+	if have_ovmf_forky; then
+		echo "csvsm: warning: cannot reach $MIRROR ($FORKY_SUITE); keeping the OVMF fetched before" >&2
+	else
+		echo "$out" | grep -E '^(E|W|Err):' | head -5 >&2 || true
+		die "cannot fetch the $FORKY_SUITE package list from $MIRROR (the second firmware, OVMF-forky.fd, needs it once)"
+	fi
+else
+	FORKY_VER=$(APT_CONFIG=$AF/apt.conf newest_in_suite ovmf-generic "$FORKY_SUITE")
+	if ! have_ovmf_forky || [ "$(cut -d' ' -f1 "$G/ovmf-forky.stamp")" != "$FORKY_VER" ]; then
+		echo "csvsm: fetching ovmf-generic $FORKY_VER ($FORKY_SUITE)"
+		rm -f "$G/ovmf-forky.stamp"
+		APT_CONFIG=$AF/apt.conf fetch_unpack "$G/root/ovmf-forky" "ovmf-generic=$FORKY_VER"
+		f=$G/root/ovmf-forky/usr/share/ovmf/OVMF.fd
+		[ -f "$f" ] || die "ovmf-generic $FORKY_VER has no usr/share/ovmf/OVMF.fd"
+		[ "$(stat -c %s "$f")" = 4194304 ] || die "ovmf-generic $FORKY_VER: OVMF.fd is not 4 MiB"
+		ln -sfn root/ovmf-forky/usr/share/ovmf/OVMF.fd "$G/OVMF-forky.fd"
+		echo "$FORKY_VER $FORKY_SUITE" >"$G/ovmf-forky.stamp"
+	fi
+fi
+
 # --- summary ------------------------------------------------------------------
 {
 	echo "ovmf_version=$(cut -d' ' -f1 "$G/ovmf.stamp")"
@@ -221,7 +261,9 @@ fi
 	echo "linux_suite=$LINUX_SUITE"
 	echo "kernel_release=$(cut -d' ' -f3 "$G/linux.stamp")"
 	echo "mirror=$MIRROR"
+	echo "ovmf_forky_version=$(cut -d' ' -f1 "$G/ovmf-forky.stamp")"
 	sed 's/^/ovmf_/' "$G/root/ovmf/.packages"
+	sed 's/^/ovmf_forky_/' "$G/root/ovmf-forky/.packages"
 	sed 's/^/linux_/' "$G/root/linux/.packages"
 	if [ -s "$G/tpm_svsm.info" ]; then cat "$G/tpm_svsm.info"
 	else echo "tpm_svsm_missing=$(cat "$G/tpm_svsm.missing" 2>/dev/null)"; fi

@@ -28,14 +28,25 @@ TIMEOUT=${TIMEOUT:-900}
 CHAIN=${CHAIN:-build/test-chain}
 VERIFY=${VERIFY:-build/csvsm-verify}
 MEASURE=${MEASURE:-build/csvsm-measure}
+# FW=trixie (default): build/csvsm.igvm with trixie's OVMF, which measures
+# nothing; FW=forky: build/csvsm-forky.igvm with Debian's 2026.08 OVMF,
+# which drives the vTPM and gives the kernel its TCG2 log (issue 18 item 3;
+# tests/linux/linux-forky.sh).
+FW=${FW:-trixie}
+case "$FW" in
+trixie) OVMF_FD=build/guests/OVMF.fd ;;
+forky) OVMF_FD=build/guests/OVMF-forky.fd CSVSM_IGVM=build/csvsm-forky.igvm ;;
+*) echo "csvsm: FW=$FW: use trixie or forky" >&2; exit 2 ;;
+esac
 QEMU_ACCEL=$(linux_accel "$SMP")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=build/linux/boot-snpm.log
+[ "$FW" = trixie ] || log=build/linux/boot-snpm-$FW.log
 GMEM=$(snpm_guest_mem "$MEM") || exit 1
 mkdir -p build/linux
 
-for f in "$LINUX_KERNEL" "$LINUX_INITRD" "$SNPM_ELF" "$CSVSM_IGVM" "$CHAIN/ark.pem" "$PSP_KEYS" "$VERIFY" "$MEASURE"; do
+for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD" "$SNPM_ELF" "$CSVSM_IGVM" "$CHAIN/ark.pem" "$PSP_KEYS" "$VERIFY" "$MEASURE"; do
 	if [ ! -e "$f" ]; then
 		tap_fail "$f exists (run 'make deps' and 'make')"
 		echo "$TAP_N passed, 1 failed"
@@ -75,7 +86,7 @@ while IFS= read -r line; do
 done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" \
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
 	-serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
-	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP")" \
+	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW")" \
 	2> >(grep -v "TCG doesn't support requested feature" >&2); echo "qemu-exit $?")
 exit_ms=$(ms_since "$t0")
 rc=$(sed -n 's/^qemu-exit //p' "$log" | tail -n1)
@@ -95,7 +106,7 @@ done
 # The vTPM through Linux's tpm_svsm driver (built by `make deps` as root,
 # tests/linux/build-tpm-svsm.sh): each check by tag; a missing module fails
 # them all with its reason.
-for t in tpm-driver tpm-dev tpm-pcr0-sha256 tpm-pcr0-sha384 tpm-getrandom tpm-ek tpm-ak tpm-quote; do
+for t in tpm-driver tpm-dev tpm-pcr0-sha256 tpm-pcr0-sha384 tpm-eventlog tpm-getrandom tpm-ek tpm-ak tpm-quote; do
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-200)" \
 		grep -qE "^ok [0-9]+ - $t: " "$log"
 done
@@ -103,7 +114,7 @@ done
 # (H(0...0 || H(OVMF.fd)) per bank) must be what csvsm reported on its
 # console and what the guest was given to expect (/etc/csvsm-expected).
 pcr0_host() { # <sha256sum|sha384sum> <bytes>
-	{ head -c "$2" /dev/zero; "$1" build/guests/OVMF.fd | cut -d' ' -f1 | xxd -r -p; } | "$1" | cut -d' ' -f1
+	{ head -c "$2" /dev/zero; "$1" "$OVMF_FD" | cut -d' ' -f1 | xxd -r -p; } | "$1" | cut -d' ' -f1
 }
 for b in "sha256 32" "sha384 48"; do
 	read -r bank bytes <<<"$b"
@@ -292,7 +303,25 @@ tap_check "vTPM evidence printed: EK, AK, quote nonce/message/signature/PCRs, ev
 manifest_entry c476f1eb-0123-45a5-9641-b4e7dde5bfe3 "$tmp/mek.bin"
 tap_check "the guest's EK ($(stat -c %s "$tmp/ek.bin" 2>/dev/null || echo 0) bytes) is the EK in the SNP-bound manifest" \
 	cmp -s "$tmp/ek.bin" "$tmp/mek.bin"
-tap_check "the event log the guest printed is csvsm's from the manifest" cmp -s "$tmp/tevlog.bin" "$tmp/evlog.bin"
+# The log a verifier replays: csvsm's (the manifest's) and, when the
+# firmware gave the kernel a TCG2 log, that log's events less its Spec ID
+# header (32 + EventSize bytes, TCG PC Client PFP §10.2.1).
+if evidence "tpm firmware-log" "$tmp/fwlog.bin"; then
+	hlen=$((32 + $(od -An -tu4 -j28 -N4 "$tmp/fwlog.bin" | tr -d ' ')))
+	tail -c +$((hlen + 1)) "$tmp/fwlog.bin" | cat "$tmp/evlog.bin" - >"$tmp/wantlog.bin"
+	fwev=$(tpm2_eventlog "$tmp/fwlog.bin" 2>/dev/null | grep -c '^- EventNum:')
+	echo "# the firmware's TCG2 log: $(stat -c %s "$tmp/fwlog.bin") bytes, $fwev events"
+else
+	cp "$tmp/evlog.bin" "$tmp/wantlog.bin"
+	fwev=0
+fi
+if [ "$FW" = forky ]; then
+	tap_check "the firmware gave the kernel a TCG2 log ($fwev events) past csvsm's" test "$fwev" -gt 1
+else
+	tap_check "the firmware gave the kernel no TCG2 log (trixie's OVMF: csvsm's log is the whole log)" test "$fwev" -eq 0
+fi
+tap_check "the event log the guest printed is csvsm's from the manifest, then the firmware's $fwev events" \
+	cmp -s "$tmp/tevlog.bin" "$tmp/wantlog.bin"
 tpm2_checkquote -u "$tmp/akpem.bin" -m "$tmp/qmsg.bin" -s "$tmp/qsig.bin" -f "$tmp/qpcrs.bin" -g sha256 \
 	-q "$qnonce" >"$tmp/hcheck" 2>&1
 crc=$?
@@ -314,6 +343,22 @@ for bank in sha256 sha384; do
 	q=$(quoted $bank) r=$(replayed $bank)
 	tap_check "the printed event log replays to the quoted PCR0 $bank (${r:-none} = ${q:-none})" test -n "$q" -a "$q" = "$r"
 done
+# Every PCR of the quote (0-9, both banks): the replay's value where the
+# log names it, zero where it does not.
+allpcrs() { # allpcrs TEXT: "bank:pcr=value" lines of tpm2_checkquote's or tpm2_eventlog's pcrs section
+	awk '/^pcrs:/ { p = 1; next } p && /^  [a-z0-9]+:$/ { b = $1; sub(/:$/, "", b); next } p && /^[^ ]/ { p = 0 }
+		p && b != "" && $2 == ":" { v = tolower($3); sub(/^0x/, "", v); print b ":" $1 "=" v }' <<<"$1"
+}
+qall=$(allpcrs "$(cat "$tmp/hcheck")") rall=$(allpcrs "$tevl") pbad= pn=0
+while IFS='=' read -r k v; do
+	[ -n "$k" ] || continue
+	pn=$((pn + 1))
+	want=$(sed -n "s/^$k=//p" <<<"$rall")
+	[ -n "$want" ] || want=$(printf '%0*d' ${#v} 0)
+	[ "$v" = "$want" ] || pbad="$pbad $k"
+done <<<"$qall"
+tap_check "every quoted PCR ($pn: 0-9 in both banks) is the replay of the printed log, or zero where it names none${pbad:+; differ:$pbad}" \
+	test "$pn" -eq 20 -a -z "$pbad"
 
 # --- numbers -------------------------------------------------------------------------------
 # SVSM calls by protocol and call, as the machine counted them at the

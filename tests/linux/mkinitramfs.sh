@@ -16,7 +16,7 @@
 # and /init fails those checks with that reason), the system's (bookworm)
 # tpm2-tools with the shared libraries ldd lists for it and for the device
 # TCTI it dlopen()s, and /etc/csvsm-expected: the PCR0 values csvsm must
-# have measured, computed here from <guests dir>/OVMF.fd.
+# have measured, computed here from <guests dir>/OVMF.fd (and OVMF-forky.fd).
 set -euo pipefail
 
 G=${1:?guests dir}; INIT=${2:?init script}; OUT=${3:?output}
@@ -116,15 +116,19 @@ cp -L "$TCTI" "$stage/lib/x86_64-linux-gnu/libtss2-tcti-device.so.0"
 nlibs=$(find "$stage/lib/x86_64-linux-gnu" "$stage/lib64" -type f | wc -l)
 # csvsm measures the firmware image into PCR0 once, before OVMF runs
 # (docs/vtpm.md): PCR0 = H(0...0 || H(OVMF.fd)) in each bank.
-pcr0() { # <sha256sum|sha384sum> <bytes>
-	{ head -c "$2" /dev/zero; "$1" "$G/OVMF.fd" | cut -d' ' -f1 | xxd -r -p; } | "$1" | cut -d' ' -f1
+# One set per firmware choice, prefixed with its name (/init picks by
+# csvsm_fw=): trixie (OVMF.fd) and forky (OVMF-forky.fd, when fetched).
+pcr0() { # <firmware> <sha256sum|sha384sum> <bytes>
+	{ head -c "$3" /dev/zero; "$2" "$1" | cut -d' ' -f1 | xxd -r -p; } | "$2" | cut -d' ' -f1
 }
 [ -f "$G/OVMF.fd" ] || die "no $G/OVMF.fd: run 'make deps' first"
-{
-	echo "pcr0_sha256=$(pcr0 sha256sum 32)"
-	echo "pcr0_sha384=$(pcr0 sha384sum 48)"
-	echo "ovmf_sha256=$(sha256sum "$G/OVMF.fd" | cut -d' ' -f1)"
-} >"$stage/etc/csvsm-expected"
+for fw in trixie:OVMF.fd forky:OVMF-forky.fd; do
+	f=$G/${fw#*:}
+	[ -f "$f" ] || continue
+	echo "${fw%%:*}.pcr0_sha256=$(pcr0 "$f" sha256sum 32)"
+	echo "${fw%%:*}.pcr0_sha384=$(pcr0 "$f" sha384sum 48)"
+	echo "${fw%%:*}.ovmf_sha256=$(sha256sum "$f" | cut -d' ' -f1)"
+done >"$stage/etc/csvsm-expected"
 
 # What the guest was built from, for /init to print.
 {

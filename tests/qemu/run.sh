@@ -9,12 +9,15 @@
 #   GUEST=linux            trixie's SVSM-aware OVMF and trixie-backports'
 #                          Linux with the test initramfs (tests/linux), all
 #                          vCPUs, as an SEV-SNP guest
-# Usage: tests/qemu/run.sh [MEM=4G] [SMP=2] [GUEST=probe|ovmf|linux]
+#   FW=trixie (default)    the image build/csvsm.igvm (trixie's OVMF 2025.02)
+#   FW=forky               build/csvsm-forky.igvm (Debian's OVMF 2026.08,
+#                          which drives the vTPM and measures the boot)
+# Usage: tests/qemu/run.sh [MEM=4G] [SMP=2] [GUEST=probe|ovmf|linux] [FW=trixie|forky]
 #                [PROBE=file.efi|none] [APPEND="snpm.x=y"] [KAPPEND="linux args"] [extra qemu args]
 # APPEND= is the machine's command line (snpm.trace=1, docs/snp-machine.md).
 set -u
 cd "$(dirname "$0")/../.."
-MEM=4G SMP=2 APPEND="" KAPPEND="" PROBE=build/probe.efi GUEST=probe
+MEM=4G SMP=2 APPEND="" KAPPEND="" PROBE=build/probe.efi GUEST=probe FW=trixie
 args=()
 for a in "$@"; do
 	case "$a" in
@@ -24,12 +27,18 @@ for a in "$@"; do
 	KAPPEND=*) KAPPEND=${a#KAPPEND=} ;;
 	PROBE=*) PROBE=${a#PROBE=} ;;
 	GUEST=*) GUEST=${a#GUEST=} ;;
+	FW=*) FW=${a#FW=} ;;
 	*) args+=("$a") ;;
 	esac
 done
 [ -n "${QEMU_ACCEL:-}" ] && QEMU_ACCEL_SET=1
 . tests/qemu/lib.sh
 [ -n "$APPEND" ] && args+=(-append "$APPEND")
+case "$FW" in
+trixie) ;;
+forky) CSVSM_IGVM=build/csvsm-forky.igvm KAPPEND="${KAPPEND:+$KAPPEND }csvsm_fw=forky" ;;
+*) echo "csvsm: FW=$FW: use trixie or forky" >&2; exit 2 ;;
+esac
 GMEM=$(snpm_guest_mem "$MEM") || exit 2
 for f in "$SNPM_ELF" "$CSVSM_IGVM"; do
 	[ -f "$f" ] || { echo "csvsm: $f missing: run 'make'" >&2; exit 2; }
