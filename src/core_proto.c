@@ -56,11 +56,23 @@ static uint64_t insn_err(int rc)
 static __noreturn void host_swapped_page(gpa_t gpa, unsigned psize)
 {
 	uint64_t bytes = psize == RMP_PG_SIZE_2M ? PAGE_SIZE_2M : PAGE_SIZE;
-	bool unchanged;
+	bool unchanged = false;
 	int rc = platform->pvalidate(gpa, psize, false, &unchanged);
+	/* Best effort: a host that PSMASHes or remaps between the two
+	 * PVALIDATEs can make this miss; the new frame was never granted to
+	 * the guest VMPL either way. */
+	if (rc == PVALIDATE_FAIL_SIZEMISMATCH && psize == RMP_PG_SIZE_2M) {
+		rc = 0;
+		for (gpa_t g = gpa; g < gpa + PAGE_SIZE_2M; g += PAGE_SIZE)
+			rc |= platform->pvalidate(g, RMP_PG_SIZE_4K, false, &unchanged);
+		unchanged = false;
+	}
 	panic("host tampering: GPA 0x%llx (+0x%llx), validated by csvsm and never rescinded, "
-	      "is no longer validated (the new frame rescinded again: rc %d)",
-	      (unsigned long long)gpa, (unsigned long long)bytes, rc);
+	      "is no longer validated (the new frame rescinded again: %s)",
+	      (unsigned long long)gpa, (unsigned long long)bytes,
+	      rc	  ? "failed"
+	      : unchanged ? "it was not validated"
+			  : "done");
 }
 
 /*
@@ -148,6 +160,11 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 	accept_forget(gpa, bytes);
 	guest_mem_set_validated(gpa, bytes, false);
 	rc = platform->pvalidate(gpa, psize, false, &unchanged);
+	/* A rescind that failed left the page validated (a 2M request over
+	 * entries the host PSMASHed meanwhile, say): the record says so again,
+	 * or a later swap of its frame would not be seen as one (review). */
+	if (rc)
+		guest_mem_set_validated(gpa, bytes, true);
 	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
 		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
 	if (rc)

@@ -8,4 +8,4 @@
 # replays. One vCPU and no plain-QEMU baseline (linux.sh measures that).
 set -u
 cd "$(dirname "$0")/../.."
-FW=forky SMP=${SMP:-1} BASELINE=0 exec bash tests/linux/linux.sh
+CSVSM_FW=forky SMP=${SMP:-1} BASELINE=0 exec bash tests/linux/linux.sh

@@ -28,15 +28,15 @@ TIMEOUT=${TIMEOUT:-900}
 CHAIN=${CHAIN:-build/test-chain}
 VERIFY=${VERIFY:-build/csvsm-verify}
 MEASURE=${MEASURE:-build/csvsm-measure}
-# FW=trixie (default): build/csvsm.igvm with trixie's OVMF, which measures
-# nothing; FW=forky: build/csvsm-forky.igvm with Debian's 2026.08 OVMF,
+# CSVSM_FW=trixie (default): build/csvsm.igvm with trixie's OVMF, which measures
+# nothing; CSVSM_FW=forky: build/csvsm-forky.igvm with Debian's 2026.08 OVMF,
 # which drives the vTPM and gives the kernel its TCG2 log (issue 18 item 3;
 # tests/linux/linux-forky.sh).
-FW=${FW:-trixie}
+FW=${CSVSM_FW:-trixie}
 case "$FW" in
 trixie) OVMF_FD=build/guests/OVMF.fd ;;
 forky) OVMF_FD=build/guests/OVMF-forky.fd CSVSM_IGVM=build/csvsm-forky.igvm ;;
-*) echo "csvsm: FW=$FW: use trixie or forky" >&2; exit 2 ;;
+*) echo "csvsm: CSVSM_FW=$FW: use trixie or forky" >&2; exit 2 ;;
 esac
 QEMU_ACCEL=$(linux_accel "$SMP")
 tmp=$(mktemp -d)
@@ -306,8 +306,8 @@ tap_check "the guest's EK ($(stat -c %s "$tmp/ek.bin" 2>/dev/null || echo 0) byt
 # The log a verifier replays: csvsm's (the manifest's) and, when the
 # firmware gave the kernel a TCG2 log, that log's events less its Spec ID
 # header (32 + EventSize bytes, TCG PC Client PFP §10.2.1).
-if evidence "tpm firmware-log" "$tmp/fwlog.bin"; then
-	hlen=$((32 + $(od -An -tu4 -j28 -N4 "$tmp/fwlog.bin" | tr -d ' ')))
+if evidence "tpm firmware-log" "$tmp/fwlog.bin" && [ "$(stat -c %s "$tmp/fwlog.bin")" -ge 32 ]; then
+	hlen=$((32 + $(od -An -tu4 --endian=little -j28 -N4 "$tmp/fwlog.bin" | tr -d ' ')))
 	tail -c +$((hlen + 1)) "$tmp/fwlog.bin" | cat "$tmp/evlog.bin" - >"$tmp/wantlog.bin"
 	fwev=$(tpm2_eventlog "$tmp/fwlog.bin" 2>/dev/null | grep -c '^- EventNum:')
 	echo "# the firmware's TCG2 log: $(stat -c %s "$tmp/fwlog.bin") bytes, $fwev events"

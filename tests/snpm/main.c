@@ -79,7 +79,7 @@ static size_t cmdline_len;
 /*
  * After a frame swap (snpm.frame_swap=): how many frames of each swapped GPA
  * are validated. More than one is a GPA validated twice, which csvsm must
- * never let happen (tests/snpm/accept.sh).
+ * never let happen (tests/snpm/frames.sh).
  */
 static void print_frames(void)
 {

@@ -297,6 +297,10 @@ static int check_page(gpa_t gpa, unsigned size)
 		return PVALIDATE_FAIL_INPUT; /* shared or never assigned */
 	if (size == RMP_PG_SIZE_2M && !(v & RMPE_SIZE_2M))
 		return PVALIDATE_FAIL_SIZEMISMATCH;
+	/* A spare frame is one 4K entry (never 2M, so the test above already
+	 * stops it); said again so that no 2M loop can index past it. */
+	if (size == RMP_PG_SIZE_2M && rmp_hv_spare_of(gpa) >= 0)
+		return PVALIDATE_FAIL_SIZEMISMATCH;
 	/*
 	 * A 4K PVALIDATE/RMPADJUST of a page in a 2M RMP entry is not an
 	 * instruction error: the CPU takes an #NPF with PFERR_GUEST_SIZEM

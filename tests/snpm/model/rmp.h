@@ -124,6 +124,8 @@ int rmp_hv_psmash(gpa_t gpa);
  * use the new mapping.
  */
 int rmp_hv_swap_frame(gpa_t gpa);
+/* (Swaps are host operations made one at a time: the machine's exit lock.
+ * Readers of the swap table need no lock.) */
 /* The spare frame mapped at gpa's page, or -1 for its home frame. */
 int rmp_hv_spare_of(gpa_t gpa);
 /* Swaps made so far, and the GPA of swap s. */
