@@ -3,26 +3,32 @@
 # Report and certificate-table decoding: core (image + host library).
 CORE_SRCS += attest/report.c attest/certtable.c
 # Verification on mbedTLS X.509: host library only.
-HOST_SRCS += attest/snp_verify.c
+HOST_SRCS += attest/snp_verify.c attest/tpm_cred.c
 
 # csvsm-verify: the SNP evidence verifier.
 TOOLS += csvsm-verify
 csvsm-verify_SRCS := tools/csvsm-verify.c
 csvsm-verify_LIBS := -lmbedx509 -lmbedcrypto
+# csvsm-cred: the verifier's side of TPM credential activation (EK -> AK).
+TOOLS += csvsm-cred
+csvsm-cred_SRCS := tools/csvsm-cred.c
+csvsm-cred_LIBS := -lmbedx509 -lmbedcrypto
 
 test_report_LIBS := -lmbedx509 -lmbedcrypto
 test_certtable_LIBS :=
+test_tpm_cred_LIBS := -lmbedx509 -lmbedcrypto
 
 TEST_SCRIPTS += tests/tools/verify.sh
 
-# libFuzzer targets for the two parsers that face hostile input. Built with
+# libFuzzer targets for the parsers that face hostile input (report,
+# certificate table, the TPM public areas and manifest of credential activation). Built with
 # clang straight from the sources (not the host library, which is gcc-built
 # without sanitizers), each run for VERIFY_FUZZ_TIME seconds (default 30).
 VERIFY_FUZZ_TIME    ?= 30
 VERIFY_FUZZ_CC      ?= clang
 VERIFY_FUZZ_CFLAGS  := -std=gnu11 -O1 -g -Wall -Wextra -Werror -Wno-unused-parameter $(INCS) \
                 -DCSVSM_HOST -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
-FUZZ_VERIFY  := $(BUILD)/fuzz/fuzz_report $(BUILD)/fuzz/fuzz_certtable
+FUZZ_VERIFY  := $(BUILD)/fuzz/fuzz_report $(BUILD)/fuzz/fuzz_certtable $(BUILD)/fuzz/fuzz_tpm_cred
 
 $(BUILD)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c attest/report.c include/attest/report.h
 	@mkdir -p $(dir $@)
@@ -30,6 +36,10 @@ $(BUILD)/fuzz/fuzz_report: tests/fuzz/fuzz_report.c attest/report.c include/atte
 $(BUILD)/fuzz/fuzz_certtable: tests/fuzz/fuzz_certtable.c attest/certtable.c include/attest/certtable.h
 	@mkdir -p $(dir $@)
 	$(VERIFY_FUZZ_CC) $(VERIFY_FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_certtable.c attest/certtable.c
+
+$(BUILD)/fuzz/fuzz_tpm_cred: tests/fuzz/fuzz_tpm_cred.c attest/tpm_cred.c include/attest/tpm_cred.h
+	@mkdir -p $(dir $@)
+	$(VERIFY_FUZZ_CC) $(VERIFY_FUZZ_CFLAGS) -o $@ tests/fuzz/fuzz_tpm_cred.c attest/tpm_cred.c -lmbedcrypto
 
 fuzz-verify: $(FUZZ_VERIFY)
 	@for f in $(FUZZ_VERIFY); do \

@@ -9,6 +9,7 @@
  * ASN.1 helpers, strictly (duplicates and trailing bytes are errors).
  */
 #include <attest/snp_verify.h>
+#include <attest/tpm_cred.h>
 
 #include <mbedtls/asn1.h>
 #include <mbedtls/ecdsa.h>
@@ -974,7 +975,17 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	mbedtls_md(mi, q->msg, q->msg_len, mh);
 
 	mbedtls_pk_init(&ak);
-	{
+	if (q->ak_tpm_public) {
+		struct tpm_public pub;
+		if (!tpm_public_parse(q->ak, q->ak_len, true, &pub, d, n) ||
+		    !tpm_ak_check(&pub, d, n))
+			goto out;
+		if (tpm_public_to_pk(&pub, &ak)) {
+			setd(d, n, "AK public area: not a usable key");
+			goto out;
+		}
+		ret = 0;
+	} else {
 		uint8_t *z = malloc(q->ak_len + 1);
 		if (!z) {
 			setd(d, n, "out of memory");

@@ -11,6 +11,7 @@
 #include <attest/certtable.h>
 #include <attest/report.h>
 #include <attest/snp_verify.h>
+#include <attest/tpm_cred.h>
 
 #include <mbedtls/sha512.h>
 
@@ -65,7 +66,13 @@ static void usage(FILE *f)
 		"and policy are checked: any guest on a genuine AMD chip passes, and the\n"
 		"summary says so (VERIFIED (signature and chain only: ...)).\n"
 		"TPM quote (as tpm2_checkquote; files from tpm2_quote -m/-s/-o):\n"
-		"  --quote-msg F --quote-sig F --quote-pcrs F --ak PEM --quote-nonce HEX\n");
+		"  --quote-msg F --quote-sig F --quote-pcrs F --ak PEM --quote-nonce HEX\n"
+		"  --ak-public F instead of --ak: the AK's TPM2B_PUBLIC (tpm2_readpublic -o),\n"
+		"                which must be a restricted signing key (the one csvsm-cred\n"
+		"                made the credential for)\n"
+		"vTPM EK (with --nonce/--manifest):\n"
+		"  --manifest-ek F write the EK (TPMT_PUBLIC) from the manifest's vTPM entry\n"
+		"                to F, only if every check passed (check 'manifest.ek')\n");
 }
 
 static uint8_t *read_all(const char *path, size_t *len)
@@ -509,6 +516,50 @@ static void from_roots(struct snp_chain *c, const char *dir, enum snp_product p,
 	}
 }
 
+/* c476f1eb-0123-45a5-9641-b4e7dde5bfe3 (vTPM service), EFI byte order:
+ * attest/manifest.c, COCONUT kernel/src/protocols/attest.rs. */
+static const uint8_t vtpm_guid[16] = {0xeb, 0xf1, 0x76, 0xc4, 0x23, 0x01, 0xa5, 0x45,
+				      0x96, 0x41, 0xb4, 0xe7, 0xdd, 0xe5, 0xbf, 0xe3};
+
+static void manifest_ek_check(const char *manifest, struct snp_verify_result *res)
+{
+	size_t ml, el;
+	uint8_t *m = read_all(manifest, &ml);
+	const uint8_t *ek;
+	struct tpm_public pub;
+	struct snp_check *c = &res->checks[res->n < SNP_MAX_CHECKS ? res->n++ : SNP_MAX_CHECKS - 1];
+	uint8_t name[TPM_NAME_MAX];
+
+	c->name = "manifest.ek";
+	c->state = SNP_CHECK_FAIL;
+	if (svsm_manifest_find(m, ml, vtpm_guid, &ek, &el, c->detail, SNP_DETAIL_LEN) &&
+	    tpm_public_parse(ek, el, false, &pub, c->detail, SNP_DETAIL_LEN) &&
+	    tpm_ek_check(&pub, c->detail, SNP_DETAIL_LEN) && tpm_public_name(&pub, name)) {
+		c->state = SNP_CHECK_PASS;
+		int k = snprintf(c->detail, SNP_DETAIL_LEN, "RSA-2048 EK, name ");
+		for (size_t i = 0; i < sizeof(name) && k + 3 < SNP_DETAIL_LEN; i++)
+			k += snprintf(c->detail + k, SNP_DETAIL_LEN - (size_t)k, "%02x", name[i]);
+	}
+	if (c->state != SNP_CHECK_PASS)
+		res->verified = false;
+	free(m);
+}
+
+static void write_manifest_ek(const char *manifest, const char *out)
+{
+	size_t ml, el;
+	uint8_t *m = read_all(manifest, &ml);
+	const uint8_t *ek;
+	FILE *f;
+
+	if (!svsm_manifest_find(m, ml, vtpm_guid, &ek, &el, NULL, 0))
+		die2("%s: no vTPM entry", manifest);
+	f = fopen(out, "wb");
+	if (!f || fwrite(ek, 1, el, f) != el || fclose(f))
+		die2("%s: %s", out, strerror(errno));
+	free(m);
+}
+
 int main(int argc, char **argv)
 {
 	enum {
@@ -540,6 +591,8 @@ int main(int argc, char **argv)
 		O_QPCRS,
 		O_AK,
 		O_QNONCE,
+		O_AKPUB,
+		O_MANIFEST_EK,
 	};
 	static const struct option lo[] = {
 	    {"report", 1, 0, O_REPORT},
@@ -569,6 +622,8 @@ int main(int argc, char **argv)
 	    {"quote-pcrs", 1, 0, O_QPCRS},
 	    {"ak", 1, 0, O_AK},
 	    {"quote-nonce", 1, 0, O_QNONCE},
+	    {"ak-public", 1, 0, O_AKPUB},
+	    {"manifest-ek", 1, 0, O_MANIFEST_EK},
 	    {"allow-migrate-ma", 0, 0, O_MIGRATE_MA},
 	    {0, 0, 0, 0},
 	};
@@ -576,6 +631,7 @@ int main(int argc, char **argv)
 	struct snp_verify_opts o;
 	const char *report_path = NULL, *nonce_hex = NULL, *manifest = NULL, *rdata_hex = NULL;
 	const char *qmsg = NULL, *qsig = NULL, *qpcrs = NULL, *qak = NULL, *qnonce = NULL;
+	const char *qakpub = NULL, *manifest_ek = NULL;
 	bool json = false, have_time = false;
 	unsigned long repeat = 0;
 	int opt;
@@ -680,6 +736,12 @@ int main(int argc, char **argv)
 		case O_QNONCE:
 			qnonce = optarg;
 			break;
+		case O_AKPUB:
+			qakpub = optarg;
+			break;
+		case O_MANIFEST_EK:
+			manifest_ek = optarg;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -724,13 +786,23 @@ int main(int argc, char **argv)
 	}
 
 	/* Optional TPM quote: all five inputs or none. */
-	struct snp_quote_in quote;
+	struct snp_quote_in quote = {0};
 	uint8_t qn[1024];
+	if (qak && qakpub)
+		die2("give one of --ak and --ak-public");
+	if (manifest_ek && !nonce_hex)
+		die2("--manifest-ek needs --nonce and --manifest (the manifest REPORT_DATA binds)");
+	if (qakpub) {
+		qak = qakpub;
+		quote.ak_tpm_public = true;
+	}
 	if (qmsg || qsig || qpcrs || qak || qnonce) {
 		if (!qmsg || !qsig || !qpcrs || !qak || !qnonce)
 			die2("the quote check needs --quote-msg, --quote-sig, --quote-pcrs, --ak "
-			     "and --quote-nonce");
+			     "(or --ak-public) and --quote-nonce");
+		bool tpm_public = quote.ak_tpm_public;
 		memset(&quote, 0, sizeof(quote));
+		quote.ak_tpm_public = tpm_public;
 		quote.msg = read_all(qmsg, &quote.msg_len);
 		quote.sig = read_all(qsig, &quote.sig_len);
 		quote.pcrs = read_all(qpcrs, &quote.pcrs_len);
@@ -813,6 +885,11 @@ int main(int argc, char **argv)
 		snp_verify_run(&rep, perr, &ch, &o, &res);
 	}
 
+	/* The vTPM's EK from the manifest REPORT_DATA binds (docs/vtpm.md): judged
+	 * as a check of its own, written out only when every check passed. */
+	if (manifest_ek)
+		manifest_ek_check(manifest, &res);
+
 	if (json)
 		print_json(&rep, &res);
 	else
@@ -825,5 +902,7 @@ int main(int argc, char **argv)
 		free((void *)quote.pcrs);
 		free((void *)quote.ak);
 	}
+	if (manifest_ek && res.verified)
+		write_manifest_ek(manifest, manifest_ek);
 	return res.verified ? 0 : 1;
 }

@@ -28,7 +28,7 @@ test_vtpm_LIBS := -ltpms -lcrypto
 test_vtpm_proto_LIBS := -ltpms -lcrypto
 test_vtpm_svsm_LIBS := -ltpms -lcrypto -lmbedcrypto
 
-TEST_SCRIPTS += tests/tpm/tpm2tools.sh
+TEST_SCRIPTS += tests/tpm/tpm2tools.sh tests/tpm/credential.sh
 
 # libFuzzer target for the vTPM request decoder: `make fuzz-vtpm [VTPM_FUZZ_TIME=s]`.
 VTPM_FUZZ_CC    ?= clang

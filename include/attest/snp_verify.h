@@ -138,6 +138,9 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 struct snp_quote_in {
 	const uint8_t *msg, *sig, *pcrs, *ak, *nonce;
 	size_t msg_len, sig_len, pcrs_len, ak_len, nonce_len;
+	/* ak is the AK's TPM2B_PUBLIC (tpm2_readpublic -o): it must be a
+	 * restricted signing key (tpm_ak_check), and its key verifies. */
+	bool ak_tpm_public;
 };
 bool snp_verify_quote(const struct snp_quote_in *q, char *detail, size_t n);
 

@@ -28,6 +28,7 @@ TIMEOUT=${TIMEOUT:-900}
 CHAIN=${CHAIN:-build/test-chain}
 VERIFY=${VERIFY:-build/csvsm-verify}
 MEASURE=${MEASURE:-build/csvsm-measure}
+CRED=${CRED:-build/csvsm-cred}
 # CSVSM_FW=trixie (default): build/csvsm.igvm with trixie's OVMF, which measures
 # nothing; CSVSM_FW=forky: build/csvsm-forky.igvm with Debian's 2026.08 OVMF,
 # which drives the vTPM and gives the kernel its TCG2 log (issue 18 item 3;
@@ -46,7 +47,7 @@ log=build/linux/boot-snpm.log
 GMEM=$(snpm_guest_mem "$MEM") || exit 1
 mkdir -p build/linux
 
-for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD" "$SNPM_ELF" "$CSVSM_IGVM" "$CHAIN/ark.pem" "$PSP_KEYS" "$VERIFY" "$MEASURE"; do
+for f in "$OVMF_FD" "$LINUX_KERNEL" "$LINUX_INITRD" "$SNPM_ELF" "$CSVSM_IGVM" "$CHAIN/ark.pem" "$PSP_KEYS" "$VERIFY" "$MEASURE" "$CRED"; do
 	if [ ! -e "$f" ]; then
 		tap_fail "$f exists (run 'make deps' and 'make')"
 		echo "$TAP_N passed, 1 failed"
@@ -65,6 +66,40 @@ if [ "${BASELINE:-1}" = 1 ]; then
 	echo "# plain QEMU/OVMF without csvsm ($QEMU_ACCEL): $plain"
 fi
 
+evidence() { # evidence NAME FILE: the hex of "linux-guest: NAME <hex>" as bytes
+	sed -n "s/^linux-guest: $1 \([0-9a-f]*\)$/\1/p" "$log" | head -n1 | xxd -r -p >"$2"
+	test -s "$2"
+}
+meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+
+# --- the verifier's challenge, answered while the guest waits (issue 18 item 4) ----
+# The guest prints its SNP evidence, then its AK's TPM2B_PUBLIC and
+# "tpm credential-request". The verifier here checks the SNP report (test
+# chain, VMPL 0, the measurement, REPORT_DATA = SHA-512(nonce || manifest)),
+# takes the EK from the manifest that REPORT_DATA binds (csvsm-verify
+# --manifest-ek, only if every check passed), makes a credential for the
+# AK's Name under that EK (csvsm-cred make) and sends it on the guest's
+# ttyS1: the machine's COM2, QEMU's pipe chardev $tmp/chan.{in,out}. A
+# refused report is answered "refused ...", so the guest does not wait.
+mkfifo "$tmp/chan.in" "$tmp/chan.out"
+exec 7<>"$tmp/chan.in" 8<>"$tmp/chan.out" # held open: neither side blocks on open
+challenge() {
+	local ok=1
+	for e in "tsm nonce:cnonce" "tsm outblob:creport" "tsm manifestblob:cmanifest" "tsm auxblob:ccerts" "tpm ak-public:akpub"; do
+		evidence "${e%%:*}" "$tmp/${e##*:}.bin" || ok=0
+	done
+	if [ "$ok" = 1 ] &&
+		"$VERIFY" --cert-table "$tmp/ccerts.bin" --trust-ark "$CHAIN/ark.pem" --measurement "$meas" --json \
+			--report "$tmp/creport.bin" --vmpl 0 --nonce "$(xxd -p -c 256 "$tmp/cnonce.bin")" \
+			--manifest "$tmp/cmanifest.bin" --manifest-ek "$tmp/mek-cred.bin" >"$tmp/challenge.json" 2>&1 &&
+		"$CRED" make --ek "$tmp/mek-cred.bin" --ak "$tmp/akpub.bin" --state "$tmp/cred.state" \
+			--out "$tmp/cred.bin" >"$tmp/cred-make.out" 2>&1; then
+		printf 'credential %s\n' "$(xxd -p -c 4096 "$tmp/cred.bin")" >&7
+	else
+		printf 'refused\n' >&7
+	fi
+}
+
 # --- csvsm: OVMF at VMPL2, Linux through fw_cfg ------------------------------------
 # shellcheck disable=SC2046
 set -- $(snpm_args) $(linux_guest_args "$MEM" "$SMP")
@@ -81,13 +116,16 @@ while IFS= read -r line; do
 	esac
 	case "$line" in
 	"linux-guest: init started"*) [ -n "$init_ms" ] || init_ms=$(ms_since "$t0") ;;
+	"linux-guest: tpm credential-request") challenge ;;
 	"linux-guest: "+([0-9])" passed, "+([0-9])" failed") done_ms=$(ms_since "$t0") summary=$line ;;
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" \
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
-	-serial stdio -device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
-	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW")" \
+	-serial stdio -chardev "pipe,id=chan,path=$tmp/chan" -serial chardev:chan \
+	-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
+	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW csvsm_chan=ttyS1")" \
 	2> >(grep -v "TCG doesn't support requested feature" >&2); echo "qemu-exit $?")
+exec 7>&- 8>&-
 exit_ms=$(ms_since "$t0")
 rc=$(sed -n 's/^qemu-exit //p' "$log" | tail -n1)
 
@@ -106,9 +144,9 @@ done
 # The vTPM through Linux's tpm_svsm driver (built by `make deps` as root,
 # tests/linux/build-tpm-svsm.sh): each check by tag; a missing module fails
 # them all with its reason.
-for t in tpm-driver tpm-dev tpm-pcr0-sha256 tpm-pcr0-sha384 tpm-eventlog tpm-getrandom tpm-ek tpm-ak tpm-quote; do
+for t in tpm-driver tpm-dev tpm-pcr0-sha256 tpm-pcr0-sha384 tpm-eventlog tpm-getrandom tpm-ek tpm-ak tpm-activate tpm-quote; do
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-200)" \
-		grep -qE "^ok [0-9]+ - $t: " "$log"
+		grep -qE "^ok [0-9]+ - $t: [^#]" "$log"
 done
 # PCR0 as the host computes it from the OVMF image in csvsm.igvm
 # (H(0...0 || H(OVMF.fd)) per bank) must be what csvsm reported on its
@@ -157,10 +195,6 @@ tap_check "guest check 'pvalidate' passed, and the guest's PVALIDATEs went throu
 	pval_ok
 
 # --- the evidence ---------------------------------------------------------------------
-evidence() { # evidence NAME FILE: the hex of "linux-guest: NAME <hex>" as bytes
-	sed -n "s/^linux-guest: $1 \([0-9a-f]*\)$/\1/p" "$log" | head -n1 | xxd -r -p >"$2"
-	test -s "$2"
-}
 got=1
 for e in "tsm nonce:nonce" "tsm outblob:report" "tsm manifestblob:manifest" "tsm auxblob:certs" \
 	"tsm-vmpl nonce:vnonce" "tsm-vmpl outblob:vreport"; do
@@ -169,7 +203,6 @@ done
 tap_check "evidence printed: nonce, outblob (report), manifestblob, auxblob; sev-guest nonce and report" test "$got" -eq 1
 nonce=$(xxd -p -c 256 "$tmp/nonce.bin" 2>/dev/null)
 vnonce=$(xxd -p -c 256 "$tmp/vnonce.bin" 2>/dev/null)
-meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
 launch=$(sed -n 's/^snpm: launch: measurement=\([0-9a-f]*\) .*/\1/p' "$log" | head -n1)
 echo "# expected measurement (csvsm-measure --igvm $CSVSM_IGVM): $meas"
 echo "# the machine's launch measurement:                          $launch"
@@ -359,6 +392,57 @@ while IFS='=' read -r k v; do
 done <<<"$qall"
 tap_check "every quoted PCR ($pn: 0-9 in both banks) is the replay of the printed log, or zero where it names none${pbad:+; differ:$pbad}" \
 	test "$pn" -eq 20 -a -z "$pbad"
+
+# --- SNP report -> EK -> AK -> quote, verified here (issue 18 item 4) ---------------
+# The challenge above verified the report and took the EK from the manifest;
+# the guest's TPM opened the credential made for its AK under that EK; the
+# secret it sent back must be the credential's (csvsm-cred check), and one
+# csvsm-verify then checks the report, the manifest's EK and the quote with
+# that same AK (--ak-public: the TPM2B_PUBLIC the credential was made for,
+# which must be a restricted signing key). The event log replays to the
+# quoted PCRs above (tpm2_eventlog). A wrong secret and a quote key that is
+# not the AK must be refused.
+echo "# the verifier's challenge (csvsm-verify, then csvsm-cred make):"
+python3 - "$tmp/challenge.json" <<'PY' 2>&1 | sed 's/^/#   /'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"no JSON: {e}"); sys.exit(0)
+for c in doc.get("checks", []):
+    print(f"{c['name']:<14} {'ok' if c['ok'] else 'FAIL'}  {c.get('detail', '')}")
+PY
+sed 's/^/#   csvsm-cred: /' "$tmp/cred-make.out" 2>/dev/null
+tap_check "the verifier's challenge: the SNP report verified and the EK taken from the manifest REPORT_DATA binds (check manifest.ek)" \
+	json_ok "$tmp/challenge.json" signature chain measurement report_data manifest.ek
+tap_check "the EK the credential was made for (the manifest's) is the one the guest's tpm2_createek gave" \
+	cmp -s "$tmp/mek-cred.bin" "$tmp/ek.bin"
+evidence "tpm activated-secret" "$tmp/act.bin"
+"$CRED" check --state "$tmp/cred.state" --ak "$tmp/akpub.bin" --secret "$tmp/act.bin" >"$tmp/cred-check.out" 2>&1
+arc=$?
+sed 's/^/#   csvsm-cred check: /' "$tmp/cred-check.out"
+tap_check "csvsm-cred check: the secret the guest's TPM recovered is the credential's, so the AK is resident in the TPM of the manifest's EK (exit $arc)" \
+	test "$arc" -eq 0
+cp "$tmp/act.bin" "$tmp/act-bad.bin" 2>/dev/null
+printf '\x5a' | dd of="$tmp/act-bad.bin" bs=1 seek=7 conv=notrunc status=none
+"$CRED" check --state "$tmp/cred.state" --ak "$tmp/akpub.bin" --secret "$tmp/act-bad.bin" >/dev/null 2>&1
+brc=$?
+tap_check "csvsm-cred check refuses a secret one byte off (exit $brc, want 1)" test "$brc" -eq 1
+echo "# one csvsm-verify: the SNP report, the manifest's EK, the quote by the activated AK:"
+verify_json "$tmp/chainq.json" --report "$tmp/report.bin" --vmpl 0 --nonce "$nonce" --manifest "$tmp/manifest.bin" \
+	--manifest-ek "$tmp/mek2.bin" --quote-msg "$tmp/qmsg.bin" --quote-sig "$tmp/qsig.bin" --quote-pcrs "$tmp/qpcrs.bin" \
+	--ak-public "$tmp/akpub.bin" --quote-nonce "$qnonce"
+vrc=$?
+tap_check "SNP report -> manifest EK -> quote by the activated AK verify in one csvsm-verify (exit $vrc)" \
+	json_ok "$tmp/chainq.json" signature chain measurement policy.vmpl report_data manifest.ek quote
+sz=$(stat -c %s "$tmp/mek-cred.bin" 2>/dev/null || echo 0)
+{ printf "$(printf '\\x%02x\\x%02x' $((sz >> 8)) $((sz & 255)))"; cat "$tmp/mek-cred.bin"; } >"$tmp/ek2b.bin" 2>/dev/null
+verify_json "$tmp/chainq-bad.json" --report "$tmp/report.bin" --vmpl 0 --nonce "$nonce" --manifest "$tmp/manifest.bin" \
+	--quote-msg "$tmp/qmsg.bin" --quote-sig "$tmp/qsig.bin" --quote-pcrs "$tmp/qpcrs.bin" \
+	--ak-public "$tmp/ek2b.bin" --quote-nonce "$qnonce" >/dev/null
+vrc=$?
+tap_check "the quote is refused with the EK in the AK's place (exit $vrc, want 1): 'quote' fails, 'signature' passes" \
+	refused "$vrc" "$tmp/chainq-bad.json" quote=fail signature=ok
 
 # --- numbers -------------------------------------------------------------------------------
 # SVSM calls by protocol and call, as the machine counted them at the

@@ -56,6 +56,7 @@ enum devpolicy_port devpolicy_port(uint16_t port)
 	    (port >= 0x40 && port <= 0x43) ||	/* PIT */
 	    port == 0x61 ||			/* PIT gate / speaker; QEMU raises no NMI */
 	    port == 0x60 ||			/* i8042 data (commands are filtered) */
+	    (port >= 0x2F8 && port <= 0x2FF) || /* COM2: a 16550, IRQ 3; the harness's channel */
 	    (port >= 0x600 && port <= 0x603) || /* ICH9 PM1a_EVT */
 	    (port >= 0x608 && port <= 0x60B) || /* ICH9 PM timer */
 	    (port >= 0x620 && port <= 0x62F))	/* ICH9 GPE0 (SCI status/enable) */
