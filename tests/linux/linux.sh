@@ -12,6 +12,11 @@
 #     machine's launch line must show too,
 #     REPORT_DATA = SHA-512(nonce || manifest)) and the sev-guest report
 #     under VMPCK2 (VMPL 2, REPORT_DATA = nonce); tampered evidence fails;
+#   - the vTPM chain, on the host: the EK in the SNP-bound manifest, a
+#     credential for the guest's AK under it (answered on the guest's ttyS1
+#     during the boot), the secret the guest's TPM recovered, the quote by
+#     that AK in the same csvsm-verify as the report, the event log replayed
+#     to every quoted PCR; a wrong secret and the EK as the AK refused;
 #   - numbers: SVSM calls by protocol and call (the machine counts them at
 #     the guest's switches to VMPL0); QEMU start to /init against the same kernel under plain
 #     QEMU/OVMF in this run (tests/linux/boot-plain.sh, same TCG mode;
