@@ -116,8 +116,10 @@ bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_p
 	}
 	o->sym_alg = (uint16_t)rd_be(&r, 2);
 	if (o->sym_alg != TPM2_ALG_NULL) {
+		/* TPMU_SYM_KEY_BITS, then TPMU_SYM_MODE, which XOR has not (Part 2 §11.1.5-11.1.7) */
 		o->sym_bits = (uint16_t)rd_be(&r, 2);
-		o->sym_mode = (uint16_t)rd_be(&r, 2);
+		if (o->sym_alg != TPM2_ALG_XOR)
+			o->sym_mode = (uint16_t)rd_be(&r, 2);
 	}
 	rd_scheme(&r, &o->scheme, &o->scheme_hash);
 	if (o->type == TPM2_ALG_RSA) {

@@ -904,5 +904,7 @@ int main(int argc, char **argv)
 	}
 	if (manifest_ek && res.verified)
 		write_manifest_ek(manifest, manifest_ek);
+	else if (manifest_ek)
+		remove(manifest_ek); /* no EK from an earlier run is left for a script to take */
 	return res.verified ? 0 : 1;
 }

@@ -28,6 +28,7 @@
 
 /* TPM 2.0 Part 2 §6.3 (TPM_ALG_ID) and §8.3 (TPMA_OBJECT). */
 #define TPM2_ALG_RSA	      0x0001
+#define TPM2_ALG_XOR	      0x000a
 #define TPM2_ALG_SHA256	      0x000b
 #define TPM2_ALG_NULL	      0x0010
 #define TPM2_ALG_RSAES	      0x0015
