@@ -105,7 +105,9 @@ bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_p
 	o->type = (uint16_t)rd_be(&r, 2);
 	o->name_alg = (uint16_t)rd_be(&r, 2);
 	o->attrs = rd_be(&r, 4);
-	rd_2b(&r, &l); /* authPolicy */
+	rd_2b(&r, &l); /* authPolicy: a TPM2B_DIGEST, at most a SHA-512 digest */
+	if (l > 64)
+		r.bad = true;
 	if (r.bad) {
 		setd(d, n, "public area: truncated header");
 		return false;
@@ -116,7 +118,8 @@ bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_p
 	}
 	o->sym_alg = (uint16_t)rd_be(&r, 2);
 	if (o->sym_alg != TPM2_ALG_NULL) {
-		/* TPMU_SYM_KEY_BITS, then TPMU_SYM_MODE, which XOR has not (Part 2 §11.1.5-11.1.7) */
+		/* TPMU_SYM_KEY_BITS, then TPMU_SYM_MODE, which XOR has not (Part 2 §11.1.5-11.1.7)
+		 */
 		o->sym_bits = (uint16_t)rd_be(&r, 2);
 		if (o->sym_alg != TPM2_ALG_XOR)
 			o->sym_mode = (uint16_t)rd_be(&r, 2);
@@ -169,6 +172,10 @@ bool tpm_ek_check(const struct tpm_public *ek, char *d, size_t n)
 		     ek->type, ek->rsa_bits, ek->n_len);
 		return false;
 	}
+	if (!(ek->n[0] & 0x80) || !(ek->n[255] & 1)) {
+		setd(d, n, "EK: the modulus is not a 2048-bit odd number");
+		return false;
+	}
 	if (ek->exponent != 0 && ek->exponent != 65537) {
 		setd(d, n, "EK: exponent %u, not 65537", ek->exponent);
 		return false;
@@ -211,6 +218,10 @@ bool tpm_ak_check(const struct tpm_public *ak, char *d, size_t n)
 		     ak->attrs);
 		return false;
 	}
+	if (ak->type == TPM2_ALG_RSA && ak->exponent != 0 && ak->exponent != 65537) {
+		setd(d, n, "AK: RSA exponent %u, not 65537", ak->exponent);
+		return false;
+	}
 	if (ak->type == TPM2_ALG_ECC
 		? ak->curve != TPM2_ECC_NIST_P256 || ak->x_len != 32 || ak->y_len != 32
 		: ak->rsa_bits < 2048 || ak->n_len != ak->rsa_bits / 8u) {
@@ -236,6 +247,8 @@ int tpm_public_to_pk(const struct tpm_public *p, mbedtls_pk_context *pk)
 						     NULL, 0, NULL, 0, e, sizeof(e));
 		if (!ret)
 			ret = mbedtls_rsa_complete(mbedtls_pk_rsa(*pk));
+		if (!ret)
+			ret = mbedtls_rsa_check_pubkey(mbedtls_pk_rsa(*pk));
 		return ret;
 	}
 	if (p->curve != TPM2_ECC_NIST_P256)

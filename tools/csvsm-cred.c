@@ -70,7 +70,11 @@ static size_t read_file(const char *path, uint8_t *buf, size_t cap)
 
 static void write_file(const char *path, const void *p, size_t n, int mode)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, mode);
+	/* A fresh file of this mode: an existing one (perhaps world-readable, or
+	 * a symlink) is replaced, not reused. */
+	if (unlink(path) && errno != ENOENT)
+		die(2, "%s: %s", path, strerror(errno));
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode);
 	if (fd < 0 || write(fd, p, n) != (ssize_t)n || close(fd))
 		die(2, "%s: %s", path, strerror(errno));
 }
@@ -106,7 +110,12 @@ static void put_hex(char *s, const char *tag, const uint8_t *p, size_t n)
 	sprintf(s, "\n");
 }
 
-/* "tag <2n hex digits>\n" at *s; advances *s. */
+static int nibble(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* "tag <2n lowercase hex digits>\n" at *s; advances *s. */
 static bool get_hex(const char **s, const char *tag, uint8_t *out, size_t n)
 {
 	size_t tl = strlen(tag);
@@ -115,11 +124,10 @@ static bool get_hex(const char **s, const char *tag, uint8_t *out, size_t n)
 		return false;
 	p += tl + 1;
 	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-		if (sscanf(p + 2 * i, "%2x", &v) != 1 || !strchr("0123456789abcdef", p[2 * i]) ||
-		    !strchr("0123456789abcdef", p[2 * i + 1]))
+		int hi = nibble(p[2 * i]), lo = hi < 0 ? -1 : nibble(p[2 * i + 1]);
+		if (hi < 0 || lo < 0)
 			return false;
-		out[i] = (uint8_t)v;
+		out[i] = (uint8_t)(hi << 4 | lo);
 	}
 	if (p[2 * n] != '\n')
 		return false;
@@ -214,6 +222,8 @@ int main(int argc, char **argv)
 	uint8_t got[TPM_CRED_SECRET_LEN + 1] = {0}, ak_name[TPM_NAME_MAX];
 	size_t tl = read_file(state_path, (uint8_t *)text, sizeof(text) - 1);
 	text[tl] = 0;
+	if (memchr(text, 0, tl))
+		die(2, "%s: malformed state file", state_path);
 	const char *s = text;
 	if (strncmp(s, STATE_MAGIC, strlen(STATE_MAGIC)))
 		die(2, "%s: not a csvsm-cred state file", state_path);
@@ -231,6 +241,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(st.secret); i++)
 		diff |= (unsigned)(got[i % sizeof(got)] ^ st.secret[i]);
 	mbedtls_platform_zeroize(&st.secret, sizeof(st.secret));
+	mbedtls_platform_zeroize(got, sizeof(got));
 	if (diff)
 		die(1,
 		    "%s: the activated secret (%zu bytes) is not the credential's: the AK is not "

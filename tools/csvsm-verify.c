@@ -24,6 +24,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define VERIFY_MAX_INPUT (16u << 20)
 
@@ -521,6 +522,9 @@ static void from_roots(struct snp_chain *c, const char *dir, enum snp_product p,
 static const uint8_t vtpm_guid[16] = {0xeb, 0xf1, 0x76, 0xc4, 0x23, 0x01, 0xa5, 0x45,
 				      0x96, 0x41, 0xb4, 0xe7, 0xdd, 0xe5, 0xbf, 0xe3};
 
+static uint8_t checked_ek[4096];
+static size_t checked_ek_len;
+
 static void manifest_ek_check(const char *manifest, struct snp_verify_result *res)
 {
 	size_t ml, el;
@@ -533,9 +537,13 @@ static void manifest_ek_check(const char *manifest, struct snp_verify_result *re
 	c->name = "manifest.ek";
 	c->state = SNP_CHECK_FAIL;
 	if (svsm_manifest_find(m, ml, vtpm_guid, &ek, &el, c->detail, SNP_DETAIL_LEN) &&
+	    el <= sizeof(checked_ek) &&
 	    tpm_public_parse(ek, el, false, &pub, c->detail, SNP_DETAIL_LEN) &&
 	    tpm_ek_check(&pub, c->detail, SNP_DETAIL_LEN) && tpm_public_name(&pub, name)) {
 		c->state = SNP_CHECK_PASS;
+		/* what is written is what was checked: no second read of the file */
+		memcpy(checked_ek, ek, el);
+		checked_ek_len = el;
 		int k = snprintf(c->detail, SNP_DETAIL_LEN, "RSA-2048 EK, name ");
 		for (size_t i = 0; i < sizeof(name) && k + 3 < SNP_DETAIL_LEN; i++)
 			k += snprintf(c->detail + k, SNP_DETAIL_LEN - (size_t)k, "%02x", name[i]);
@@ -545,19 +553,14 @@ static void manifest_ek_check(const char *manifest, struct snp_verify_result *re
 	free(m);
 }
 
-static void write_manifest_ek(const char *manifest, const char *out)
+static void write_manifest_ek(const char *out)
 {
-	size_t ml, el;
-	uint8_t *m = read_all(manifest, &ml);
-	const uint8_t *ek;
-	FILE *f;
+	FILE *f = fopen(out, "wbx");
 
-	if (!svsm_manifest_find(m, ml, vtpm_guid, &ek, &el, NULL, 0))
-		die2("%s: no vTPM entry", manifest);
-	f = fopen(out, "wb");
-	if (!f || fwrite(ek, 1, el, f) != el || fclose(f))
+	if (!f || fwrite(checked_ek, 1, checked_ek_len, f) != checked_ek_len || fclose(f)) {
+		remove(out);
 		die2("%s: %s", out, strerror(errno));
-	free(m);
+	}
 }
 
 int main(int argc, char **argv)
@@ -792,6 +795,14 @@ int main(int argc, char **argv)
 		die2("give one of --ak and --ak-public");
 	if (manifest_ek && !nonce_hex)
 		die2("--manifest-ek needs --nonce and --manifest (the manifest REPORT_DATA binds)");
+	/* Any guest on a genuine chip can bind a manifest of its own: the EK is
+	 * csvsm's only when the launch is (MEASUREMENT) and the report is
+	 * VMPL0's (csvsm's own, not one a guest kernel asked for). */
+	if (manifest_ek && (!o.have_measurement || o.vmpl != 0))
+		die2("--manifest-ek needs --measurement and --vmpl 0: without them any SNP guest's "
+		     "manifest would pass");
+	if (manifest_ek && unlink(manifest_ek) && errno != ENOENT)
+		die2("%s: %s", manifest_ek, strerror(errno)); /* nothing stale survives a failure */
 	if (qakpub) {
 		qak = qakpub;
 		quote.ak_tpm_public = true;
@@ -902,8 +913,8 @@ int main(int argc, char **argv)
 		free((void *)quote.pcrs);
 		free((void *)quote.ak);
 	}
-	if (manifest_ek && res.verified)
-		write_manifest_ek(manifest, manifest_ek);
+	if (manifest_ek && res.verified && checked_ek_len)
+		write_manifest_ek(manifest_ek);
 	else if (manifest_ek)
 		remove(manifest_ek); /* no EK from an earlier run is left for a script to take */
 	return res.verified ? 0 : 1;

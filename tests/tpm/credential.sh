@@ -9,6 +9,8 @@
 #     maker of the same file format;
 #   - a credential made for another AK's Name, or one byte changed, does
 #     not open (the TPM checks the integrity HMAC over the Name);
+#   - a public-only object with an AK's attributes (TPM2_LoadExternal) gets
+#     a credential but the TPM will not activate it;
 #   - csvsm-cred refuses an unrestricted signing key as the AK, the EK as
 #     the AK, a truncated AK, an AK other than the credential's at check
 #     time, and a wrong secret (exit 1), and bad usage (exit 2).
@@ -93,6 +95,38 @@ if activate ak2.ctx cred.bin act2.bin; then nok "a credential for AK 1 does not 
 cp cred.bin bad.bin
 printf '\x55' | dd of=bad.bin bs=1 seek=20 conv=notrunc status=none
 if activate ak.ctx bad.bin act3.bin; then nok "a credential with one byte changed does not open (it did)"; else ok "a credential with one byte changed does not open (integrity HMAC)"; fi
+# The public-only attack: a guest loads an outside RSA key's public part
+# with an AK's attributes (TPM2_LoadExternal lets a public-only object claim
+# fixedTPM) and an authPolicy for the ADMIN role, so that it could sign
+# "quotes" outside the TPM. csvsm-cred cannot tell it from a real AK by its
+# public area; the TPM refuses to activate for an object with no sensitive
+# part (TPM_RC_AUTH_UNAVAILABLE), so the secret never comes back.
+pubonly() {
+	tpm2_startauthsession -S t.ctx && tpm2_policycommandcode -S t.ctx -L pol.bin TPM2_CC_ActivateCredential >/dev/null &&
+		flush && openssl genrsa -out fake.pem 2048 2>/dev/null && openssl rsa -in fake.pem -pubout -out fakepub.pem 2>/dev/null &&
+		tpm2_loadexternal -C n -G rsa:rsassa-sha256:null -u fakepub.pem -L pol.bin -g sha256 -c fake.ctx \
+			-a 'fixedtpm|fixedparent|sensitivedataorigin|restricted|sign|adminwithpolicy' >/dev/null &&
+		tpm2_readpublic -c fake.ctx -o fake.pub -f tss >/dev/null && flush &&
+		"$CRED" make --ek ek.pub --ak fake.pub --state fst --out fcred.bin >/dev/null &&
+		tpm2_loadexternal -C n -G rsa:rsassa-sha256:null -u fakepub.pem -L pol.bin -g sha256 -c fake.ctx \
+			-a 'fixedtpm|fixedparent|sensitivedataorigin|restricted|sign|adminwithpolicy' >/dev/null
+}
+if ! command -v openssl >/dev/null || ! pubonly >"$T/out" 2>&1; then
+	nok "the public-only attack could not be set up" "$T/out"
+else
+	{
+		tpm2_startauthsession --policy-session -S s1.ctx && tpm2_policycommandcode -S s1.ctx TPM2_CC_ActivateCredential &&
+			tpm2_startauthsession --policy-session -S s2.ctx && tpm2_policysecret -S s2.ctx -c e
+	} >/dev/null 2>&1
+	tpm2_activatecredential -c fake.ctx -p session:s1.ctx -C ek.ctx -P session:s2.ctx -i fcred.bin -o fact.bin >"$T/out" 2>&1
+	arc=$?
+	flush
+	if [ "$arc" -ne 0 ] && grep -q '0x12F' "$T/out" && [ ! -s fact.bin ]; then
+		ok "the public-only attack: csvsm-cred made the credential (it cannot tell), the TPM refused to activate for a public-only object (TPM_RC_AUTH_UNAVAILABLE)"
+	else
+		nok "the public-only attack was not refused by the TPM as expected (exit $arc)" "$T/out"
+	fi
+fi
 refuse "csvsm-cred refuses an unrestricted signing key as the AK" 1 "$CRED" make --ek ek.pub --ak plain.pub --state x --out x.bin
 refuse "csvsm-cred refuses the EK as the AK" 1 "$CRED" make --ek ek.pub --ak ek.pub --state x --out x.bin
 refuse "csvsm-cred refuses an AK as the EK" 1 "$CRED" make --ek ak.pub --ak ak.pub --state x --out x.bin

@@ -152,6 +152,32 @@ static void test_ak_ek_rules(void **state)
 	assert_true(tpm_public_parse(b, n, false, &p, d, sizeof(d)));
 	assert_false(tpm_ek_check(&p, d, sizeof(d)));
 	n = make_ek(b);
+	b[n - 256] = 0x45; /* a modulus below 2^2047 */
+	assert_true(tpm_public_parse(b, n, false, &p, d, sizeof(d)));
+	assert_false(tpm_ek_check(&p, d, sizeof(d)));
+	n = make_ek(b);
+	put(b, 52, 3, 4); /* exponent 3 */
+	assert_true(tpm_public_parse(b, n, false, &p, d, sizeof(d)));
+	assert_false(tpm_ek_check(&p, d, sizeof(d)));
+	assert_non_null(strstr(d, "exponent 3"));
+	/* An RSA AK with exponent 1 (its "signatures" are the padded digests). */
+	n = make_ek(b);
+	put(b, 4, AK_ATTRS, 4);
+	put(b, 52, 1, 4);
+	assert_true(tpm_public_parse(b, n, false, &p, d, sizeof(d)));
+	assert_false(tpm_ak_check(&p, d, sizeof(d)));
+	assert_non_null(strstr(d, "exponent 1"));
+	/* authPolicy longer than any digest. */
+	n = make_ak(b, AK_ATTRS);
+	{
+		uint8_t big[400];
+		memcpy(big, b, 8);
+		put(big, 8, 65, 2);
+		memset(big + 10, 0, 65);
+		memcpy(big + 75, b + 10, n - 10);
+		assert_false(tpm_public_parse(big, n + 65, false, &p, d, sizeof(d)));
+	}
+	n = make_ek(b);
 	put(b, 44, 256, 2); /* AES-256 */
 	assert_true(tpm_public_parse(b, n, false, &p, d, sizeof(d)));
 	assert_false(tpm_ek_check(&p, d, sizeof(d)));
