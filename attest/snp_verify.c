@@ -977,9 +977,15 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	mbedtls_pk_init(&ak);
 	if (q->ak_tpm_public) {
 		struct tpm_public pub;
+		uint8_t name[TPM_NAME_MAX];
 		if (!tpm_public_parse(q->ak, q->ak_len, true, &pub, d, n) ||
 		    !tpm_ak_check(&pub, d, n))
 			goto out;
+		if (q->ak_name && (tpm_public_name(&pub, name) != q->ak_name_len ||
+				   memcmp(name, q->ak_name, q->ak_name_len))) {
+			setd(d, n, "the AK's Name is not --ak-name (not the activated AK)");
+			goto out;
+		}
 		if (tpm_public_to_pk(&pub, &ak)) {
 			setd(d, n, "AK public area: not a usable key");
 			goto out;

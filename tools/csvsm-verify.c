@@ -71,6 +71,8 @@ static void usage(FILE *f)
 		"  --ak-public F instead of --ak: the AK's TPM2B_PUBLIC (tpm2_readpublic -o),\n"
 		"                which must be a restricted signing key (the one csvsm-cred\n"
 		"                made the credential for)\n"
+		"  --ak-name HEX with --ak-public: the AK's Name must be this (csvsm-cred's\n"
+		"                ak-name: the activated AK)\n"
 		"vTPM EK (with --nonce/--manifest):\n"
 		"  --manifest-ek F write the EK (TPMT_PUBLIC) from the manifest's vTPM entry\n"
 		"                to F, only if every check passed (check 'manifest.ek')\n");
@@ -595,6 +597,7 @@ int main(int argc, char **argv)
 		O_AK,
 		O_QNONCE,
 		O_AKPUB,
+		O_AKNAME,
 		O_MANIFEST_EK,
 	};
 	static const struct option lo[] = {
@@ -626,6 +629,7 @@ int main(int argc, char **argv)
 	    {"ak", 1, 0, O_AK},
 	    {"quote-nonce", 1, 0, O_QNONCE},
 	    {"ak-public", 1, 0, O_AKPUB},
+	    {"ak-name", 1, 0, O_AKNAME},
 	    {"manifest-ek", 1, 0, O_MANIFEST_EK},
 	    {"allow-migrate-ma", 0, 0, O_MIGRATE_MA},
 	    {0, 0, 0, 0},
@@ -634,7 +638,7 @@ int main(int argc, char **argv)
 	struct snp_verify_opts o;
 	const char *report_path = NULL, *nonce_hex = NULL, *manifest = NULL, *rdata_hex = NULL;
 	const char *qmsg = NULL, *qsig = NULL, *qpcrs = NULL, *qak = NULL, *qnonce = NULL;
-	const char *qakpub = NULL, *manifest_ek = NULL;
+	const char *qakpub = NULL, *manifest_ek = NULL, *akname_hex = NULL;
 	bool json = false, have_time = false;
 	unsigned long repeat = 0;
 	int opt;
@@ -742,6 +746,9 @@ int main(int argc, char **argv)
 		case O_AKPUB:
 			qakpub = optarg;
 			break;
+		case O_AKNAME:
+			akname_hex = optarg;
+			break;
 		case O_MANIFEST_EK:
 			manifest_ek = optarg;
 			break;
@@ -790,7 +797,9 @@ int main(int argc, char **argv)
 
 	/* Optional TPM quote: all five inputs or none. */
 	struct snp_quote_in quote = {0};
-	uint8_t qn[1024];
+	uint8_t qn[1024], akname[TPM_NAME_MAX];
+	if (akname_hex && !qakpub)
+		die2("--ak-name goes with --ak-public");
 	if (qak && qakpub)
 		die2("give one of --ak and --ak-public");
 	if (manifest_ek && !nonce_hex)
@@ -814,6 +823,13 @@ int main(int argc, char **argv)
 		bool tpm_public = quote.ak_tpm_public;
 		memset(&quote, 0, sizeof(quote));
 		quote.ak_tpm_public = tpm_public;
+		if (akname_hex) {
+			if (!tpm_public)
+				die2("--ak-name goes with --ak-public");
+			quote.ak_name_len =
+			    parse_hex("--ak-name", akname_hex, akname, sizeof(akname));
+			quote.ak_name = akname;
+		}
 		quote.msg = read_all(qmsg, &quote.msg_len);
 		quote.sig = read_all(qsig, &quote.sig_len);
 		quote.pcrs = read_all(qpcrs, &quote.pcrs_len);

@@ -141,6 +141,10 @@ struct snp_quote_in {
 	/* ak is the AK's TPM2B_PUBLIC (tpm2_readpublic -o): it must be a
 	 * restricted signing key (tpm_ak_check), and its key verifies. */
 	bool ak_tpm_public;
+	/* with ak_tpm_public, optional: the AK's Name must be this (the Name
+	 * csvsm-cred made the credential for) */
+	const uint8_t *ak_name;
+	size_t ak_name_len;
 };
 bool snp_verify_quote(const struct snp_quote_in *q, char *detail, size_t n);
 

@@ -436,7 +436,7 @@ tap_check "csvsm-cred check refuses a secret one byte off (exit $brc, want 1)" t
 echo "# one csvsm-verify: the SNP report, the manifest's EK, the quote by the activated AK:"
 verify_json "$tmp/chainq.json" --report "$tmp/report.bin" --vmpl 0 --nonce "$nonce" --manifest "$tmp/manifest.bin" \
 	--manifest-ek "$tmp/mek2.bin" --quote-msg "$tmp/qmsg.bin" --quote-sig "$tmp/qsig.bin" --quote-pcrs "$tmp/qpcrs.bin" \
-	--ak-public "$tmp/akpub.bin" --quote-nonce "$qnonce"
+	--ak-public "$tmp/akpub.bin" --ak-name "$(sed -n 's/^ak-name //p' "$tmp/cred.state" 2>/dev/null)" --quote-nonce "$qnonce"
 vrc=$?
 tap_check "SNP report -> manifest EK -> quote by the activated AK verify in one csvsm-verify (exit $vrc)" \
 	json_ok "$tmp/chainq.json" signature chain measurement policy.vmpl report_data manifest.ek quote
