@@ -10,6 +10,7 @@
  */
 #include <attest/snp_verify.h>
 #include <attest/tpm_cred.h>
+#include <attest/tpm_wire.h>
 
 #include <mbedtls/asn1.h>
 #include <mbedtls/ecdsa.h>
@@ -828,52 +829,7 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 #define TPM_DIGESTS_PER_LIST 8u	 /* tpm2-tss TPML_DIGEST.digests[] */
 #define TPM_DIGEST_MAX	     64u
 
-/* Big-endian cursor over an untrusted buffer: every read is bounds-checked. */
-struct cur {
-	const uint8_t *p;
-	size_t len, off;
-	bool bad;
-};
-
-static uint32_t cur_be(struct cur *c, size_t n)
-{
-	uint32_t v = 0;
-	if (c->bad || n > c->len - c->off) {
-		c->bad = true;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v = v << 8 | c->p[c->off + i];
-	c->off += n;
-	return v;
-}
-
-static uint32_t cur_le(struct cur *c, size_t n)
-{
-	uint32_t v = 0;
-	if (c->bad || n > c->len - c->off) {
-		c->bad = true;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v |= (uint32_t)c->p[c->off + i] << (8 * i);
-	c->off += n;
-	return v;
-}
-
-/* A TPM2B (u16 BE size + bytes); returns a pointer into the buffer. */
-static const uint8_t *cur_tpm2b(struct cur *c, size_t *n)
-{
-	size_t l = cur_be(c, 2);
-	if (c->bad || l > c->len - c->off) {
-		c->bad = true;
-		*n = 0;
-		return NULL;
-	}
-	*n = l;
-	c->off += l;
-	return c->p + c->off - l;
-}
+/* The quote's structures are read with include/attest/tpm_wire.h. */
 
 static mbedtls_md_type_t tpm_hash(uint16_t alg)
 {
@@ -900,7 +856,7 @@ struct pcr_sel {
 
 bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 {
-	struct cur c = {q->msg, q->msg_len, 0, false};
+	struct tpm_rd c = {q->msg, q->msg_len, 0, false};
 	struct pcr_sel qs = {0}, fs = {0};
 	const uint8_t *extra, *pcr_digest, *sigp = NULL, *rp = NULL, *sp = NULL;
 	size_t extra_len, digest_len, l, sig_len = 0, r_len = 0, s_len = 0;
@@ -910,39 +866,39 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	int ret;
 
 	/* TPMS_ATTEST (Part 2 10.12.12) with TPMS_QUOTE_INFO (10.12.4). */
-	if (cur_be(&c, 4) != TPM_GENERATED_VALUE || c.bad) {
+	if (tpm_rd_be(&c, 4) != TPM_GENERATED_VALUE || c.bad) {
 		setd(d, n, "quote message: magic is not TPM_GENERATED_VALUE");
 		return false;
 	}
-	if (cur_be(&c, 2) != TPM_ST_ATTEST_QUOTE || c.bad) {
+	if (tpm_rd_be(&c, 2) != TPM_ST_ATTEST_QUOTE || c.bad) {
 		setd(d, n, "quote message: type is not TPM_ST_ATTEST_QUOTE");
 		return false;
 	}
-	cur_tpm2b(&c, &l);		   /* qualifiedSigner */
-	extra = cur_tpm2b(&c, &extra_len); /* extraData */
-	cur_be(&c, 4);
-	cur_be(&c, 4); /* clockInfo.clock */
-	cur_be(&c, 4);
-	cur_be(&c, 4);
-	cur_be(&c, 1); /* resetCount, restartCount, safe */
-	cur_be(&c, 4);
-	cur_be(&c, 4); /* firmwareVersion */
-	qs.n = cur_be(&c, 4);
+	tpm_rd_2b(&c, &l);		   /* qualifiedSigner */
+	extra = tpm_rd_2b(&c, &extra_len); /* extraData */
+	tpm_rd_be(&c, 4);
+	tpm_rd_be(&c, 4); /* clockInfo.clock */
+	tpm_rd_be(&c, 4);
+	tpm_rd_be(&c, 4);
+	tpm_rd_be(&c, 1); /* resetCount, restartCount, safe */
+	tpm_rd_be(&c, 4);
+	tpm_rd_be(&c, 4); /* firmwareVersion */
+	qs.n = tpm_rd_be(&c, 4);
 	if (c.bad || qs.n == 0 || qs.n > TPM_NUM_BANKS) {
 		setd(d, n, "quote message: malformed header or PCR selection count");
 		return false;
 	}
 	for (size_t i = 0; i < qs.n; i++) {
-		qs.hash[i] = (uint16_t)cur_be(&c, 2);
-		qs.size[i] = (uint8_t)cur_be(&c, 1);
+		qs.hash[i] = (uint16_t)tpm_rd_be(&c, 2);
+		qs.size[i] = (uint8_t)tpm_rd_be(&c, 1);
 		if (qs.size[i] > TPM_PCR_SELECT_MAX) {
 			c.bad = true;
 			break;
 		}
 		for (size_t j = 0; j < qs.size[i]; j++)
-			qs.bits[i][j] = (uint8_t)cur_be(&c, 1);
+			qs.bits[i][j] = (uint8_t)tpm_rd_be(&c, 1);
 	}
-	pcr_digest = cur_tpm2b(&c, &digest_len);
+	pcr_digest = tpm_rd_2b(&c, &digest_len);
 	if (c.bad || c.off != c.len) {
 		setd(d, n, "quote message: malformed TPMS_QUOTE_INFO or trailing bytes");
 		return false;
@@ -953,13 +909,13 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	}
 
 	/* TPMT_SIGNATURE (Part 2 11.3.4). */
-	struct cur s = {q->sig, q->sig_len, 0, false};
-	uint16_t alg = (uint16_t)cur_be(&s, 2), halg = (uint16_t)cur_be(&s, 2);
+	struct tpm_rd s = {q->sig, q->sig_len, 0, false};
+	uint16_t alg = (uint16_t)tpm_rd_be(&s, 2), halg = (uint16_t)tpm_rd_be(&s, 2);
 	if (alg == TPM_ALG_ECDSA) {
-		rp = cur_tpm2b(&s, &r_len);
-		sp = cur_tpm2b(&s, &s_len);
+		rp = tpm_rd_2b(&s, &r_len);
+		sp = tpm_rd_2b(&s, &s_len);
 	} else if (alg == TPM_ALG_RSASSA || alg == TPM_ALG_RSAPSS) {
-		sigp = cur_tpm2b(&s, &sig_len);
+		sigp = tpm_rd_2b(&s, &sig_len);
 	} else {
 		setd(d, n, "quote signature algorithm 0x%04x not supported", alg);
 		return false;
@@ -1040,18 +996,18 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	}
 
 	/* PCR file (tpm2-tools "serialized"): host-order (little-endian) structs. */
-	struct cur f = {q->pcrs, q->pcrs_len, 0, false};
-	fs.n = cur_le(&f, 4);
+	struct tpm_rd f = {q->pcrs, q->pcrs_len, 0, false};
+	fs.n = tpm_rd_le(&f, 4);
 	if (fs.n > TPM_NUM_BANKS)
 		f.bad = true;
 	for (size_t i = 0; i < TPM_NUM_BANKS && !f.bad; i++) {
-		fs.hash[i] = (uint16_t)cur_le(&f, 2);
-		fs.size[i] = (uint8_t)cur_le(&f, 1);
+		fs.hash[i] = (uint16_t)tpm_rd_le(&f, 2);
+		fs.size[i] = (uint8_t)tpm_rd_le(&f, 1);
 		for (size_t j = 0; j < TPM_PCR_SELECT_MAX; j++)
-			fs.bits[i][j] = (uint8_t)cur_le(&f, 1);
-		cur_le(&f, 1); /* padding */
+			fs.bits[i][j] = (uint8_t)tpm_rd_le(&f, 1);
+		tpm_rd_le(&f, 1); /* padding */
 	}
-	size_t nlists = cur_le(&f, 4);
+	size_t nlists = tpm_rd_le(&f, 4);
 	if (f.bad || nlists > 64) {
 		setd(d, n,
 		     "PCR file: malformed selection (expected tpm2_quote -o serialized format)");
@@ -1079,11 +1035,11 @@ bool snp_verify_quote(const struct snp_quote_in *q, char *d, size_t n)
 	}
 	size_t bank = 0, bank_left = 0;
 	for (size_t li = 0; li < nlists && !f.bad; li++) {
-		size_t cnt = cur_le(&f, 4);
+		size_t cnt = tpm_rd_le(&f, 4);
 		if (cnt > TPM_DIGESTS_PER_LIST)
 			f.bad = true;
 		for (size_t k = 0; k < TPM_DIGESTS_PER_LIST && !f.bad; k++) {
-			size_t sz = cur_le(&f, 2);
+			size_t sz = tpm_rd_le(&f, 2);
 			if (f.bad || TPM_DIGEST_MAX > f.len - f.off) {
 				f.bad = true;
 				break;

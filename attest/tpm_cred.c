@@ -14,6 +14,7 @@
  *     AES-128-CFB, restricted decrypt)
  */
 #include <attest/tpm_cred.h>
+#include <attest/tpm_wire.h>
 
 #include <mbedtls/aes.h>
 #include <mbedtls/ecp.h>
@@ -37,54 +38,22 @@ static void setd(char *d, size_t n, const char *fmt, ...)
 	va_end(ap);
 }
 
-struct rd {
-	const uint8_t *p;
-	size_t len, off;
-	bool bad;
-};
-
-static uint32_t rd_be(struct rd *r, size_t n)
-{
-	uint32_t v = 0;
-	if (r->bad || n > r->len - r->off) {
-		r->bad = true;
-		return 0;
-	}
-	for (size_t i = 0; i < n; i++)
-		v = v << 8 | r->p[r->off + i];
-	r->off += n;
-	return v;
-}
-
-static const uint8_t *rd_2b(struct rd *r, size_t *n)
-{
-	size_t l = rd_be(r, 2);
-	if (r->bad || l > r->len - r->off) {
-		r->bad = true;
-		*n = 0;
-		return NULL;
-	}
-	*n = l;
-	r->off += l;
-	return r->p + r->off - l;
-}
-
 /* A scheme's details: none for NULL and RSAES, a hash, or a hash and a count (ECDAA). */
-static void rd_scheme(struct rd *r, uint16_t *scheme, uint16_t *hash)
+static void rd_scheme(struct tpm_rd *r, uint16_t *scheme, uint16_t *hash)
 {
-	*scheme = (uint16_t)rd_be(r, 2);
+	*scheme = (uint16_t)tpm_rd_be(r, 2);
 	*hash = 0;
 	if (*scheme == TPM2_ALG_NULL || *scheme == TPM2_ALG_RSAES)
 		return;
-	*hash = (uint16_t)rd_be(r, 2);
+	*hash = (uint16_t)tpm_rd_be(r, 2);
 	if (*scheme == TPM2_ALG_ECDAA)
-		rd_be(r, 2);
+		tpm_rd_be(r, 2);
 }
 
 bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_public *o, char *d,
 		      size_t n)
 {
-	struct rd r = {buf, len, 0, false};
+	struct tpm_rd r = {buf, len, 0, false};
 	size_t l;
 
 	memset(o, 0, sizeof(*o));
@@ -93,7 +62,7 @@ bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_p
 		return false;
 	}
 	if (from_2b) {
-		size_t inner = rd_be(&r, 2);
+		size_t inner = tpm_rd_be(&r, 2);
 		if (r.bad || inner != len - 2 || inner == 0) {
 			setd(d, n, "TPM2B_PUBLIC size %zu does not match the %zu bytes that follow",
 			     inner, len < 2 ? 0 : len - 2);
@@ -102,10 +71,10 @@ bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_p
 	}
 	o->raw = buf + r.off;
 	o->raw_len = len - r.off;
-	o->type = (uint16_t)rd_be(&r, 2);
-	o->name_alg = (uint16_t)rd_be(&r, 2);
-	o->attrs = rd_be(&r, 4);
-	rd_2b(&r, &l); /* authPolicy: a TPM2B_DIGEST, at most a SHA-512 digest */
+	o->type = (uint16_t)tpm_rd_be(&r, 2);
+	o->name_alg = (uint16_t)tpm_rd_be(&r, 2);
+	o->attrs = tpm_rd_be(&r, 4);
+	tpm_rd_2b(&r, &l); /* authPolicy: a TPM2B_DIGEST, at most a SHA-512 digest */
 	if (l > 64)
 		r.bad = true;
 	if (r.bad) {
@@ -116,25 +85,25 @@ bool tpm_public_parse(const uint8_t *buf, size_t len, bool from_2b, struct tpm_p
 		setd(d, n, "public area: type 0x%04x is neither RSA nor ECC", o->type);
 		return false;
 	}
-	o->sym_alg = (uint16_t)rd_be(&r, 2);
+	o->sym_alg = (uint16_t)tpm_rd_be(&r, 2);
 	if (o->sym_alg != TPM2_ALG_NULL) {
 		/* TPMU_SYM_KEY_BITS, then TPMU_SYM_MODE, which XOR has not (Part 2 §11.1.5-11.1.7)
 		 */
-		o->sym_bits = (uint16_t)rd_be(&r, 2);
+		o->sym_bits = (uint16_t)tpm_rd_be(&r, 2);
 		if (o->sym_alg != TPM2_ALG_XOR)
-			o->sym_mode = (uint16_t)rd_be(&r, 2);
+			o->sym_mode = (uint16_t)tpm_rd_be(&r, 2);
 	}
 	rd_scheme(&r, &o->scheme, &o->scheme_hash);
 	if (o->type == TPM2_ALG_RSA) {
-		o->rsa_bits = (uint16_t)rd_be(&r, 2);
-		o->exponent = rd_be(&r, 4);
-		o->n = rd_2b(&r, &o->n_len);
+		o->rsa_bits = (uint16_t)tpm_rd_be(&r, 2);
+		o->exponent = tpm_rd_be(&r, 4);
+		o->n = tpm_rd_2b(&r, &o->n_len);
 	} else {
 		uint16_t kdf_hash;
-		o->curve = (uint16_t)rd_be(&r, 2);
+		o->curve = (uint16_t)tpm_rd_be(&r, 2);
 		rd_scheme(&r, &o->kdf, &kdf_hash);
-		o->x = rd_2b(&r, &o->x_len);
-		o->y = rd_2b(&r, &o->y_len);
+		o->x = tpm_rd_2b(&r, &o->x_len);
+		o->y = tpm_rd_2b(&r, &o->y_len);
 	}
 	if (r.bad) {
 		setd(d, n, "public area: truncated parameters or unique field");
