@@ -76,6 +76,17 @@ evidence() { # evidence NAME FILE: the hex of "linux-guest: NAME <hex>" as bytes
 	test -s "$2"
 }
 meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+print_checks() { # print_checks FILE.json: csvsm-verify's checks, one "#   " line each
+	python3 - "$1" <<'EOF' | sed 's/^/#   /'
+import json, sys
+try:
+    doc = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(f"no JSON: {e}"); sys.exit(0)
+for c in doc.get("checks", []):
+    print(f"{c['name']:<14} {'ok' if c['ok'] else 'FAIL'}{' (skipped)' if c.get('skipped') else ''}  {c.get('detail', '')}")
+EOF
+}
 
 # --- the verifier's challenge, answered while the guest waits (issue 18 item 4) ----
 # The guest prints its SNP evidence, then its AK's TPM2B_PUBLIC and
@@ -220,15 +231,7 @@ verify_json() { # verify_json OUT.json ARGS...: csvsm-verify --json; the JSON li
 	"$VERIFY" --cert-table "$tmp/certs.bin" --trust-ark "$CHAIN/ark.pem" --measurement "$meas" --json "${@:2}" \
 		>"$1" 2>"$1.err"
 	local vrc=$?
-	python3 - "$1" <<'EOF' | sed 's/^/#   /'
-import json, sys
-try:
-    doc = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(f"no JSON: {e}"); sys.exit(0)
-for c in doc.get("checks", []):
-    print(f"{c['name']:<14} {'ok' if c['ok'] else 'FAIL'}{' (skipped)' if c.get('skipped') else ''}  {c.get('detail', '')}")
-EOF
+	print_checks "$1"
 	return $vrc
 }
 json_ok() { # json_ok FILE CHECK...: verified, and each named check present, ok, not skipped
@@ -408,15 +411,7 @@ tap_check "every quoted PCR ($pn: 0-9 in both banks) is the replay of the printe
 # quoted PCRs above (tpm2_eventlog). A wrong secret and a quote key that is
 # not the AK must be refused.
 echo "# the verifier's challenge (csvsm-verify, then csvsm-cred make):"
-python3 - "$tmp/challenge.json" <<'PY' 2>&1 | sed 's/^/#   /'
-import json, sys
-try:
-    doc = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(f"no JSON: {e}"); sys.exit(0)
-for c in doc.get("checks", []):
-    print(f"{c['name']:<14} {'ok' if c['ok'] else 'FAIL'}  {c.get('detail', '')}")
-PY
+print_checks "$tmp/challenge.json"
 sed 's/^/#   csvsm-cred: /' "$tmp/cred-make.out" 2>/dev/null
 tap_check "the verifier's challenge: the SNP report verified and the EK taken from the manifest REPORT_DATA binds (check manifest.ek)" \
 	json_ok "$tmp/challenge.json" signature chain measurement report_data manifest.ek
