@@ -380,6 +380,8 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	con_release();
 	timer_init();
 	con_printf("\ncsvsm: Secure VM Service Module\n");
+	if (read_cr4() & (1ULL << 18)) /* the CPUID page offered XSAVE (cpu_enable_fpu) */
+		con_printf("csvsm: XSAVE: XCR0 0x%llx\n", (unsigned long long)xgetbv0());
 	if (!random_available())
 		stop(SNP_BOOT_CPUID);
 	/*

@@ -26,6 +26,9 @@ typedef void (*cpuid_host_fn)(uint32_t leaf, uint32_t subleaf, struct cpuid_regs
 
 /* Apply the view to the host's answer `r` for (leaf, subleaf); cbit: C-bit position. */
 void snp_cpuid_adjust(uint32_t leaf, uint32_t subleaf, unsigned cbit, struct cpuid_regs *r);
+/* Show XSAVE and the AVX-state features in the view (default off; see
+ * snp_cpuid.c: Linux refuses leaf 0xD subleaf 1 without XSAVEC/XSAVES). */
+void snp_cpuid_view_xsave(bool on);
 /* Fill `page` (zeroed first) from `host`; returns the entry count, or -1 if over 64. */
 int snp_cpuid_page_fill(struct snp_cpuid_page *page, cpuid_host_fn host, unsigned cbit);
 

@@ -15,6 +15,15 @@
  * whenever the standard range reaches it (get_cpu_cap), so the range ends
  * below it, and the features whose state only XSAVE saves (AVX...) are
  * hidden with XSAVE. Nothing is claimed that the vCPU does not do.
+ *
+ * snp_cpuid_view_xsave(true) (the SNP machine's snpm.xsave=1) shows XSAVE
+ * and the features whose state lives in the x87, SSE and AVX components
+ * (XCR0 bits 0-2: AVX, FMA, F16C, AVX2, VAES, VPCLMULQDQ, AVX-VNNI, XOP,
+ * FMA4) as far as the host has them, the standard range up to 0xD, and leaf
+ * 0xD for those three components only (subleaf 0 EAX/ECX, subleaf 2). Its
+ * subleaf 1 is the host's: under QEMU TCG it has XSAVEOPT and XGETBV1 but
+ * neither XSAVEC nor XSAVES, so OVMF and csvsm run with it and Linux stops
+ * at snp_cpuid_postprocess (above); it is for firmware-only runs.
  */
 #include "snp/cpuid_view.h"
 #include "base/string.h"
@@ -33,46 +42,105 @@
 #define L7_ECX_XSTATE                                                                              \
 	((1u << 1) | (1u << 3) | (1u << 4) | (1u << 6) | (1u << 9) | (1u << 10) | (1u << 11) |     \
 	 (1u << 12) | (1u << 14))
-#define L7_EDX_XSTATE	((1u << 2) | (1u << 3) | (1u << 23))
-#define L7_1_EAX_XSTATE ((1u << 4) | (1u << 5))
-#define EXT1_ECX_XSTATE ((1u << 11) | (1u << 16))
-#define SNP_STD_MAX	0xC
-#define EXT1_ECX_SVM	(1u << 2)
-#define L7_ECX_LA57	(1u << 16)
-#define SNP_NUM_VMPLS	4
+#define L7_EDX_XSTATE	    ((1u << 2) | (1u << 3) | (1u << 23))
+#define L7_1_EAX_XSTATE	    ((1u << 4) | (1u << 5))
+#define EXT1_ECX_XSTATE	    ((1u << 11) | (1u << 16))
+#define L7_EBX_AVX2	    (1u << 5)
+#define L7_ECX_VAES_VPCLMUL ((1u << 9) | (1u << 10))
+#define L7_1_EAX_AVX_VNNI   (1u << 4)
+#define L1_ECX_AVX_STATE    ((1u << 12) | L1_ECX_XSAVE | (1u << 28) | (1u << 29))
+#define XSTATE_X87_SSE_AVX  0x7u
+#define XSAVE_LEGACY_END    0x240u /* legacy area 512 + header 64 (SDM vol. 1 §13.4) */
+#define XSAVE_AVX_END	    0x340u /* AVX: offset 0x240, 256 bytes (CPUID 0xD.2) */
+#define SNP_STD_MAX	    0xC
+#define SNP_STD_MAX_XSAVE   0xD
+#define EXT1_ECX_SVM	    (1u << 2)
+#define L7_ECX_LA57	    (1u << 16)
+#define SNP_NUM_VMPLS	    4
+
+static bool show_xsave;
+
+void snp_cpuid_view_xsave(bool on)
+{
+	show_xsave = on;
+}
+
+/* Leaf 0xD with show_xsave: the x87, SSE and AVX components only. */
+static void adjust_xstate_leaf(uint32_t subleaf, struct cpuid_regs *r)
+{
+	switch (subleaf) {
+	case 0:
+		r->eax &= XSTATE_X87_SSE_AVX;
+		r->edx = 0;
+		r->ecx = (r->eax & 4) ? XSAVE_AVX_END : XSAVE_LEGACY_END;
+		if (r->ebx > r->ecx)
+			r->ebx = r->ecx;
+		break;
+	case 1:
+		r->ecx = r->edx = 0; /* no supervisor state (XSS) */
+		break;
+	case 2:
+		break;
+	default:
+		r->eax = r->ebx = r->ecx = r->edx = 0;
+	}
+}
 
 void snp_cpuid_adjust(uint32_t leaf, uint32_t subleaf, unsigned cbit, struct cpuid_regs *r)
 {
+	uint32_t host;
+
 	switch (leaf) {
-	case 0x00000000:
-		if (r->eax > SNP_STD_MAX)
-			r->eax = SNP_STD_MAX;
+	case 0x00000000: {
+		uint32_t max = show_xsave ? SNP_STD_MAX_XSAVE : SNP_STD_MAX;
+		if (r->eax > max)
+			r->eax = max;
 		break;
+	}
 	case 0x00000001:
 		/* xAPIC only (csvsm filters local APIC stores, not x2APIC MSRs);
 		 * no MONITOR/MWAIT (idle by HLT, which csvsm sees). No XSAVE: the
-		 * guest saves its FPU state with FXSAVE (see SNP_STD_MAX). */
+		 * guest saves its FPU state with FXSAVE (see SNP_STD_MAX). OSXSAVE
+		 * is CR4's: the reader fills it in. */
+		host = r->ecx;
 		r->ecx &= ~(L1_ECX_MONITOR | L1_ECX_X2APIC | L1_ECX_XSTATE);
+		if (show_xsave)
+			r->ecx |= host & L1_ECX_AVX_STATE;
 		break;
 	case 0x00000005:
 		r->eax = r->ebx = r->ecx = r->edx = 0;
 		break;
 	case 0x00000007:
 		if (subleaf == 0) {
+			struct cpuid_regs h = *r;
 			r->ecx &= ~L7_ECX_LA57; /* 4-level paging: the C-bit is bit 51 */
 			r->ebx &= ~L7_EBX_XSTATE;
 			r->ecx &= ~L7_ECX_XSTATE;
 			r->edx &= ~L7_EDX_XSTATE;
+			if (show_xsave) {
+				r->ebx |= h.ebx & L7_EBX_AVX2;
+				r->ecx |= h.ecx & L7_ECX_VAES_VPCLMUL;
+			}
 		} else if (subleaf == 1) {
+			host = r->eax;
 			r->eax &= ~L7_1_EAX_XSTATE;
+			if (show_xsave)
+				r->eax |= host & L7_1_EAX_AVX_VNNI;
 		}
+		break;
+	case 0x0000000D:
+		if (show_xsave)
+			adjust_xstate_leaf(subleaf, r);
 		break;
 	case 0x80000000:
 		if (r->eax < 0x8000001F)
 			r->eax = 0x8000001F;
 		break;
 	case 0x80000001:
+		host = r->ecx;
 		r->ecx &= ~(EXT1_ECX_SVM | EXT1_ECX_XSTATE); /* no nested virtualization */
+		if (show_xsave)
+			r->ecx |= host & EXT1_ECX_XSTATE; /* XOP, FMA4: AVX state */
 		break;
 	case 0x8000000A: /* SVM features: none */
 		r->eax = r->ebx = r->ecx = r->edx = 0;
@@ -107,6 +175,15 @@ static int add(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned cbit, uint
 				   .ebx = r.ebx,
 				   .ecx = r.ecx,
 				   .edx = r.edx};
+	/* QEMU target/i386/sev.c sev_snp_cpuid_info_fill: leaf 0xD subleaves 0
+	 * and 1 carry the legacy area's size for XCR0_IN = 1, XSS_IN = 0; the
+	 * guest computes the rest from the component subleaves (Linux
+	 * snp_cpuid_get_validated_func uses only such an entry). */
+	if (leaf == 0xD && subleaf <= 1) {
+		f->ebx = XSAVE_LEGACY_END;
+		f->xcr0_in = 1;
+		f->xss_in = 0;
+	}
 	return 0;
 }
 
@@ -149,6 +226,7 @@ int snp_cpuid_page_fill(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned c
 			/* Subleaf 0 and 1, then one per state component in XCR0's range. */
 			struct cpuid_regs d;
 			host(0xD, 0, &d);
+			snp_cpuid_adjust(0xD, 0, cbit, &d);
 			rc = add(p, host, cbit, leaf, 0) || add(p, host, cbit, leaf, 1);
 			for (uint32_t c = 2; c < 32 && !rc; c++)
 				if (d.eax & (1u << c))

@@ -657,6 +657,67 @@ static void check_pcr0(u64 page)
 	    rc_name(rc), rsp ? be32(rsp + 6) : 0xFFFFFFFF);
 }
 
+/* CPUID as the guest sees it (under SNP a #VC that OVMF answers from the CPUID page). */
+static void probe_cpuid(u32 leaf, u32 sub, u32 r[4])
+{
+	__asm__ volatile("cpuid"
+			 : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+			 : "a"(leaf), "c"(sub));
+}
+
+/*
+ * With XSAVE and AVX in the CPUID page (the machine's snpm.xsave=1; every
+ * SNP EPYC), the guest's YMM registers must survive a vTPM command too:
+ * csvsm's libraries run with XCR0 = x87 | SSE | AVX and their AVX2 paths,
+ * and the hardware keeps each VMSA's extended state its own. The probe
+ * enables AVX itself (OVMF leaves CR4.OSXSAVE clear). Skipped when the
+ * page offers no AVX.
+ */
+static void check_ymm(u64 page, const u8 *create, u32 create_len, u8 *flush)
+{
+	static u8 ymm[1024] __attribute__((aligned(32)));
+	u32 r1[4], rd[4];
+	const u8 *rsp;
+	u32 rlen = 0, handle = 0;
+	u64 rc;
+	int bad = 0;
+
+	probe_cpuid(1, 0, r1);
+	probe_cpuid(0, 0, rd);
+	if (!(r1[2] & (1u << 26)) || !(r1[2] & (1u << 28)) || rd[0] < 0xD) {
+		tap_skip(L"the CPUID page offers no XSAVE/AVX",
+			 L"YMM0..15 preserved across a vTPM CreatePrimary");
+		return;
+	}
+	probe_cpuid(0xD, 0, rd);
+	if (!(rd[0] & 4)) {
+		tap_skip(L"CPUID 0xD offers no AVX state",
+			 L"YMM0..15 preserved across a vTPM CreatePrimary");
+		return;
+	}
+	probe_enable_avx();
+	for (int i = 0; i < 512; i++)
+		ymm[i] = (u8)(0x3C ^ (i * 5)), ymm[512 + i] = 0;
+	g_xmm_check = ymm;
+	g_ymm_check = 1;
+	rsp = tpm_cmd(page, create, create_len, &rlen, &rc);
+	g_ymm_check = 0;
+	g_xmm_check = NULL;
+	for (int i = 0; i < 512; i++)
+		bad += ymm[i] != ymm[512 + i];
+	if (rsp && be32(rsp + 6) == 0 && rlen >= 14)
+		handle = be32(rsp + 10);
+	tap(handle >> 24 == 0x80 && bad == 0,
+	    L"YMM0..15 preserved across a vTPM CreatePrimary (XCR0 7, csvsm's AVX paths): %d bytes "
+	    L"differ, handle 0x%x",
+	    bad, handle);
+	if (handle) {
+		flush[10] = (u8)(handle >> 24), flush[11] = (u8)(handle >> 16);
+		flush[12] = (u8)(handle >> 8), flush[13] = (u8)handle;
+		tpm_cmd(page, flush, 14, &rlen, &rc);
+	}
+}
+
 /*
  * TPM2_Startup (csvsm already started the TPM: TPM_RC_INITIALIZE), then
  * CreatePrimary of an ECC P-256 restricted signing key under the owner
@@ -719,6 +780,7 @@ static void check_tpm_quote(u64 page)
 	    L"XMM0..15 preserved across a vTPM CreatePrimary (libtpms uses SSE/AVX): %d bytes "
 	    L"differ",
 	    bad);
+	check_ymm(page, create_primary, sizeof(create_primary), flush);
 	if (!handle)
 		return;
 

@@ -114,10 +114,12 @@ struct probe_regs {
 /* Loads RAX/RCX/RDX/R8/R9 from *r, VMGEXIT, stores them back into *r,
  * then xchg(*call_pending, 0) and returns the old value (Linux
  * svsm_issue_call). The caller sets *call_pending and the GHCB MSR. */
-u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm);
-/* When set, every SVSM call loads XMM0..15 from g_xmm_check[0..255] and stores them at [256..511].
- */
+u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm, int ymm);
+/* When set, every SVSM call loads XMM0..15 from g_xmm_check[0..255] and stores them at [256..511];
+ * with g_ymm_check also set, YMM0..15 from [0..511], stored at [512..1023]. */
 extern u8 *g_xmm_check;
+extern int g_ymm_check;
+void probe_enable_avx(void);
 u64 probe_read_cr0(void);
 u64 probe_read_cr4(void);
 u32 probe_read_cs(void);

@@ -9,59 +9,51 @@
 
 	.text
 
-/* u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm)
+/* u8 probe_svsm_issue(struct probe_regs *r, volatile u8 *call_pending, u8 *xmm, int ymm)
  * xmm, when not NULL: 16 x 16 bytes loaded into XMM0..15 before the VMGEXIT
  * and the registers stored at xmm + 256 after it (VMRUN does not switch
- * SSE state; csvsm must preserve the guest's). */
+ * SSE state; csvsm must preserve the guest's). With ymm set (the caller
+ * enabled AVX in CR4/XCR0), 16 x 32 bytes into YMM0..15, stored at
+ * xmm + 512. */
 	.globl probe_svsm_issue
 probe_svsm_issue:
 	pushq	%rbx
 	pushq	%rdi
 	pushq	%rsi
 	pushq	%rdx
+	pushq	%rcx
 	testq	%rdx, %rdx
 	jz	1f
-	movdqu	0(%rdx), %xmm0
-	movdqu	16(%rdx), %xmm1
-	movdqu	32(%rdx), %xmm2
-	movdqu	48(%rdx), %xmm3
-	movdqu	64(%rdx), %xmm4
-	movdqu	80(%rdx), %xmm5
-	movdqu	96(%rdx), %xmm6
-	movdqu	112(%rdx), %xmm7
-	movdqu	128(%rdx), %xmm8
-	movdqu	144(%rdx), %xmm9
-	movdqu	160(%rdx), %xmm10
-	movdqu	176(%rdx), %xmm11
-	movdqu	192(%rdx), %xmm12
-	movdqu	208(%rdx), %xmm13
-	movdqu	224(%rdx), %xmm14
-	movdqu	240(%rdx), %xmm15
+	testl	%ecx, %ecx
+	jnz	3f
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	movdqu	\n*16(%rdx), %xmm\n
+	.endr
+	jmp	1f
+3:
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	vmovdqu	\n*32(%rdx), %ymm\n
+	.endr
 1:	movq	0(%rdi), %rax
 	movq	8(%rdi), %rcx
 	movq	16(%rdi), %rdx
 	movq	24(%rdi), %r8
 	movq	32(%rdi), %r9
 	VMGEXIT
+	popq	%r11			/* ymm flag (RCX is a result) */
 	popq	%rbx			/* xmm buffer */
 	testq	%rbx, %rbx
 	jz	2f
-	movdqu	%xmm0, 256(%rbx)
-	movdqu	%xmm1, 272(%rbx)
-	movdqu	%xmm2, 288(%rbx)
-	movdqu	%xmm3, 304(%rbx)
-	movdqu	%xmm4, 320(%rbx)
-	movdqu	%xmm5, 336(%rbx)
-	movdqu	%xmm6, 352(%rbx)
-	movdqu	%xmm7, 368(%rbx)
-	movdqu	%xmm8, 384(%rbx)
-	movdqu	%xmm9, 400(%rbx)
-	movdqu	%xmm10, 416(%rbx)
-	movdqu	%xmm11, 432(%rbx)
-	movdqu	%xmm12, 448(%rbx)
-	movdqu	%xmm13, 464(%rbx)
-	movdqu	%xmm14, 480(%rbx)
-	movdqu	%xmm15, 496(%rbx)
+	testl	%r11d, %r11d
+	jnz	4f
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	movdqu	%xmm\n, 256+\n*16(%rbx)
+	.endr
+	jmp	2f
+4:
+	.irp n, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+	vmovdqu	%ymm\n, 512+\n*32(%rbx)
+	.endr
 2:	popq	%rsi
 	popq	%rdi
 	movq	%rax, 0(%rdi)
@@ -161,6 +153,18 @@ probe_try_exec_resume:
 	.section .note.GNU-stack, "", @progbits
 
 	.text
+/* void probe_enable_avx(void): CR4.OSXSAVE, then XCR0 = x87 | SSE | AVX. */
+	.globl probe_enable_avx
+probe_enable_avx:
+	movq	%cr4, %rax
+	orq	$(1 << 18), %rax
+	movq	%rax, %cr4
+	xorl	%ecx, %ecx
+	xorl	%edx, %edx
+	movl	$7, %eax
+	xsetbv
+	ret
+
 /* u64 probe_read_cr0(void), probe_read_cr4(void), u16 probe_read_cs/ds(void),
  * void probe_sgdt(void *desc10): state for a VMSA of a new vCPU. */
 	.globl probe_read_cr0, probe_read_cr4, probe_read_cs, probe_read_ds, probe_sgdt

@@ -10,6 +10,7 @@
 #include "probe_int.h"
 
 u8 *g_xmm_check;
+int g_ymm_check;
 
 u64 g_caa;	     /* current calling area gPA (changes with REMAP_CA) */
 static u8 *g_ghcb;   /* the probe's own GHCB page (identity-mapped) */
@@ -109,7 +110,7 @@ static enum call_status call_msr(struct probe_regs *r, volatile u8 *pending_byte
 	ghcb_msr_write(GHCB_MSR_VMPL_REQ | ((u64)0 << 32));
 	if (set_pending)
 		*pending_byte = 1;
-	pending = probe_svsm_issue(r, pending_byte, g_xmm_check);
+	pending = probe_svsm_issue(r, pending_byte, g_xmm_check, g_ymm_check);
 	resp = ghcb_msr_read();
 	ghcb_msr_write(saved);
 	probe_irq_restore(flags);
@@ -146,7 +147,7 @@ static enum call_status call_ghcb(struct probe_regs *r, volatile u8 *pending_byt
 	ghcb_msr_write((u64)(UINTN)g_ghcb);
 	if (set_pending)
 		*pending_byte = 1;
-	pending = probe_svsm_issue(r, pending_byte, g_xmm_check);
+	pending = probe_svsm_issue(r, pending_byte, g_xmm_check, g_ymm_check);
 	g_last_ghcb_msr = ghcb_msr_read();
 	ghcb_msr_write(saved);
 	g_last_exit_info1 = ghcb_rd(GHCB_OFF_SW_EXIT_INFO_1);

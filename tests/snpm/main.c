@@ -502,6 +502,10 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          too, while csvsm holds VMPCK0: the scan's control
  *   snpm.cpuid_hide_aes=1  a hostile host: the CPUID page hides AES-NI and
  *                          PCLMULQDQ
+ *   snpm.xsave=1           the CPUID page (and the GHCB CPUID answers) show
+ *                          XSAVE, AVX, AVX2... and leaf 0xD for x87/SSE/AVX
+ *                          (snp_cpuid.c): csvsm and OVMF run with XCR0 = 7;
+ *                          Linux refuses it (no XSAVEC/XSAVES under TCG)
  *   snpm.e820=qemu|seabios the guest's memory map (IGVM MEMORY_MAP and fw_cfg
  *                          etc/e820): QEMU's (default) or the outer one's
  *   snpm.nmi_vmpl0=1       an NMI for the boot vCPU's VMPL0 at the guest's
@@ -553,6 +557,10 @@ static void machine_options(void)
 			   "revocations stay usable as if csvsm never flushed\n");
 	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
 	cpuid_hide_aes = option_is_1("snpm.cpuid_hide_aes");
+	if (option_is_1("snpm.xsave")) {
+		snp_cpuid_view_xsave(true);
+		con_printf("snpm: cpuid: XSAVE and the AVX-state features shown (snpm.xsave=1)\n");
+	}
 	snpm_nmi_vmpl0 = option_is_1("snpm.nmi_vmpl0");
 	snpm_hv_doorbell_refuse = option_is_1("snpm.hv_doorbell_refuse");
 	const char *v;

@@ -129,6 +129,51 @@ static void test_page(void **state)
 	assert_null(find(&p, 0x80000009, 0));
 }
 
+/* snp_cpuid_view_xsave(true): XSAVE, AVX and leaf 0xD as QEMU enters it. */
+static void test_page_xsave(void **state)
+{
+	static struct snp_cpuid_page p;
+	snp_cpuid_view_xsave(true);
+	int n = snp_cpuid_page_fill(&p, host, 51);
+	snp_cpuid_view_xsave(false);
+	assert_true(n >= 1 && n <= 64);
+	const struct snp_cpuid_fn *f = find(&p, 0, 0);
+	assert_non_null(f);
+	assert_int_equal(f->eax, 0xD);
+	f = find(&p, 1, 0);
+	assert_non_null(f);
+	assert_true(f->ecx & (1u << 26));  /* XSAVE */
+	assert_false(f->ecx & (1u << 27)); /* OSXSAVE: CR4's, filled in by the reader */
+	assert_true(f->ecx & (1u << 28));  /* AVX */
+	assert_false(f->ecx & (1u << 21)); /* x2APIC still hidden */
+	f = find(&p, 7, 0);
+	assert_non_null(f);
+	assert_true(f->ebx & (1u << 5));   /* AVX2 */
+	assert_false(f->ebx & (1u << 16)); /* AVX512F: state beyond XCR0 bit 2 */
+	/* QEMU sev_snp_cpuid_info_fill: subleaves 0 and 1 for XCR0_IN 1, EBX 0x240. */
+	for (uint32_t sub = 0; sub <= 1; sub++) {
+		f = find(&p, 0xD, sub);
+		assert_non_null(f);
+		assert_int_equal(f->xcr0_in, 1);
+		assert_int_equal(f->xss_in, 0);
+		assert_int_equal(f->ebx, 0x240);
+	}
+	f = find(&p, 0xD, 0);
+	assert_int_equal(f->eax, 7);	 /* x87 | SSE | AVX */
+	assert_int_equal(f->ecx, 0x340); /* all three */
+	f = find(&p, 0xD, 1);
+	assert_int_equal(f->ecx | f->edx, 0); /* no XSS state */
+	f = find(&p, 0xD, 2);
+	assert_non_null(f);
+	assert_int_equal(f->eax, 0x100);
+	assert_int_equal(f->ebx, 0x240);
+	/* The default view again: no XSAVE. */
+	struct cpuid_regs r;
+	host(1, 0, &r);
+	snp_cpuid_adjust(1, 0, 51, &r);
+	assert_false(r.ecx & (1u << 26));
+}
+
 static void too_many(uint32_t leaf, uint32_t sub, struct cpuid_regs *r)
 {
 	host(leaf, sub, r);
@@ -157,9 +202,8 @@ static void test_largest(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_sev_leaf),
-	    cmocka_unit_test(test_hidden),
-	    cmocka_unit_test(test_page),
+	    cmocka_unit_test(test_sev_leaf), cmocka_unit_test(test_hidden),
+	    cmocka_unit_test(test_page),     cmocka_unit_test(test_page_xsave),
 	    cmocka_unit_test(test_largest),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
