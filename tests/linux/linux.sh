@@ -44,7 +44,6 @@ trixie) OVMF_FD=build/guests/OVMF.fd ;;
 forky) OVMF_FD=build/guests/OVMF-forky.fd CSVSM_IGVM=build/csvsm-forky.igvm ;;
 *) echo "csvsm: CSVSM_FW=$FW: use trixie or forky" >&2; exit 2 ;;
 esac
-QEMU_ACCEL=$(linux_accel "$SMP")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 log=build/linux/boot-snpm.log

@@ -12,14 +12,12 @@ QEMU_MACHINE="q35,sata=off,smbus=off,hpet=off,smm=off,vmport=off"
 # address bit to TCG's nested walk, which uses bits 47:12 only
 # (snp-guest-view-notes.md).
 QEMU_CPU=${QEMU_CPU:-EPYC,phys-bits=52}
-# Multi-threaded TCG by default. With guest vCPUs in guest mode on two CPUs
-# for long (Linux SMP), QEMU 7.2's multi-threaded TCG was seen to return a
-# VMCB holding the host's own state; the Linux runs therefore use one TCG
-# thread (linux_accel).
+# Multi-threaded TCG (one host thread per vCPU) for every run, the SMP
+# Linux runs included. The "VMCB holding the host's own state" once seen
+# with it is what QEMU leaves after a VMRUN that failed its consistency
+# checks (tests/snpm/vmrun-check.sh; docs/snp-machine.md "Multi-threaded
+# TCG"). QEMU_ACCEL=tcg,thread=single runs everything on one thread.
 QEMU_ACCEL=${QEMU_ACCEL:-tcg}
-linux_accel() { # linux_accel SMP
-	if [ "$1" -gt 1 ]; then echo "tcg,thread=single"; else echo tcg; fi
-}
 
 # A Linux guest (GUEST=linux): trixie-backports' kernel and the test
 # initramfs (tests/linux), handed to the SNP machine as hidden fw_cfg files;

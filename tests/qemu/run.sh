@@ -31,7 +31,6 @@ for a in "$@"; do
 	*) args+=("$a") ;;
 	esac
 done
-[ -n "${QEMU_ACCEL:-}" ] && QEMU_ACCEL_SET=1
 . tests/qemu/lib.sh
 [ -n "$APPEND" ] && args+=(-append "$APPEND")
 case "$FW" in
@@ -52,7 +51,6 @@ probe | ovmf)
 	args+=($(snpm_guest_args probe "$MEM" "$SMP" "$PROBE"))
 	;;
 linux)
-	[ -n "${QEMU_ACCEL_SET:-}" ] || QEMU_ACCEL=$(linux_accel "$SMP")
 	if ! lx=$(linux_guest_args "$MEM" "$SMP" "$KAPPEND"); then exit 2; fi
 	# shellcheck disable=SC2206
 	args+=($lx)

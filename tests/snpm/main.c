@@ -508,6 +508,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          Linux refuses it (no XSAVEC/XSAVES under TCG)
  *   snpm.e820=qemu|seabios the guest's memory map (IGVM MEMORY_MAP and fw_cfg
  *                          etc/e820): QEMU's (default) or the outer one's
+ *   snpm.vmrun_invalid=1   a self-test of the machine: VMPL0's first VMRUN
+ *                          gets CR0.NW without CR0.CD, which VMRUN rejects;
+ *                          the machine names the check and stops
  *   snpm.nmi_vmpl0=1       an NMI for the boot vCPU's VMPL0 at the guest's
  *                          launch, delivered through its #HV doorbell page
  *   snpm.run_vmpl=ghcb|msr a host with the GHCB RUN_VMPL event (default), or
@@ -563,6 +566,7 @@ static void machine_options(void)
 	}
 	snpm_nmi_vmpl0 = option_is_1("snpm.nmi_vmpl0");
 	snpm_hv_doorbell_refuse = option_is_1("snpm.hv_doorbell_refuse");
+	hv_vmrun_invalid_once = option_is_1("snpm.vmrun_invalid");
 	const char *v;
 	size_t vlen;
 	if (cmdline_get(cmdline, cmdline_len, "snpm.e820", &v, &vlen)) {

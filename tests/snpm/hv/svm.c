@@ -90,18 +90,80 @@ void hv_exits_unlock(void)
 static volatile uint64_t flush_gen;
 
 /*
- * QEMU 7.2's multi-threaded TCG, with a guest vCPU in guest mode on each of
- * two CPUs, was seen to hand back a VMCB whose guest state is csvsm's own
- * (its CR3 and the RIP after VMRUN): the next VMRUN would run csvsm's code
- * as the guest. It does not happen with -accel tcg,thread=single, which
- * the SMP guests' runs use (tests/qemu/lib.sh). Stop at once if it does.
+ * A VMCB whose save area holds the machine's own state (its CR3 and CS)
+ * after an exit other than VMEXIT_INVALID: the next VMRUN would run the
+ * machine's code as the guest. QEMU writes the host's state there when a
+ * VMRUN fails its consistency checks (struct vmrun_checked), which is what
+ * was once seen under multi-threaded TCG and read as a TCG fault; that exit
+ * is reported with the check it failed (SVM_EXIT_INVALID in svm_guest_run).
+ * Any other exit with this state is a fault of the emulator: stop at once.
  */
 static void check_exit_state(const struct svm_vcpu *v)
 {
+	if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_INVALID)
+		return;
 	if (v->vmcb->save.cr3 == read_cr3() && v->vmcb->save.cs.sel == read_cs())
-		panic("vCPU %u: the VMCB holds csvsm's own state after an exit (QEMU "
-		      "multi-threaded TCG; run with -accel tcg,thread=single)",
-		      v->gv.id);
+		panic("vCPU %u: the VMCB holds the machine's own state after exit 0x%llx", v->gv.id,
+		      (unsigned long long)v->vmcb->ctl.exit_code);
+}
+
+#define CR0_PE	 (1ULL << 0)
+#define CR0_NW	 (1ULL << 29)
+#define CR0_CD	 (1ULL << 30)
+#define CR0_PG	 (1ULL << 31)
+#define CR4_PAE	 (1ULL << 5)
+#define EFER_LME (1ULL << 8)
+#define SEG_L	 (1u << 9)  /* VMCB attrib: long-mode code segment */
+#define SEG_DB	 (1u << 10) /* VMCB attrib: default operand size */
+
+bool hv_vmrun_invalid_once;
+
+/*
+ * APM vol. 2 §15.5.1, "Canonicalization and Consistency Checks", the ones
+ * the machine can name from struct vmrun_checked; QEMU's helper_vmrun
+ * (target/i386/tcg/sysemu/svm_helper.c) makes the same ones, an exception
+ * injected with vector 2 or above 30 included (§15.20 "Illegal event
+ * injection"; QEMU refuses vector 31 too).
+ */
+const char *vmrun_rejected_why(const struct vmrun_checked *c)
+{
+	bool lme_pg = (c->efer & EFER_LME) && (c->cr0 & CR0_PG);
+	unsigned type = (unsigned)((c->event_inj & SVM_EVTINJ_TYPE_MASK) >> SVM_EVTINJ_TYPE_SHIFT);
+	unsigned vec = (unsigned)(c->event_inj & SVM_EVTINJ_VEC_MASK);
+	if (!(c->efer & EFER_SVME))
+		return "EFER.SVME is clear";
+	if ((c->cr0 & CR0_NW) && !(c->cr0 & CR0_CD))
+		return "CR0.NW is set and CR0.CD clear";
+	if (c->cr0 >> 32)
+		return "CR0[63:32] is not zero";
+	if (c->dr6 >> 32 || c->dr7 >> 32)
+		return "DR6[63:32] or DR7[63:32] is not zero";
+	if (lme_pg && !(c->cr4 & CR4_PAE))
+		return "EFER.LME and CR0.PG are set and CR4.PAE is clear";
+	if (lme_pg && !(c->cr0 & CR0_PE))
+		return "EFER.LME and CR0.PG are set and CR0.PE is clear";
+	if (lme_pg && (c->cr4 & CR4_PAE) && (c->cs_attrib & SEG_L) && (c->cs_attrib & SEG_DB))
+		return "EFER.LME, CR0.PG, CR4.PAE, CS.L and CS.D are all set";
+	if (c->asid == 0)
+		return "ASID is 0";
+	if ((c->event_inj & SVM_EVTINJ_VALID) &&
+	    (type == 1 || type > 4 || (type == 3 && (vec == 2 || vec > 30))))
+		return "EVENTINJ holds an illegal event";
+	return NULL;
+}
+
+static void vmrun_record(struct svm_vcpu *v)
+{
+	const struct vmcb *m = v->vmcb;
+	v->pre = (struct vmrun_checked){.cr0 = m->save.cr0,
+					.cr3 = m->save.cr3,
+					.cr4 = m->save.cr4,
+					.efer = m->save.efer,
+					.dr6 = m->save.dr6,
+					.dr7 = m->save.dr7,
+					.event_inj = m->ctl.event_inj,
+					.asid = m->ctl.asid,
+					.cs_attrib = m->save.cs.attrib};
 }
 
 /* The guest vCPU each csvsm vCPU runs (its exits are handled there). */
@@ -146,6 +208,14 @@ static void vcpu_vmrun(struct svm_vcpu *v)
 	uint64_t t0 = rdtsc();
 	if (v->exit_tsc)
 		v->host_cycles += t0 - v->exit_tsc; /* csvsm's handling of the last exit */
+	if (hv_vmrun_invalid_once && v->vmpl == 0) {
+		hv_vmrun_invalid_once = false;
+		v->vmcb->save.cr0 = (v->vmcb->save.cr0 | CR0_NW) & ~CR0_CD;
+		con_printf("%s: vCPU %u VMPL0: CR0.NW set without CR0.CD for one VMRUN "
+			   "(snpm.vmrun_invalid=1)\n",
+			   hv_tag, v->gv.id);
+	}
+	vmrun_record(v);
 	svm_vmrun(v);
 	v->exit_tsc = rdtsc();
 	v->guest_cycles += v->exit_tsc - t0; /* world switches and the guest's own work */
@@ -1313,9 +1383,27 @@ void svm_guest_run(struct svm_vcpu *v)
 		case SVM_EXIT_SHUTDOWN:
 			dump_exit(v, "shut down (triple fault)");
 			platform->terminate(false, 0, 0x20);
-		case SVM_EXIT_INVALID:
-			dump_exit(v, "state rejected by VMRUN");
+		case SVM_EXIT_INVALID: {
+			/* The save area now holds the host's state (struct
+			 * vmrun_checked): report what VMRUN was given. */
+			const char *why = vmrun_rejected_why(&v->pre);
+			con_printf(
+			    "%s: vCPU %u VMPL%u: VMRUN failed its consistency checks "
+			    "(VMEXIT_INVALID): %s; cr0 0x%llx cr3 0x%llx cr4 0x%llx efer "
+			    "0x%llx dr6 0x%llx dr7 0x%llx eventinj 0x%llx asid %u; save-area=%s\n",
+			    hv_tag, v->gv.id, v->vmpl,
+			    why ? why
+				: "a check the machine does not name (CR4 or CR3 "
+				  "reserved bits, intercepts, MSRPM/IOPM bases)",
+			    (unsigned long long)v->pre.cr0, (unsigned long long)v->pre.cr3,
+			    (unsigned long long)v->pre.cr4, (unsigned long long)v->pre.efer,
+			    (unsigned long long)v->pre.dr6, (unsigned long long)v->pre.dr7,
+			    (unsigned long long)v->pre.event_inj, v->pre.asid,
+			    v->vmcb->save.cr3 == read_cr3() && v->vmcb->save.cs.sel == read_cs()
+				? "host"
+				: "other");
 			platform->terminate(false, 0, 0x21);
+		}
 		default:
 			dump_exit(v, "unexpected exit");
 			platform->terminate(false, 0, 0x22);

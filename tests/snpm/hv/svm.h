@@ -11,6 +11,19 @@
 
 struct memmap;
 
+/*
+ * The fields VMRUN's consistency checks read (APM vol. 2 §15.5.1), copied
+ * before every VMRUN. When a check fails, QEMU's helper_vmrun has already
+ * set HF_GUEST_MASK, and its #VMEXIT (do_vmexit) writes the CPU's state,
+ * still the host's, into the save area: afterwards the VMCB no longer
+ * shows what was rejected (docs/snp-machine.md, "Multi-threaded TCG").
+ */
+struct vmrun_checked {
+	uint64_t cr0, cr3, cr4, efer, dr6, dr7, event_inj;
+	uint32_t asid;
+	uint16_t cs_attrib;
+};
+
 struct svm_vcpu {
 	struct guest_gprs gprs; /* 0: swapped by svm_entry.S */
 	uint64_t vmcb_pa;	/* 112 */
@@ -41,8 +54,9 @@ struct svm_vcpu {
 	 * own; an exit handler that switches VMPL names the next context here. */
 	unsigned vmpl;
 	struct hv_vcpu *hv;
-	volatile uint32_t leave; /* svm_guest_run returns at the next exit */
-	uint64_t sev_features;	 /* machine: its VMSA's SEV_FEATURES (SEV_STATUS) */
+	volatile uint32_t leave;  /* svm_guest_run returns at the next exit */
+	uint64_t sev_features;	  /* machine: its VMSA's SEV_FEATURES (SEV_STATUS) */
+	struct vmrun_checked pre; /* what the last VMRUN checked (vcpu_vmrun) */
 };
 
 struct hv_vcpu; /* the SNP machine's vCPU (tests/snpm/vmpl.c) */
@@ -102,6 +116,10 @@ void svm_vcpu_fpu_reset(struct svm_vcpu *v);
 const uint64_t *svm_npt_root(unsigned vmpl);
 void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt);
 void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig);
+/* Which of VMRUN's consistency checks `c` fails, or NULL if none the machine knows. */
+const char *vmrun_rejected_why(const struct vmrun_checked *c);
+/* snpm.vmrun_invalid=1: VMPL0's first VMRUN gets CR0.NW without CR0.CD (a self-test). */
+extern bool hv_vmrun_invalid_once;
 void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr);
 struct vmsa;
 void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m);
