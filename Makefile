@@ -130,6 +130,11 @@ run: deps
 	$(MAKE) all
 	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(FW),FW=$(FW)) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
 
+# A second QEMU for the machine: trixie's 10.0, unpacked under build/qemu-trixie
+# (never installed); QEMU=build/qemu-trixie/qemu make run ... uses it.
+qemu-trixie: deps-guests
+	@tests/qemu/fetch-qemu-trixie.sh $(BUILD)
+
 # Every benchmark in bench/, each printing its comparison against a named baseline.
 bench: deps
 	$(MAKE) all
@@ -142,7 +147,7 @@ format:
 clean:
 	rm -rf $(BUILD)
 
-.PHONY: all deps deps-pkgs test run bench format clean host-cmdline
+.PHONY: all deps deps-pkgs test run bench format clean host-cmdline qemu-trixie
 
 # The QEMU command line for a real SEV-SNP host and the MEASUREMENT it gives
 # (docs/hardware.md): make host-cmdline [SMP=4] [MEM=8G] [CBITPOS=51] [KVM=coconut|upstream]
