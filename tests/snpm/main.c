@@ -513,6 +513,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          the machine names the check and stops
  *   snpm.nmi_vmpl0=1       an NMI for the boot vCPU's VMPL0 at the guest's
  *                          launch, delivered through its #HV doorbell page
+ *   snpm.irq_vmpl0=VEC     an interrupt with vector VEC (hex, 0x20..0xff) for
+ *                          the boot vCPU's VMPL0 (a host IPI), posted in its
+ *                          doorbell page after the NMI, if any
  *   snpm.run_vmpl=ghcb|msr a host with the GHCB RUN_VMPL event (default), or
  *                          one that answers it from VMPL0 as an unknown event
  *                          (csvsm then switches with the MSR form, 0x016)
@@ -673,6 +676,13 @@ static void machine_options(void)
 		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > 0xFFFFFFFFu)
 			fail("bad snpm.vmsa_busy= value (want a hex count)");
 		snpm_vmsa_busy = n;
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.irq_vmpl0", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n < 0x20 || n > 0xFF)
+			fail("bad snpm.irq_vmpl0= value (want a hex vector, 20..ff)");
+		snpm_irq_vmpl0 = (uint8_t)n;
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.frame_swap", &v, &vlen)) {
 		extern unsigned snpm_frame_swap;

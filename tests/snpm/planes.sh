@@ -5,7 +5,8 @@
 #     VMPL0 in the #HV doorbell page csvsm registered and injects #HV
 #     (snpm.nmi_vmpl0=1, KVM's prepare_hv_injection); csvsm acknowledges
 #     and drops it and goes on serving (before the doorbell, vector 28 was
-#     a fatal fault). While csvsm serves a request its guest VMSA is not
+#     a fatal fault); then an interrupt for VMPL0 (snpm.irq_vmpl0=30, KVM's
+#     INJECT_IRQ: the vector in the page), taken and dropped the same way. While csvsm serves a request its guest VMSA is not
 #     runnable: the machine's serving audit checks EFER.SVME of the guest
 #     VMSA at each of VMPL0's exits in that time (checks > 0, runnable 0).
 #     A host that runs the guest VMSA on another CPU while csvsm serves it
@@ -65,7 +66,7 @@ stack=$(nm build/csvsm.elf | awk '$3 == "boot_stack" {print $1}')
 guard=$(printf %x "0x${guard:-0}") stack=$(printf %x "0x${stack:-0}")
 # shellcheck disable=SC2046
 snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
-	-append "snpm.nmi_vmpl0=1 snpm.va_probe=$guard,$stack snpm.vmsa_busy=40"
+	-append "snpm.nmi_vmpl0=1 snpm.irq_vmpl0=30 snpm.va_probe=$guard,$stack snpm.vmsa_busy=40"
 log=$tmp/n.log
 ended "nmi" "$log"
 busy "nmi" "$log" 64
@@ -85,6 +86,14 @@ tap_check "nmi: csvsm's #HV handler took it (1 NMI, acknowledged and dropped)" \
 	grep -q '^csvsm: #HV on vCPU 0: 1 events, 1 NMI, .* acknowledged and dropped' "$log"
 tap_check "nmi: the machine counts 1 NMI delivered" \
 	test "$(field nmi-delivered "$(grep -m1 '^snpm: serving-audit: ' "$log")")" = 1
+i=$(grep -m1 '^snpm: #HV: interrupt 0x30 for VMPL0 of vCPU 0 posted in its doorbell page' "$log")
+echo "# irq: $i"
+tap_check "irq: after the NMI, the machine posted interrupt 0x30 (a host IPI for plane 0) as the page's vector and injected #HV" \
+	bash -c "grep -q '^snpm: #HV: interrupt 0x30 for VMPL0 of vCPU 0 posted in its doorbell page 0x[0-9a-f]*, #HV injected' '$log'"
+tap_check "irq: csvsm's #HV handler took it too (2 events: 1 NMI, 1 vector, acknowledged and dropped)" \
+	grep -q '^csvsm: #HV on vCPU 0: 2 events, 1 NMI, 1 vectors, 0 without a doorbell page: acknowledged and dropped' "$log"
+tap_check "irq: the machine counts 1 interrupt delivered" \
+	test "$(field irq-delivered "$(grep -m1 '^snpm: serving-audit: ' "$log")")" = 1
 tap_check "nmi: no vCPU was refused its doorbell page" bash -c "! grep -q 'refused the #HV doorbell\|does not report restricted injection' '$log'"
 audit "nmi" "$log"
 

@@ -52,14 +52,18 @@ struct hv_vcpu {
 	volatile bool halted0; /* its VMPL0 executed HLT and waits for an event */
 	volatile bool serving; /* its VMPL0 runs because the guest VMPL asked */
 	volatile bool nmi0;    /* an NMI for VMPL0 waits for delivery */
+	volatile uint8_t irq0; /* an interrupt vector for VMPL0 waits, 0 = none */
 	gpa_t hvdb[4];	       /* #HV doorbell page per VMPL, 0 = none */
 };
 
 /* snpm.nmi_vmpl0=1: an NMI for the boot vCPU's VMPL0 at the guest's launch. */
 bool snpm_nmi_vmpl0;
+/* snpm.irq_vmpl0=VEC: an interrupt (a host IPI) for that VMPL0 after the NMI, 0 = none. */
+uint8_t snpm_irq_vmpl0;
 /* snpm.hv_doorbell_refuse=1: SET fails, as KVM's does for a page it cannot map. */
 bool snpm_hv_doorbell_refuse;
-static uint64_t nmi_delivered, nmi_blocked_reported, serving_checks, serving_runnable, vmpl0_halts;
+static uint64_t nmi_delivered, irq_delivered, blocked_reported, serving_checks, serving_runnable,
+    vmpl0_halts;
 uint64_t snpm_vmsa_busy; /* snpm.vmsa_busy=N: see vmsa_in_run */
 static uint64_t vmsa_busy_answers;
 
@@ -246,6 +250,7 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 		launched = true;
 		if (snpm_nmi_vmpl0)
 			hvs[0].nmi0 = true;
+		hvs[0].irq0 = snpm_irq_vmpl0;
 		snpm_launch_audit(vmpl, v->vmcb->save.cr3);
 	}
 	if (v->vmpl != 0 && vmpl == 0) {
@@ -321,33 +326,55 @@ bool hv_doorbell_nae(struct svm_vcpu *v, uint64_t op, gpa_t gpa, uint64_t *out)
 
 /*
  * An event for VMPL0 under restricted injection (KVM "Inject #HV when
- * restricted injection is active"): the host posts it in the doorbell page
- * and injects #HV unless NoFurtherSignal is set, which it then sets
- * (prepare_hv_injection); without a page it counts as blocked
- * (sev_snp_blocked) and waits. Called as VMPL0 is entered.
+ * restricted injection is active"): the host posts it in the doorbell page,
+ * an NMI as the NMI flag, an interrupt as its vector (sev_snp_inject,
+ * INJECT_NMI / INJECT_IRQ), and injects #HV unless NoFurtherSignal is set,
+ * which it then sets (prepare_hv_injection). Without a page the event is
+ * blocked (sev_snp_blocked) and waits; so does one whose field still holds
+ * the last event, which the guest has not taken. One event per entry, the
+ * NMI first. Called as VMPL0 is entered. The machine, as that KVM, injects
+ * no other event into VMPL0 (sev_snp_queue_exception drops an exception
+ * other than #HV); the exceptions it does inject are the CPU's own, for
+ * instructions it emulates.
  */
 static void deliver_vmpl0_events(struct hv_vcpu *h, struct svm_vcpu *v)
 {
-	if (!h->nmi0)
+	if (!h->nmi0 && !h->irq0)
 		return;
+	char what[24];
+	if (h->nmi0)
+		fmt_snprintf(what, sizeof(what), "NMI");
+	else
+		fmt_snprintf(what, sizeof(what), "interrupt 0x%x", h->irq0);
 	gpa_t db = h->hvdb[0];
 	if (!db || !sim_snp_host_may_touch(db, PAGE_SIZE)) {
-		if (!nmi_blocked_reported++)
-			con_printf("snpm: #HV: NMI for VMPL0 of vCPU %u blocked: no #HV doorbell "
+		if (!blocked_reported++)
+			con_printf("snpm: #HV: %s for VMPL0 of vCPU %u blocked: no #HV doorbell "
 				   "page registered\n",
-				   h->id);
+				   what, h->id);
 		return;
 	}
 	volatile uint8_t *p = (volatile uint8_t *)(uintptr_t)hv_hpa(db);
-	__atomic_fetch_or(&p[HVDB_FLAGS], HVDB_FLAG_NMI, __ATOMIC_ACQ_REL);
-	if (!(__atomic_fetch_or(&p[HVDB_FLAGS], HVDB_FLAG_NO_FURTHER, __ATOMIC_ACQ_REL) &
-	      HVDB_FLAG_NO_FURTHER))
+	if (h->nmi0) {
+		if (__atomic_load_n(&p[HVDB_FLAGS], __ATOMIC_ACQUIRE) & HVDB_FLAG_NMI)
+			return;
+		__atomic_fetch_or(&p[HVDB_FLAGS], HVDB_FLAG_NMI, __ATOMIC_ACQ_REL);
+		h->nmi0 = false;
+		nmi_delivered++;
+	} else {
+		if (__atomic_load_n(&p[HVDB_VECTOR], __ATOMIC_ACQUIRE))
+			return;
+		__atomic_store_n(&p[HVDB_VECTOR], h->irq0, __ATOMIC_RELEASE);
+		h->irq0 = 0;
+		irq_delivered++;
+	}
+	bool signal = !(__atomic_fetch_or(&p[HVDB_FLAGS], HVDB_FLAG_NO_FURTHER, __ATOMIC_ACQ_REL) &
+			HVDB_FLAG_NO_FURTHER);
+	if (signal)
 		v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | X86_VECTOR_HV;
-	h->nmi0 = false;
-	nmi_delivered++;
-	con_printf("snpm: #HV: NMI for VMPL0 of vCPU %u posted in its doorbell page 0x%llx, #HV "
-		   "injected\n",
-		   h->id, (unsigned long long)db);
+	con_printf("snpm: #HV: %s for VMPL0 of vCPU %u posted in its doorbell page 0x%llx, %s\n",
+		   what, h->id, (unsigned long long)db,
+		   signal ? "#HV injected" : "NoFurtherSignal set: not signalled");
 }
 
 /*
@@ -384,10 +411,10 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	sim_io_print_refusals();
 	print_calls();
 	con_printf("snpm: serving-audit: checks=%llu guest-vmsa-runnable=%llu nmi-delivered=%llu "
-		   "vmpl0-hlt=%llu vmsa-busy-answers=%llu\n",
+		   "irq-delivered=%llu vmpl0-hlt=%llu vmsa-busy-answers=%llu\n",
 		   (unsigned long long)serving_checks, (unsigned long long)serving_runnable,
-		   (unsigned long long)nmi_delivered, (unsigned long long)vmpl0_halts,
-		   (unsigned long long)vmsa_busy_answers);
+		   (unsigned long long)nmi_delivered, (unsigned long long)irq_delivered,
+		   (unsigned long long)vmpl0_halts, (unsigned long long)vmsa_busy_answers);
 	platform->terminate(guest_power_event == 1, 0, 0x23);
 }
 

@@ -211,5 +211,6 @@ void hv_serving_audit(struct svm_vcpu *v);
 bool sim_snp_host_may_touch(gpa_t gpa, uint64_t len);
 extern bool snpm_run_vmpl_msr_only, snpm_nmi_vmpl0, snpm_hv_doorbell_refuse;
 extern uint64_t snpm_vmsa_busy;
+extern uint8_t snpm_irq_vmpl0;
 
 #endif
