@@ -66,8 +66,17 @@ cpu_enable_fpu:
 	mov $0xd, %eax
 	xor %ecx, %ecx
 	cpuid
+	/* What the host's CPUID page offers of x87, SSE and AVX. XSETBV
+	 * raises #GP without x87 (bit 0) or with AVX (bit 2) but not SSE
+	 * (bit 1): a page that offers such a set gets x87 (and SSE) only
+	 * here, and snp_boot_main refuses it with a message (hostile review
+	 * of the #HV change, finding 3). */
 	and $7, %eax
-	xor %edx, %edx
+	or $1, %eax
+	test $2, %eax
+	jnz 7f
+	and $~4, %eax
+7:	xor %edx, %edx
 	xor %ecx, %ecx
 	xsetbv
 4:	pop %rbx
@@ -112,16 +121,17 @@ boot_gdt_desc64:
 boot_pml4: .skip 4096
 boot_pdpt: .skip 4096
 boot_pd:   .skip 4 * 4096
-	/* A guard page under the boot vCPU's stack (unmapped by snp_boot_main,
-	 * as src/smp.c does for the APs): an overflow, or a host that nests
-	 * #HV injections to walk RSP down (restricted injection lets it inject
-	 * #HV at any instruction), faults there instead of writing over the
-	 * .bss below; with no other stack the #DF cannot be delivered and the
-	 * vCPU shuts down (APM vol. 2 §8.2.9). */
+	/* Guard pages under the boot vCPU's stack (unmapped by snp_boot_main
+	 * before it loads the IDT, as src/smp.c does for the APs; 16 KiB, the
+	 * APs' size, larger than any unprobed library frame): an overflow, or
+	 * a host that nests #HV injections to walk RSP down (restricted
+	 * injection lets it inject #HV at any instruction), faults there
+	 * instead of writing over the .bss below; with no other stack the #DF
+	 * cannot be delivered and the vCPU shuts down (APM vol. 2 §8.2.9). */
 	.section .bss, "aw", @nobits
 	.p2align 12
 	.globl boot_stack_guard, boot_stack
-boot_stack_guard: .skip 4096
+boot_stack_guard: .skip BOOT_STACK_GUARD
 boot_stack: .skip BOOT_STACK_SIZE
 	/* OpenSSL's bare .init fragment needs a prologue and epilogue (§3.6). */
 	.section .init.prologue, "ax"

@@ -6,6 +6,8 @@
 #define CSVSM_SRC_ENTRY_H
 
 #define BOOT_STACK_SIZE (64 * 1024) /* the boot vCPU's stack (src/boot.S boot_stack) */
+/* The unmapped pages under it: as large as an AP's (AP_STACK_GUARD, src/smp.c). */
+#define BOOT_STACK_GUARD (16 * 1024)
 
 #ifdef __ASSEMBLY__
 /* clang-format off */

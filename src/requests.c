@@ -57,6 +57,10 @@ bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r)
 	if (p && proto != SVSM_PROTOCOL_CORE && platform && platform->fpu_enter)
 		platform->fpu_enter();
 	r->rax = p ? p->call(gv, call_id, r) : SVSM_ERR_UNSUPPORTED_PROTOCOL;
+	/* A wipe on another vCPU during the call: its results (registers,
+	 * anything computed from wiped state) stay in csvsm. */
+	if (secret_terminating())
+		return false;
 	gv->calls++;
 	return true;
 }

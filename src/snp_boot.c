@@ -35,6 +35,7 @@
 #include "mm/pool.h"
 #include "snp/snp.h"
 #include "snp/vc.h"
+#include "src/entry.h"
 #include "base/libc/libc.h"
 
 extern uint32_t snp_cbit_hi;
@@ -105,7 +106,7 @@ static void read_boot_block(uint32_t gpa)
 	cmdline[sizeof(cmdline) - 1] = 0;
 }
 
-/* 3. [image_end, region_end): backed and private, not validated by the launch. */
+/* 2. [image_end, region_end): backed and private, not validated by the launch. */
 static void validate_region_tail(void)
 {
 	for (gpa_t g = bb.image_end; g < bb.region_end;) {
@@ -354,7 +355,25 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	pgtable_cbit = (uint64_t)snp_cbit_hi << 32;
 	read_boot_block(bb_gpa);
 
-	/* 2. Exceptions and #VC; the FPU after that (its checks execute CPUID). */
+	/*
+	 * 2. csvsm's whole region, its page pool and the guard pages under the
+	 * boot stack, before the IDT is loaded: from then on the host may
+	 * inject #HV at any instruction, and injections nested before a
+	 * handler's first instruction walk RSP down 48 bytes each; without the
+	 * guard they would reach the .bss under the stack (`platform` lies
+	 * there) before csvsm could stop them (hostile review of the #HV
+	 * change, finding 1). Until the IDT is loaded an exception shuts the
+	 * vCPU down. Nothing here takes a #VC: PVALIDATE does not, and a
+	 * failure stops through the MSR protocol with the console held.
+	 */
+	validate_region_tail();
+	pool_init(bb.image_end, bb.region_end);
+	extern uint8_t boot_stack_guard[]; /* src/boot.S */
+	for (unsigned g = 0; g < BOOT_STACK_GUARD; g += PAGE_SIZE)
+		if (pgtable_set_guard((vaddr_t)(uintptr_t)boot_stack_guard + g) != 0)
+			stop(SNP_BOOT_REGION);
+
+	/* 3. Exceptions and #VC; the FPU after that (its checks execute CPUID). */
 	idt_init();
 	exception_vc_handler = vc_exception;
 	hv_doorbell_init(); /* restricted injection: the host may inject #HV from the first
@@ -367,10 +386,6 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	/* XCR0 exists only with CR4.OSXSAVE (the CPUID page may offer no XSAVE). */
 	vc_set_xstate(read_cr4(), (read_cr4() & (1ULL << 18)) ? xgetbv0() : 1, 0);
 
-	/* 3. csvsm's whole region, then its page pool. */
-	validate_region_tail();
-	pool_init(bb.image_end, bb.region_end);
-
 	/* 4. The boot vCPU's GHCB, then the console. */
 	percpus[0].ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	percpus[0].ghcb_gpa = (gpa_t)(uintptr_t)percpus[0].ghcb;
@@ -380,8 +395,19 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	con_release();
 	timer_init();
 	con_printf("\ncsvsm: Secure VM Service Module\n");
-	if (read_cr4() & (1ULL << 18)) /* the CPUID page offered XSAVE (cpu_enable_fpu) */
+	if (read_cr4() & (1ULL << 18)) { /* the CPUID page offered XSAVE (cpu_enable_fpu) */
+		struct cpuid_regs d;
+		cpuid_count(0xD, 0, &d);
+		/* cpu_enable_fpu took x87 and SSE from a set XSETBV would refuse. */
+		if (xgetbv0() != (d.eax & 7)) {
+			con_printf(
+			    "csvsm: cpuid: refused: leaf 0xD offers XCR0 components 0x%x (x87 "
+			    "is required, AVX requires SSE: XSETBV, APM vol. 3)\n",
+			    d.eax & 7);
+			stop(SNP_BOOT_CPUID);
+		}
 		con_printf("csvsm: XSAVE: XCR0 0x%llx\n", (unsigned long long)xgetbv0());
+	}
 	if (!random_available())
 		stop(SNP_BOOT_CPUID);
 	/*
@@ -417,9 +443,6 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	read_memory_map();
 	unsigned want = read_vcpus();
 	pgtable_identity_map_to(MAX(snp_memmap.max_gpa, 4ULL << 30));
-	extern uint8_t boot_stack_guard[]; /* src/boot.S */
-	if (pgtable_set_guard((vaddr_t)(uintptr_t)boot_stack_guard) != 0)
-		panic("snp: no guard page under the boot stack");
 	boot_phase("memory", "%llu MiB RAM in %u ranges (%u to pre-accept); csvsm 0x%llx-0x%llx",
 		   (unsigned long long)(memmap_ram_bytes(&snp_memmap) >> 20), snp_memmap.nr_ram,
 		   n_to_accept, (unsigned long long)bb.region_start,

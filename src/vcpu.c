@@ -68,7 +68,7 @@ bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
 	return s != NULL;
 }
 
-bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
+bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa, uint64_t *gen)
 {
 	vcpu_state_lock();
 	struct guest_vmsa_slot *s = vcpu_find_apic(apic_id);
@@ -76,6 +76,7 @@ bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
 		__atomic_store_n(&s->running, true, __ATOMIC_RELEASE);
 		*vmsa = s->vmsa;
 		*caa = s->caa;
+		*gen = s->gen;
 	}
 	vcpu_state_unlock();
 	return s != NULL;

@@ -39,9 +39,10 @@ bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
 /*
  * The request loop's hold on the VMSA it serves: vcpu_serve_begin looks it
  * up by APIC ID and marks it running (DELETE_VCPU answers FAIL_INUSE until
- * vcpu_serve_end), both under the lock.
+ * vcpu_serve_end), both under the lock. `gen` names the registration (a
+ * VMSA deleted and created again at the same GPA is a new one).
  */
-bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
+bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa, uint64_t *gen);
 void vcpu_serve_end(gpa_t vmsa);
 /* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;

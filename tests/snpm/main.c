@@ -258,6 +258,28 @@ static int make_secrets(uint8_t *p)
 	return 0;
 }
 
+/*
+ * snpm.xcr0_lie=N: a host that fills leaf 0xD subleaf 0's EAX[2:0] (the
+ * XCR0 components x87, SSE, AVX) with N. The PSP checks the page only
+ * against what the CPU has, so any subset passes (SNP firmware ABI 56860,
+ * SNP_LAUNCH_UPDATE of a CPUID page); N = 5 or 4 is a set XSETBV refuses.
+ */
+static uint32_t xcr0_lie = UINT32_MAX;
+
+static void cpuid_page_lie(struct snp_cpuid_page *pg)
+{
+	if (xcr0_lie == UINT32_MAX)
+		return;
+	for (uint32_t i = 0; i < pg->count && i < SNP_CPUID_COUNT_MAX; i++)
+		if (pg->fn[i].eax_in == 0xD && pg->fn[i].ecx_in == 0) {
+			pg->fn[i].eax = (pg->fn[i].eax & ~7u) | xcr0_lie;
+			con_printf(
+			    "snpm: cpuid: the host's page offers XCR0 components 0x%x in leaf "
+			    "0xD (snpm.xcr0_lie)\n",
+			    xcr0_lie);
+		}
+}
+
 static int on_page(void *ctx, uint64_t gpa, enum snpm_page_kind kind, const uint8_t *data)
 {
 	uint8_t *p = launch_backing(gpa);
@@ -295,6 +317,7 @@ static int on_page(void *ctx, uint64_t gpa, enum snpm_page_kind kind, const uint
 		memset(p, 0, PAGE_SIZE);
 		if (snp_cpuid_page_fill((struct snp_cpuid_page *)p, host_cpuid, SNPM_CBIT) < 0)
 			return 4;
+		cpuid_page_lie((struct snp_cpuid_page *)p);
 		L.cpuid++;
 		break;
 	}
@@ -513,6 +536,12 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          the machine names the check and stops
  *   snpm.nmi_vmpl0=1       an NMI for the boot vCPU's VMPL0 at the guest's
  *                          launch, delivered through its #HV doorbell page
+ *   snpm.xcr0_lie=N        with snpm.xsave=1: a host whose CPUID page offers
+ *                          XCR0 components N (hex 0..7) in leaf 0xD.0 EAX
+ *   snpm.hv_nest=ADDR      a hostile host that nests #HV injections into
+ *                          VMPL0 once its IDT is loaded (the handler's page
+ *                          unmapped in the nested table) and reports whether
+ *                          the page holding ADDR changed (svm.c hv_nest_exit)
  *   snpm.irq_vmpl0=VEC     an interrupt with vector VEC (hex, 0x20..0xff) for
  *                          the boot vCPU's VMPL0 (a host IPI), posted in its
  *                          doorbell page after the NMI, if any
@@ -676,6 +705,21 @@ static void machine_options(void)
 		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > 0xFFFFFFFFu)
 			fail("bad snpm.vmsa_busy= value (want a hex count)");
 		snpm_vmsa_busy = n;
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.xcr0_lie", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > 7)
+			fail("bad snpm.xcr0_lie= value (want 0..7)");
+		xcr0_lie = (uint32_t)n;
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.hv_nest", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || !n || n & 7)
+			fail(
+			    "bad snpm.hv_nest= value (want the hex address of 8 bytes of VMPL0's)");
+		hv_nest_addr = n;
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.irq_vmpl0", &v, &vlen)) {
 		const char *stop = v + vlen;

@@ -64,9 +64,10 @@ busy() { # busy NAME LOG WANT: the machine answered WANT of csvsm's parking RMPA
 guard=$(nm build/csvsm.elf | awk '$3 == "boot_stack_guard" {print $1}')
 stack=$(nm build/csvsm.elf | awk '$3 == "boot_stack" {print $1}')
 guard=$(printf %x "0x${guard:-0}") stack=$(printf %x "0x${stack:-0}")
+glast=$(printf %x $((0x$stack - 0x1000))) # the guard's last page (16 KiB: src/entry.h BOOT_STACK_GUARD)
 # shellcheck disable=SC2046
 snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
-	-append "snpm.nmi_vmpl0=1 snpm.irq_vmpl0=30 snpm.va_probe=$guard,$stack snpm.vmsa_busy=40"
+	-append "snpm.nmi_vmpl0=1 snpm.irq_vmpl0=30 snpm.va_probe=$guard,$glast,$stack snpm.vmsa_busy=40"
 log=$tmp/n.log
 ended "nmi" "$log"
 busy "nmi" "$log" 64
@@ -75,6 +76,9 @@ c=$(grep -m1 "^snpm: vmpl0-map: va=0x$stack " "$log")
 echo "# guard: ${g:-no vmpl0-map line for boot_stack_guard 0x$guard}; control: ${c:-none}"
 tap_check "guard: boot_stack_guard (0x$guard) is not mapped in VMPL0's page tables at the guest's launch" \
 	test "$guard" != 0 -a "$(field mapped "$g")" = 0
+l=$(grep -m1 "^snpm: vmpl0-map: va=0x$glast " "$log")
+tap_check "guard: its last page, 0x$glast (16 KiB, as the APs'), is not mapped either" \
+	test $((0x$stack - 0x$guard)) -eq 16384 -a "$(field mapped "$l")" = 0
 tap_check "guard: the control, boot_stack (0x$stack) just above it, is mapped" \
 	test "$stack" != 0 -a "$(field mapped "$c")" = 1
 m=$(grep -m1 '^snpm: #HV: NMI for VMPL0 of vCPU 0 posted in its doorbell page' "$log")

@@ -43,4 +43,19 @@ echo "# default: $y"
 tap_check "default: the CPUID page offers no XSAVE and the probe skips the YMM check" \
 	grep -q 'YMM0..15 preserved .*# SKIP the CPUID page offers no XSAVE/AVX' "$log"
 tap_check "default: csvsm reports no XCR0 (CR4.OSXSAVE stays clear)" bash -c "! grep -q '^csvsm: XSAVE: XCR0' '$log'"
+
+# A host whose CPUID page offers x87 and AVX without SSE in leaf 0xD (the
+# PSP accepts any subset): XSETBV would raise #GP at csvsm's first steps,
+# with no console yet. csvsm must refuse with a message and the CPUID stop
+# code, not fault (hostile review of the #HV change, finding 3).
+# shellcheck disable=SC2046
+snpm_qemu "$tmp/l.log" 2G 1 $(snpm_guest_args probe 2G 1 "$PROBE") -append "snpm.xsave=1 snpm.xcr0_lie=5"
+log=$tmp/l.log
+echo "# lie: $(grep -m1 'XCR0 components' "$log")"
+tap_check "lie: the machine's CPUID page offered XCR0 components 0x5" \
+	grep -q "^snpm: cpuid: the host's page offers XCR0 components 0x5 in leaf 0xD" "$log"
+tap_check "lie: csvsm refused it with a message and stopped with SNP_BOOT_CPUID (0x41)" \
+	bash -c "grep -q '^csvsm: cpuid: refused: leaf 0xD offers XCR0 components 0x5' '$log' && grep -q '^csvsm: snp boot failed (reason 0x41)' '$log'"
+tap_check "lie: no fault (the XSETBV did not #GP) and the VM stopped (QEMU exit $QEMU_RC, not 1)" \
+	bash -c "! grep -q 'FAULT' '$log' && test '$QEMU_RC' -ne 1"
 [ "$TAP_FAILS" -eq 0 ]

@@ -95,9 +95,15 @@ static int t_rmpadjust(vaddr_t va, unsigned size, uint64_t attrs)
 	return host_sim_rmpadjust(va, size, attrs);
 }
 
+static bool wipe_on_flush; /* another vCPU's termination wipe, at the next flush */
+
 static void t_flush(void)
 {
 	flushes++;
+	if (wipe_on_flush) {
+		wipe_on_flush = false;
+		secret_wipe_all();
+	}
 	if (race_page) {
 		struct rmp_entry_info info;
 		perms_at_flush = rmp_vmpl_perms(race_page, GUEST_VMPL);
@@ -188,6 +194,8 @@ static int setup(void **state)
 	vcpu_boot_apic_id = UINT64_MAX;
 	race_page = 0;
 	race_on_revoke = race_on_flush = false;
+	wipe_on_flush = false;
+	secret_reset(); /* a failed wipe test must not stop every later one */
 	flushes = 0;
 	ncreated = 0;
 	return 0;
@@ -1346,9 +1354,10 @@ static void *end_serving_when_waited(void *arg)
 static void test_delete_vcpu_waits_for_service(void **state)
 {
 	gpa_t vmsa = PG(4), got, caa;
+	uint64_t gen;
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa));
+	assert_true(vcpu_serve_begin(12, &got, &caa, &gen));
 	ending_vmsa = vmsa;
 	uint64_t saved = vcpu_delete_wait_us, saved_tries = vcpu_delete_wait_tries;
 	vcpu_delete_wait_us = 60ULL * 1000000; /* no race with the clock in the test */
@@ -1369,11 +1378,12 @@ static void test_delete_vcpu_waits_for_service(void **state)
 static void test_replaced_vcpu_serves_newest(void **state)
 {
 	gpa_t old = PG(4), new = PG(6), got, caa;
+	uint64_t gen;
 	make_vmsa(old, GUEST_VMPL, EFER_SVME, 0);
 	make_vmsa(new, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(old, PG(5), 12), SVSM_SUCCESS);
 	assert_int_equal(create(new, PG(7), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa));
+	assert_true(vcpu_serve_begin(12, &got, &caa, &gen));
 	assert_int_equal(got, new);
 	assert_int_equal(caa, PG(7));
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, old, 0, 0, NULL), SVSM_SUCCESS);
@@ -1385,15 +1395,41 @@ static void test_replaced_vcpu_serves_newest(void **state)
 static void test_delete_vcpu_while_served(void **state)
 {
 	gpa_t vmsa = PG(4), got, caa;
+	uint64_t gen;
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa));
+	assert_true(vcpu_serve_begin(12, &got, &caa, &gen));
 	assert_int_equal(got, vmsa);
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_ERR_FAIL_INUSE);
 	assert_non_null(vcpu_find(vmsa));
 	vcpu_serve_end(vmsa);
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
 	assert_null(vcpu_find(vmsa));
+}
+
+/*
+ * Hostile review of the #HV change, finding 4: a VMSA deleted and created
+ * again at the same GPA with another calling area is a new registration
+ * (vcpu_serve_begin's gen), so the request loop takes the new calling area
+ * instead of the one it cached for that GPA.
+ */
+static void test_recreated_vcpu_is_new_registration(void **state)
+{
+	gpa_t vmsa = PG(4), got, caa;
+	uint64_t gen1, gen2;
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_begin(12, &got, &caa, &gen1));
+	assert_int_equal(caa, PG(5));
+	vcpu_serve_end(vmsa);
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(7), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_begin(12, &got, &caa, &gen2));
+	assert_int_equal(got, vmsa);	  /* the same GPA ... */
+	assert_int_equal(caa, PG(7));	  /* ... its new calling area ... */
+	assert_int_not_equal(gen2, gen1); /* ... and a registration of its own */
+	vcpu_serve_end(vmsa);
 }
 
 /* Issue 15, finding 3: after a termination wipe on any vCPU, no request is served. */
@@ -1412,6 +1448,36 @@ static void test_no_service_after_wipe(void **state)
 	secret_reset();
 	assert_true(svsm_request(&gv, &r)); /* control: served once reset */
 	assert_int_equal(r.rax, SVSM_SUCCESS);
+}
+
+/*
+ * Hostile review of the #HV change, finding 2: a termination wipe on another
+ * vCPU while a call runs (here inside CREATE_VCPU, at its flush). Nothing
+ * the call computed goes back: svsm_request says "not served", so the
+ * request loop writes no registers to the guest VMSA.
+ */
+static void test_no_reply_after_wipe_during_call(void **state)
+{
+	gpa_t vmsa = PG(4);
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	struct svsm_regs r = {
+	    .rax = SVSM_CALL(0, SVSM_CORE_CREATE_VCPU), .rcx = vmsa, .rdx = PG(5), .r8 = 12};
+	uint64_t calls = gv.calls;
+	*P(gv.caa) = 1;
+	wipe_on_flush = true;
+	assert_false(svsm_request(&gv, &r));
+	assert_false(wipe_on_flush); /* the wipe ran, inside the call */
+	assert_true(secret_terminating());
+	assert_int_equal(gv.calls, calls);
+	secret_reset();
+	if (vcpu_find(vmsa) && ncreated < MAX_GUEST_VCPUS)
+		created[ncreated++] = vmsa; /* for the teardown */
+	/* control: the same kind of request without a wipe is served */
+	struct svsm_regs q = {.rax = SVSM_CALL(0, SVSM_CORE_QUERY_PROTOCOL),
+			      .rcx = svsm_query_protocol_in(0, 1)};
+	*P(gv.caa) = 1;
+	assert_true(svsm_request(&gv, &q));
+	assert_int_equal(q.rax, SVSM_SUCCESS);
 }
 
 static void test_create_vcpu_many(void **state)
@@ -1526,6 +1592,8 @@ int main(void)
 	    T(test_delete_vcpu_waits_for_service),
 	    T(test_replaced_vcpu_serves_newest),
 	    T(test_no_service_after_wipe),
+	    T(test_no_reply_after_wipe_during_call),
+	    T(test_recreated_vcpu_is_new_registration),
 	    T(test_create_vcpu_many),
 	    T(test_query_protocol),
 	    T(test_configure_vtom),

@@ -27,6 +27,7 @@ void hash_sha256(const void *data, size_t len, uint8_t out[HASH_SHA256_SIZE]);
 void hash_sha384(const void *data, size_t len, uint8_t out[HASH_SHA384_SIZE]);
 
 #include "arch/x86/pvh.h"
+#include "base/secret.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "tpm/vtpm.h"
@@ -255,6 +256,31 @@ static void vtpm_down_gives_tpm_failure(void **state)
 	assert_int_equal(vtpm_init(NULL), 0);
 }
 
+/*
+ * Hostile review of the #HV change, finding 2: a termination wipe on another
+ * vCPU (a #MC through the doorbell, a panic) while this one runs a command.
+ * The command runs on libtpms state the wipe may have zeroed, so its
+ * response must not reach the guest. Here the wipe is in place when the
+ * check after the command looks; last in the list (the wipe zeroes the
+ * registered secrets).
+ */
+static void no_reply_after_wipe(void **state)
+{
+	static uint8_t before[VTPM_PROTO_PAGE_SIZE];
+	struct vtpm_svsm_stats s0, s1;
+	fill(pg(9), VTPM_PLAT_SEND_COMMAND, 0, 12, get_random, 12);
+	memcpy(before, mem + 9 * 4096, sizeof(before));
+	vtpm_svsm_stats(&s0);
+	secret_wipe_all();
+	assert_true(secret_terminating());
+	assert_int_not_equal(call(SVSM_VTPM_CMD, pg(9), NULL), SVSM_SUCCESS);
+	assert_memory_equal(mem + 9 * 4096, before, sizeof(before));
+	vtpm_svsm_stats(&s1);
+	assert_int_equal(s1.rejected - s0.rejected, 1);
+	assert_int_equal(s1.cmds, s0.cmds);
+	secret_reset();
+}
+
 static void mbedtls_hash_matches_openssl(void **state)
 {
 	/* FIPS 180-2 "abc" vectors, then both backends over 1 MiB + 3 bytes of pattern. */
@@ -302,6 +328,7 @@ int main(void)
 	    cmocka_unit_test(rejected_request_not_written_back),
 	    cmocka_unit_test(vtpm_down_gives_tpm_failure),
 	    cmocka_unit_test(mbedtls_hash_matches_openssl),
+	    cmocka_unit_test(no_reply_after_wipe),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -58,6 +58,10 @@ static struct {
 } hv_back[32];
 static unsigned n_hv_back;
 static gpa_t npt_top;
+#define SIM_CBIT_MASK (1ULL << 51)
+/* snpm.hv_nest: the one page a hostile host has unmapped in VMPL0's nested table. */
+static volatile gpa_t nest_hole = UINT64_MAX;
+
 static bool npt_snp; /* SNP guest: pages it made shared are its too (unencrypted) */
 static uint8_t *iopm, *msrpm;
 
@@ -195,8 +199,101 @@ void sim_fpu_enter(void)
 	fpu_reset();
 }
 
+/*
+ * snpm.hv_nest=ADDR: a hostile host nests #HV injections into VMPL0 (hostile
+ * review of the #HV change, finding 1). At VMPL0's first exit after it has
+ * loaded an IDT with a #HV gate, the host unmaps the page of that gate's
+ * handler in VMPL0's nested table and injects #HV. Each delivery pushes a
+ * 48-byte frame (no IST) and then faults on the handler's first fetch, an
+ * NPF to the host, which injects again: csvsm runs no instruction while
+ * RSP walks down, until a push faults (csvsm's guard pages under the boot
+ * stack: #PF, #DF, shutdown) or HV_NEST_MAX injections (then the host maps
+ * the page again and lets the handlers run). The page holding ADDR (csvsm's
+ * `platform`, from nm: the .bss under the boot stack) is compared before
+ * and after. Restricted injection
+ * lets a real host do all of this; nothing in it is KVM's.
+ */
+#define HV_NEST_MAX 4096
+uint64_t hv_nest_addr; /* 0: off */
+static enum { NEST_IDLE, NEST_ARMED, NEST_ON, NEST_DONE } nest_state;
+static unsigned nest_count;
+static uint64_t nest_rsp0;
+static uint8_t nest_page0[PAGE_SIZE]; /* the watched page, before */
+
+static const uint8_t *nest_page(void)
+{
+	return (const uint8_t *)(uintptr_t)hv_hpa(ALIGN_DOWN(hv_nest_addr, PAGE_SIZE));
+}
+
+static void nest_report(const struct svm_vcpu *v, const char *end)
+{
+	const uint8_t *p = nest_page();
+	unsigned changed = 0;
+	for (unsigned i = 0; i < PAGE_SIZE; i++)
+		changed += p[i] != nest_page0[i];
+	con_printf("%s: hv-nest: %u #HV injected without a handler instruction, RSP 0x%llx -> "
+		   "0x%llx, then %s; the page at 0x%llx: %u bytes changed\n",
+		   hv_tag, nest_count, (unsigned long long)nest_rsp0,
+		   (unsigned long long)v->vmcb->save.rsp, end,
+		   (unsigned long long)ALIGN_DOWN(hv_nest_addr, PAGE_SIZE), changed);
+}
+
+/* At each of VMPL0's exits while the option is on: true if the exit was the attack's own. */
+static bool hv_nest_exit(struct svm_vcpu *v)
+{
+	const struct vmcb_save *s = &v->vmcb->save;
+	uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
+	/* The IDT counts once VMPL0 runs in long mode with a present 64-bit
+	 * interrupt gate for #HV (the launch state may hold any IDTR). */
+	uint64_t gate_gpa = s->idtr.base + X86_VECTOR_HV * 16;
+	if (nest_state == NEST_IDLE && (s->efer & EFER_LMA) &&
+	    s->idtr.limit >= X86_VECTOR_HV * 16 + 15 && hv_hpa(gate_gpa) != HV_NO_HPA &&
+	    (((const uint8_t *)(uintptr_t)hv_hpa(gate_gpa))[5] & 0x8F) == 0x8E) {
+		const uint8_t *gate = (const uint8_t *)(uintptr_t)hv_hpa(gate_gpa);
+		uint64_t off =
+		    (uint64_t)(gate[0] | gate[1] << 8) | (uint64_t)(gate[6] | gate[7] << 8) << 16 |
+		    (uint64_t)(gate[8] | gate[9] << 8 | gate[10] << 16 | (uint32_t)gate[11] << 24)
+			<< 32;
+		nest_hole = ALIGN_DOWN(off, PAGE_SIZE);
+		sim_npt_sync(nest_hole, PAGE_SIZE);
+		nest_rsp0 = s->rsp;
+		memcpy(nest_page0, nest_page(), PAGE_SIZE);
+		nest_state = NEST_ARMED;
+		con_printf(
+		    "%s: hv-nest: VMPL0's IDT is loaded (exit 0x%x, RSP 0x%llx); its #HV handler "
+		    "0x%llx unmapped in VMPL0's nested table, #HV injected\n",
+		    hv_tag, code, (unsigned long long)s->rsp, (unsigned long long)off);
+		return false;
+	}
+	if (nest_state != NEST_ON)
+		return false;
+	if (code == SVM_EXIT_NPF &&
+	    ALIGN_DOWN(v->vmcb->ctl.exit_info_2 & ~SIM_CBIT_MASK, PAGE_SIZE) == nest_hole) {
+		if (++nest_count < HV_NEST_MAX) {
+			v->vmcb->ctl.event_inj =
+			    SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | X86_VECTOR_HV;
+			return true;
+		}
+		nest_report(v, "the host let the handlers run");
+		nest_state = NEST_DONE;
+		nest_hole = UINT64_MAX;
+		sim_npt_sync(ALIGN_DOWN(v->vmcb->ctl.exit_info_2 & ~SIM_CBIT_MASK, PAGE_SIZE),
+			     PAGE_SIZE);
+		return true;
+	}
+	if (code == SVM_EXIT_SHUTDOWN) {
+		nest_report(v, "shutdown (a push faulted)");
+		nest_state = NEST_DONE;
+	}
+	return false;
+}
+
 static void vcpu_vmrun(struct svm_vcpu *v)
 {
+	if (nest_state == NEST_ARMED && v->vmpl == 0) {
+		v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | X86_VECTOR_HV;
+		nest_state = NEST_ON;
+	}
 	cur_vcpu[this_cpu()->id] = v;
 	__atomic_store_n(&v->in_guest, 1, __ATOMIC_SEQ_CST);
 	uint64_t g = __atomic_load_n(&flush_gen, __ATOMIC_SEQ_CST);
@@ -460,6 +557,8 @@ void sim_npt_print_held(void)
  */
 static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 {
+	if (vmpl == 0 && gpa == nest_hole)
+		return 0;
 	uint64_t hpa = hv_hpa(gpa);
 	struct rmp_entry_info e;
 	if (hpa == HV_NO_HPA || rmp_query(gpa, &e))
@@ -617,7 +716,6 @@ static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 }
 
 /* C-bit of the SNP guest view (51 with phys-bits=52), stripped from every address. */
-#define SIM_CBIT_MASK (1ULL << 51)
 
 /* sys: an implicit supervisor access (descriptor tables, exception frames). */
 static enum gw_result walk_as(const struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa,
@@ -1321,6 +1419,8 @@ void svm_guest_run(struct svm_vcpu *v)
 	for (;;) {
 		vcpu_vmrun(v);
 		v->exits++;
+		if (hv_nest_addr && v->vmpl == 0 && v->snp && hv_nest_exit(v))
+			continue;
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_NMI) {
 			/* A kick (VMPL switch, AP creation, TLB shootdown): QEMU leaves
 			 * an intercepted NMI pending; let the machine's own handler take

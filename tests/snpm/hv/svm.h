@@ -120,6 +120,8 @@ void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig);
 const char *vmrun_rejected_why(const struct vmrun_checked *c);
 /* snpm.vmrun_invalid=1: VMPL0's first VMRUN gets CR0.NW without CR0.CD (a self-test). */
 extern bool hv_vmrun_invalid_once;
+/* snpm.hv_nest=ADDR: a host that nests #HV injections into VMPL0 (svm.c). */
+extern uint64_t hv_nest_addr;
 void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr);
 struct vmsa;
 void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m);
