@@ -100,19 +100,9 @@ static struct vmsa *serve_begin(struct percpu *cpu, struct guest_vcpu *gv, gpa_t
 	*served = 0;
 	if (cpu->id == 0)
 		return bsp_guest_vmsa;
-	/* The registration whose calling area gv->caa holds (REMAP_CA may have
-	 * moved it since). Keyed on the registration, not the VMSA's GPA: a
-	 * VMSA deleted and created again at the same GPA with another calling
-	 * area is a new vCPU (hostile review, finding 4). */
-	static uint64_t current[MAX_CPUS];
-	gpa_t vmsa, caa;
-	uint64_t gen;
-	if (!vcpu_serve_begin(cpu->apic_id, &vmsa, &caa, &gen))
+	gpa_t vmsa;
+	if (!vcpu_serve_begin(cpu->apic_id, gv, &vmsa)) /* gv->caa too (src/vcpu.c) */
 		return NULL;
-	if (gen != current[cpu->id]) { /* a new vCPU: its calling area from CREATE_VCPU */
-		current[cpu->id] = gen;
-		gv->caa = caa;
-	}
 	*served = vmsa;
 	return (struct vmsa *)guest_mem_ptr(vmsa);
 }

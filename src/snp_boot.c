@@ -5,10 +5,12 @@
  * there, in the order the hardware forces (docs/snp-boot.md):
  *  1. the boot block copied once and checked (it is measured, but csvsm does
  *     not start on a layout it was not built for);
- *  2. IDT and #VC: CPUID is served from the PSP-checked CPUID page, so the
+ *  2. the rest of csvsm's region (REQUIRED_MEMORY: backed, not validated)
+ *     validated before the page pool hands out any of it, and the guard
+ *     pages under the boot stack unmapped, before any exception can be
+ *     delivered (a host may nest #HV injections from the IDT on);
+ *  3. IDT and #VC: CPUID is served from the PSP-checked CPUID page, so the
  *     FPU can be enabled (its feature checks execute CPUID);
- *  3. the rest of csvsm's region (REQUIRED_MEMORY: backed, not validated)
- *     validated before the page pool hands out any of it;
  *  4. the boot vCPU's GHCB made shared and registered; only then port I/O,
  *     hence the console (earlier lines are held in memory);
  *  5. the host's parameter areas read once and checked (memory map, vCPU

@@ -68,15 +68,23 @@ bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa)
 	return s != NULL;
 }
 
-bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa, uint64_t *gen)
+bool vcpu_serve_begin(uint32_t apic_id, struct guest_vcpu *gv, gpa_t *vmsa)
 {
 	vcpu_state_lock();
 	struct guest_vmsa_slot *s = vcpu_find_apic(apic_id);
 	if (s) {
 		__atomic_store_n(&s->running, true, __ATOMIC_RELEASE);
 		*vmsa = s->vmsa;
-		*caa = s->caa;
-		*gen = s->gen;
+		/* A registration gv has not served yet: its calling area is the
+		 * one CREATE_VCPU named; after that, REMAP_CA's. Keyed on the
+		 * registration, not the VMSA's GPA: a VMSA deleted and created
+		 * again at the same GPA with another calling area is a new vCPU
+		 * (hostile review of the #HV change, finding 4). Generations
+		 * start at 1, so a fresh gv (0) never matches. */
+		if (gv->caa_gen != s->gen) {
+			gv->caa_gen = s->gen;
+			gv->caa = s->caa;
+		}
 	}
 	vcpu_state_unlock();
 	return s != NULL;

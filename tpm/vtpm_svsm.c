@@ -37,7 +37,10 @@ static uint64_t vtpm_cmd(gpa_t gpa)
 	uint64_t rc;
 
 	lock();
-	if (gpa == 0) {
+	if (secret_terminating()) {
+		/* A wipe while this vCPU waited for the lock: libtpms' state may be gone. */
+		rc = SVSM_ERR_INVALID_REQUEST;
+	} else if (gpa == 0) {
 		/* coconut-svsm: a null buffer is a bad parameter, not an address to check. */
 		rc = SVSM_ERR_INVALID_PARAMETER;
 	} else if (guest_read(gpa, page_copy, sizeof(page_copy)) != 0) {

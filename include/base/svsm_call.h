@@ -20,6 +20,7 @@ struct guest_vcpu {
 	unsigned vmpl;	/* the guest VMPL it runs at */
 	gpa_t caa;	/* its calling area (REMAP_CA moves it) */
 	uint64_t calls; /* served requests */
+	uint64_t caa_gen; /* the VMSA registration `caa` belongs to (src/vcpu.c) */
 };
 
 struct svsm_protocol {

@@ -39,10 +39,11 @@ bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
 /*
  * The request loop's hold on the VMSA it serves: vcpu_serve_begin looks it
  * up by APIC ID and marks it running (DELETE_VCPU answers FAIL_INUSE until
- * vcpu_serve_end), both under the lock. `gen` names the registration (a
- * VMSA deleted and created again at the same GPA is a new one).
+ * vcpu_serve_end), both under the lock. It also gives gv the calling area
+ * of a registration gv has not served before (a VMSA deleted and created
+ * again at the same GPA is a new one); otherwise gv->caa stays (REMAP_CA).
  */
-bool vcpu_serve_begin(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa, uint64_t *gen);
+bool vcpu_serve_begin(uint32_t apic_id, struct guest_vcpu *gv, gpa_t *vmsa);
 void vcpu_serve_end(gpa_t vmsa);
 /* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;

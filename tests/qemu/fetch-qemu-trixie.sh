@@ -16,7 +16,7 @@ A=$BUILD/guests/apt
 R=$BUILD/qemu-trixie
 die() { echo "csvsm: fetch-qemu-trixie: $*" >&2; exit 1; }
 [ -r "$A/apt.conf" ] || die "$A/apt.conf missing: run 'make deps' first"
-export APT_CONFIG=$PWD/$A/apt.conf
+case $A in /*) export APT_CONFIG=$A/apt.conf ;; *) export APT_CONFIG=$PWD/$A/apt.conf ;; esac
 sim=$(apt-get install -s -q --no-install-recommends qemu-system-x86/trixie 2>&1) ||
 	die "apt cannot resolve qemu-system-x86 from trixie: $(grep -E '^E:' <<<"$sim" | head -3 | tr '\n' ' ')"
 mapfile -t pkgs < <(awk '$1 == "Inst" { v = $3; sub(/^\(/, "", v); print $2 "=" v }' <<<"$sim" | LC_ALL=C sort)
@@ -38,6 +38,9 @@ printf '%s\n' "${pkgs[@]}" >"$R.new/.closure"
 cat >"$R.new/qemu" <<'WRAP'
 #!/bin/sh
 R=$(cd "$(dirname "$0")" && pwd)
+# Its own modules (QEMU would look in the system's directory, 7.2's).
+QEMU_MODULE_DIR=$R/usr/lib/x86_64-linux-gnu/qemu
+export QEMU_MODULE_DIR
 exec "$R/usr/lib64/ld-linux-x86-64.so.2" --library-path "$R/usr/lib/x86_64-linux-gnu:$R/usr/lib" \
 	"$R/usr/bin/qemu-system-x86_64" -L "$R/usr/share/qemu" -L "$R/usr/share/seabios" "$@"
 WRAP

@@ -40,6 +40,6 @@ tap_check "it ended at the boot stack's lowest frame (RSP 0x${rsp:-?} within 48 
 	test -n "$rsp" -a -n "$stack" -a $((0x${rsp:-0} - 0x${stack:-0})) -ge 0 -a $((0x${rsp:-0} - 0x${stack:-0})) -lt 48
 tap_check "the .bss page under the stack (platform's) is unchanged" \
 	grep -q '^snpm: hv-nest: .*: 0 bytes changed$' "$log"
-tap_check "the VM stopped (QEMU exit $QEMU_RC, not 1), and csvsm ran nothing of the guest's" \
-	bash -c "test '$QEMU_RC' -ne 1 && ! grep -qE '^[0-9]+ passed, [0-9]+ failed' '$log'"
+tap_check "the VM stopped with failure status (QEMU exit $QEMU_RC, want 3), and csvsm ran nothing of the guest's" \
+	bash -c "test '$QEMU_RC' -eq 3 && ! grep -qE '^[0-9]+ passed, [0-9]+ failed' '$log'"
 [ "$TAP_FAILS" -eq 0 ]

@@ -35,6 +35,6 @@ tap_check "QEMU left the host's state in the save area (save-area=host: its CR3 
 	grep -q 'VMEXIT_INVALID.*; save-area=host$' "$log"
 tap_check "no panic on the save area QEMU wrote (the host's state)" \
 	bash -c "! grep -q 'holds the machine.s own state\|holds csvsm.s own state' '$log'"
-tap_check "the VM stopped with a failure status (QEMU exit $QEMU_RC, not 1)" test "$QEMU_RC" -ne 1
+tap_check "the VM stopped with failure status (QEMU exit $QEMU_RC, want 3)" test "$QEMU_RC" -eq 3
 tap_check "the guest never ran (no probe summary)" bash -c "! grep -qE '^[0-9]+ passed, [0-9]+ failed' '$log'"
 [ "$TAP_FAILS" -eq 0 ]

@@ -1353,11 +1353,11 @@ static void *end_serving_when_waited(void *arg)
 
 static void test_delete_vcpu_waits_for_service(void **state)
 {
-	gpa_t vmsa = PG(4), got, caa;
-	uint64_t gen;
+	gpa_t vmsa = PG(4), got;
+	struct guest_vcpu sgv = {.vmpl = GUEST_VMPL};
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa, &gen));
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
 	ending_vmsa = vmsa;
 	uint64_t saved = vcpu_delete_wait_us, saved_tries = vcpu_delete_wait_tries;
 	vcpu_delete_wait_us = 60ULL * 1000000; /* no race with the clock in the test */
@@ -1377,15 +1377,15 @@ static void test_delete_vcpu_waits_for_service(void **state)
  * both exist the newest is served, and the old one deletes at once. */
 static void test_replaced_vcpu_serves_newest(void **state)
 {
-	gpa_t old = PG(4), new = PG(6), got, caa;
-	uint64_t gen;
+	gpa_t old = PG(4), new = PG(6), got;
+	struct guest_vcpu sgv = {.vmpl = GUEST_VMPL};
 	make_vmsa(old, GUEST_VMPL, EFER_SVME, 0);
 	make_vmsa(new, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(old, PG(5), 12), SVSM_SUCCESS);
 	assert_int_equal(create(new, PG(7), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa, &gen));
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
 	assert_int_equal(got, new);
-	assert_int_equal(caa, PG(7));
+	assert_int_equal(sgv.caa, PG(7));
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, old, 0, 0, NULL), SVSM_SUCCESS);
 	vcpu_serve_end(new);
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, new, 0, 0, NULL), SVSM_SUCCESS);
@@ -1394,11 +1394,11 @@ static void test_replaced_vcpu_serves_newest(void **state)
 /* A DELETE_VCPU of a VMSA csvsm serves past the bound: FAIL_INUSE, nothing changed. */
 static void test_delete_vcpu_while_served(void **state)
 {
-	gpa_t vmsa = PG(4), got, caa;
-	uint64_t gen;
+	gpa_t vmsa = PG(4), got;
+	struct guest_vcpu sgv = {.vmpl = GUEST_VMPL};
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa, &gen));
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
 	assert_int_equal(got, vmsa);
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_ERR_FAIL_INUSE);
 	assert_non_null(vcpu_find(vmsa));
@@ -1408,27 +1408,32 @@ static void test_delete_vcpu_while_served(void **state)
 }
 
 /*
- * Hostile review of the #HV change, finding 4: a VMSA deleted and created
- * again at the same GPA with another calling area is a new registration
- * (vcpu_serve_begin's gen), so the request loop takes the new calling area
- * instead of the one it cached for that GPA.
+ * Hostile review of the #HV change, finding 4: the request loop's calling
+ * area follows the registration, not the VMSA's GPA. A REMAP_CA holds for
+ * the registration it was made under; a VMSA deleted and created again at
+ * the same GPA with another calling area is a new vCPU, served from that
+ * calling area (keyed on the GPA, the cache kept the old one).
  */
 static void test_recreated_vcpu_is_new_registration(void **state)
 {
-	gpa_t vmsa = PG(4), got, caa;
-	uint64_t gen1, gen2;
+	gpa_t vmsa = PG(4), got;
+	struct guest_vcpu sgv = {.vmpl = GUEST_VMPL};
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa, &gen1));
-	assert_int_equal(caa, PG(5));
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
+	assert_int_equal(got, vmsa);
+	assert_int_equal(sgv.caa, PG(5)); /* CREATE_VCPU's */
+	vcpu_serve_end(vmsa);
+	sgv.caa = PG(8); /* as REMAP_CA does */
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
+	assert_int_equal(sgv.caa, PG(8)); /* the same registration: REMAP_CA's stays */
 	vcpu_serve_end(vmsa);
 	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(7), 12), SVSM_SUCCESS);
-	assert_true(vcpu_serve_begin(12, &got, &caa, &gen2));
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
 	assert_int_equal(got, vmsa);	  /* the same GPA ... */
-	assert_int_equal(caa, PG(7));	  /* ... its new calling area ... */
-	assert_int_not_equal(gen2, gen1); /* ... and a registration of its own */
+	assert_int_equal(sgv.caa, PG(7)); /* ... served from its new calling area */
 	vcpu_serve_end(vmsa);
 }
 

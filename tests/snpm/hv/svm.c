@@ -217,6 +217,7 @@ void sim_fpu_enter(void)
 uint64_t hv_nest_addr; /* 0: off */
 static enum { NEST_IDLE, NEST_ARMED, NEST_ON, NEST_DONE } nest_state;
 static unsigned nest_count;
+static struct svm_vcpu *nest_vcpu; /* the one context the attack runs on */
 static uint64_t nest_rsp0;
 static uint8_t nest_page0[PAGE_SIZE]; /* the watched page, before */
 
@@ -244,8 +245,15 @@ static bool hv_nest_exit(struct svm_vcpu *v)
 	const struct vmcb_save *s = &v->vmcb->save;
 	uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
 	/* The IDT counts once VMPL0 runs in long mode with a present 64-bit
-	 * interrupt gate for #HV (the launch state may hold any IDTR). */
+	 * interrupt gate for #HV (the launch state may hold any IDTR). The
+	 * IDT's base and the handler's address are virtual: csvsm maps its
+	 * memory identity (mm/pgtable.c), so they are its GPAs too. One
+	 * context only: it starts on the first exit that qualifies, which is
+	 * the boot vCPU's early boot (no AP exists yet), and nothing else of
+	 * the attack's state is looked at from another context. */
 	uint64_t gate_gpa = s->idtr.base + X86_VECTOR_HV * 16;
+	if (nest_vcpu && nest_vcpu != v)
+		return false;
 	if (nest_state == NEST_IDLE && (s->efer & EFER_LMA) &&
 	    s->idtr.limit >= X86_VECTOR_HV * 16 + 15 && hv_hpa(gate_gpa) != HV_NO_HPA &&
 	    (((const uint8_t *)(uintptr_t)hv_hpa(gate_gpa))[5] & 0x8F) == 0x8E) {
@@ -254,6 +262,16 @@ static bool hv_nest_exit(struct svm_vcpu *v)
 		    (uint64_t)(gate[0] | gate[1] << 8) | (uint64_t)(gate[6] | gate[7] << 8) << 16 |
 		    (uint64_t)(gate[8] | gate[9] << 8 | gate[10] << 16 | (uint32_t)gate[11] << 24)
 			<< 32;
+		if (hv_hpa(ALIGN_DOWN(hv_nest_addr, PAGE_SIZE)) == HV_NO_HPA ||
+		    hv_hpa(ALIGN_DOWN(off, PAGE_SIZE)) == HV_NO_HPA) {
+			con_printf("%s: hv-nest: 0x%llx or the #HV handler 0x%llx is not guest "
+				   "memory: not started\n",
+				   hv_tag, (unsigned long long)hv_nest_addr,
+				   (unsigned long long)off);
+			nest_state = NEST_DONE;
+			return false;
+		}
+		nest_vcpu = v;
 		nest_hole = ALIGN_DOWN(off, PAGE_SIZE);
 		sim_npt_sync(nest_hole, PAGE_SIZE);
 		nest_rsp0 = s->rsp;
@@ -290,7 +308,7 @@ static bool hv_nest_exit(struct svm_vcpu *v)
 
 static void vcpu_vmrun(struct svm_vcpu *v)
 {
-	if (nest_state == NEST_ARMED && v->vmpl == 0) {
+	if (nest_state == NEST_ARMED && v == nest_vcpu) {
 		v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | X86_VECTOR_HV;
 		nest_state = NEST_ON;
 	}
@@ -305,8 +323,7 @@ static void vcpu_vmrun(struct svm_vcpu *v)
 	uint64_t t0 = rdtsc();
 	if (v->exit_tsc)
 		v->host_cycles += t0 - v->exit_tsc; /* csvsm's handling of the last exit */
-	if (hv_vmrun_invalid_once && v->vmpl == 0) {
-		hv_vmrun_invalid_once = false;
+	if (v->vmpl == 0 && __atomic_exchange_n(&hv_vmrun_invalid_once, false, __ATOMIC_ACQ_REL)) {
 		v->vmcb->save.cr0 = (v->vmcb->save.cr0 | CR0_NW) & ~CR0_CD;
 		con_printf("%s: vCPU %u VMPL0: CR0.NW set without CR0.CD for one VMRUN "
 			   "(snpm.vmrun_invalid=1)\n",
@@ -714,8 +731,6 @@ static int pt_read(void *arg, gpa_t gpa, unsigned size, uint64_t *val)
 	memcpy(val, p, size);
 	return 0;
 }
-
-/* C-bit of the SNP guest view (51 with phys-bits=52), stripped from every address. */
 
 /* sys: an implicit supervisor access (descriptor tables, exception frames). */
 static enum gw_result walk_as(const struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa,
