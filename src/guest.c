@@ -14,11 +14,11 @@
 #include "base/platform.h"
 #include "base/secret.h"
 #include "csvsm/vcpu.h"
-#include "snp/cpuid_view.h"
 #include "base/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
+#include "snp/ghcb.h"
 #include "snp/secrets.h"
 #include "tpm/boot.h"
 #include "src/entry.h"
@@ -169,7 +169,9 @@ __noreturn void boot_guest(void)
 	gl.snp = meta_gpa(OVMF_SECTION_SVSM_CAA) != 0;
 	gl.cpuid_gpa = gl.snp ? meta_gpa(OVMF_SECTION_CPUID) : 0;
 	if (gl.snp)
-		vcpu_guest_sev_features = SNP_GUEST_SEV_STATUS >> 2; /* its VMSAs carry these */
+		/* SEV_STATUS SEV, SEV-ES, SNP (APM vol. 2 §15.34.10), no optional
+		 * feature: its VMSAs carry SEV_FEATURES = SEV_STATUS >> 2. */
+		vcpu_guest_sev_features = (SEV_STATUS_SEV | SEV_STATUS_ES | SEV_STATUS_SNP) >> 2;
 	static const uint8_t zero_ca[8];
 	guest_write(gl.caa, zero_ca, sizeof(zero_ca));
 	secrets_take();

@@ -17,7 +17,7 @@
  *    PSP refuses it, pages outside RAM are backed with machine memory
  *    (QEMU's qigvm_prepare_memory), REQUIRED_MEMORY is assigned but not
  *    validated, the PSP makes the secrets page (VMPCK0..3 from RDRAND)
- *    and the CPUID page is the host's table (snp_cpuid.c), parameter areas
+ *    and the CPUID page is the host's table (model/cpuid_page.c), parameter areas
  *    get the vCPU count, the memory map (the VM's RAM less the machine)
  *    and a MADT; the launch digest is printed and given to the PSP model;
  *  - the PSP model (tests/snpm/model/psp.c) holds the VMPCKs and the test VCEK
@@ -44,7 +44,7 @@
 #include "mm/pgtable.h"
 #include "mm/pool.h"
 #include "tests/snpm/model/rmp.h"
-#include "snp/cpuid_view.h"
+#include "tests/snpm/model/cpuid_page.h"
 #include "snp/secrets.h"
 #include "snp/vmsa.h"
 #include "tests/snpm/hv/svm.h"
@@ -315,7 +315,7 @@ static int on_page(void *ctx, uint64_t gpa, enum snpm_page_kind kind, const uint
 		break;
 	case SNPM_PAGE_CPUID:
 		memset(p, 0, PAGE_SIZE);
-		if (snp_cpuid_page_fill((struct snp_cpuid_page *)p, host_cpuid, SNPM_CBIT) < 0)
+		if (cpuid_page_fill((struct snp_cpuid_page *)p, host_cpuid, SNPM_CBIT) < 0)
 			return 4;
 		cpuid_page_lie((struct snp_cpuid_page *)p);
 		L.cpuid++;
@@ -527,7 +527,7 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          PCLMULQDQ
  *   snpm.xsave=1           the CPUID page (and the GHCB CPUID answers) show
  *                          XSAVE, AVX, AVX2... and leaf 0xD for x87/SSE/AVX
- *                          (snp_cpuid.c): csvsm and OVMF run with XCR0 = 7;
+ *                          (model/cpuid_page.c): csvsm and OVMF run with XCR0 = 7;
  *                          Linux refuses it (no XSAVEC/XSAVES under TCG)
  *   snpm.e820=qemu|seabios the guest's memory map (IGVM MEMORY_MAP and fw_cfg
  *                          etc/e820): QEMU's (default) or the outer one's
@@ -593,7 +593,7 @@ static void machine_options(void)
 	key_scan_at_launch = option_is_1("snpm.key_scan_at_launch");
 	cpuid_hide_aes = option_is_1("snpm.cpuid_hide_aes");
 	if (option_is_1("snpm.xsave")) {
-		snp_cpuid_view_xsave(true);
+		cpuid_page_show_xsave(true);
 		con_printf("snpm: cpuid: XSAVE and the AVX-state features shown (snpm.xsave=1)\n");
 	}
 	snpm_nmi_vmpl0 = option_is_1("snpm.nmi_vmpl0");

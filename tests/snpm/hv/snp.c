@@ -4,7 +4,7 @@
  * guest VMPL. QEMU 7.2 TCG has no SEV: the machine, the SVM host, supplies it.
  *
  *  - The hardware side: SEV_STATUS (sim_msr_access), the CPUID view and
- *    page (snp_cpuid.c), #VC for the events a KVM host intercepts (IOIO,
+ *    page (model/cpuid_page.c), #VC for the events a KVM host intercepts (IOIO,
  *    MSR, CPUID, MMIO, VMMCALL), delivered with an exception frame built
  *    here because QEMU pushes no error code for vector 29 (sim notes
  *    pitfall 8), and PVALIDATE/RMPADJUST (#UD under TCG) with the rules of
@@ -37,7 +37,7 @@
 #include "mm/memmap.h"
 #include "tests/snpm/model/rmp.h"
 #include "svm.h"
-#include "snp/cpuid_view.h"
+#include "tests/snpm/model/cpuid_page.h"
 #include "snp/ghcb.h"
 
 #define SIM_CBIT 51
@@ -448,7 +448,7 @@ static void nae_cpuid(struct svm_vcpu *v, struct ghcb *g)
 	struct cpuid_regs r;
 	uint32_t leaf = (uint32_t)rd(&g->rax), sub = (uint32_t)rd(&g->rcx);
 	cpuid_count(leaf, sub, &r); /* this vCPU's own answer (its APIC ID) */
-	snp_cpuid_adjust(leaf, sub, SIM_CBIT, &r);
+	cpuid_page_adjust(leaf, sub, SIM_CBIT, &r);
 	wr(g, &g->rax, r.eax);
 	wr(g, &g->rbx, r.ebx);
 	wr(g, &g->rcx, r.ecx);
@@ -841,7 +841,7 @@ static void vmgexit_msr(struct svm_vcpu *v)
 		struct cpuid_regs r;
 		uint32_t fn = (uint32_t)(req >> 32), val;
 		cpuid_count(fn, 0, &r);
-		snp_cpuid_adjust(fn, 0, SIM_CBIT, &r);
+		cpuid_page_adjust(fn, 0, SIM_CBIT, &r);
 		switch ((req >> GHCB_MSR_CPUID_REG_SHIFT) & 3) {
 		case 0:
 			val = r.eax;

@@ -26,7 +26,6 @@
 #include "snp/ghcb.h"
 #include "snp/svsm.h"
 #include "snp/vmsa.h"
-#include "snp/cpuid_view.h"
 
 #define NPT_P	  0x1ULL
 #define NPT_RW	  0x2ULL

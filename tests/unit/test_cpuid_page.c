@@ -1,5 +1,5 @@
 /*
- * Unit tests of the SEV-SNP guest's CPUID view (src/platform/snp_cpuid.c)
+ * Unit tests of the SEV-SNP guest's CPUID view (tests/snpm/model/cpuid_page.c)
  * on the CPUID of QEMU 7.2's EPYC model as csvsm sees it under TCG: the SEV
  * leaf OVMF and Linux check, the hidden features, and a CPUID page Linux
  * accepts (1..64 entries, the leaves OVMF's reset vector needs).
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "snp/cpuid_view.h"
+#include "tests/snpm/model/cpuid_page.h"
 
 /* A few leaves of `-cpu EPYC,phys-bits=52` (values read in a guest). */
 static void host(uint32_t leaf, uint32_t sub, struct cpuid_regs *r)
@@ -67,13 +67,13 @@ static void test_sev_leaf(void **state)
 {
 	struct cpuid_regs r;
 	host(0x8000001F, 0, &r);
-	snp_cpuid_adjust(0x8000001F, 0, 51, &r);
+	cpuid_page_adjust(0x8000001F, 0, 51, &r);
 	/* OVMF's reset vector: EAX bit 1; C-bit >= 32; Linux: SEV, SEV-ES, SNP bits. */
 	assert_int_equal(r.eax, (1u << 1) | (1u << 3) | (1u << 4) | (1u << 5));
 	assert_int_equal(r.ebx & 0x3F, 51);
 	assert_int_equal((r.ebx >> 12) & 0xF, 4);
 	host(0x80000000, 0, &r);
-	snp_cpuid_adjust(0x80000000, 0, 51, &r);
+	cpuid_page_adjust(0x80000000, 0, 51, &r);
 	assert_true(r.eax >= 0x8000001F);
 }
 
@@ -81,25 +81,25 @@ static void test_hidden(void **state)
 {
 	struct cpuid_regs r;
 	host(1, 0, &r);
-	snp_cpuid_adjust(1, 0, 51, &r);
+	cpuid_page_adjust(1, 0, 51, &r);
 	assert_false(r.ecx & (1u << 21)); /* x2APIC */
 	assert_false(r.ecx & (1u << 3));  /* MONITOR */
 	assert_true(r.ecx & (1u << 0));	  /* the rest untouched (SSE3) */
 	host(0x80000001, 0, &r);
-	snp_cpuid_adjust(0x80000001, 0, 51, &r);
+	cpuid_page_adjust(0x80000001, 0, 51, &r);
 	assert_false(r.ecx & (1u << 2)); /* SVM */
 	host(0x8000000A, 0, &r);
-	snp_cpuid_adjust(0x8000000A, 0, 51, &r);
+	cpuid_page_adjust(0x8000000A, 0, 51, &r);
 	assert_int_equal(r.eax | r.ebx | r.ecx | r.edx, 0);
 	host(7, 0, &r);
-	snp_cpuid_adjust(7, 0, 51, &r);
+	cpuid_page_adjust(7, 0, 51, &r);
 	assert_false(r.ecx & (1u << 16)); /* LA57 */
 }
 
 static void test_page(void **state)
 {
 	static struct snp_cpuid_page p;
-	int n = snp_cpuid_page_fill(&p, host, 51);
+	int n = cpuid_page_fill(&p, host, 51);
 	assert_true(n >= 1 && n <= 64);
 	assert_int_equal(p.count, (uint32_t)n);
 	/* What OVMF's reset vector needs from the page (snp-guest-view-notes). */
@@ -129,13 +129,13 @@ static void test_page(void **state)
 	assert_null(find(&p, 0x80000009, 0));
 }
 
-/* snp_cpuid_view_xsave(true): XSAVE, AVX and leaf 0xD as QEMU enters it. */
+/* cpuid_page_show_xsave(true): XSAVE, AVX and leaf 0xD as QEMU enters it. */
 static void test_page_xsave(void **state)
 {
 	static struct snp_cpuid_page p;
-	snp_cpuid_view_xsave(true);
-	int n = snp_cpuid_page_fill(&p, host, 51);
-	snp_cpuid_view_xsave(false);
+	cpuid_page_show_xsave(true);
+	int n = cpuid_page_fill(&p, host, 51);
+	cpuid_page_show_xsave(false);
 	assert_true(n >= 1 && n <= 64);
 	const struct snp_cpuid_fn *f = find(&p, 0, 0);
 	assert_non_null(f);
@@ -170,7 +170,7 @@ static void test_page_xsave(void **state)
 	/* The default view again: no XSAVE. */
 	struct cpuid_regs r;
 	host(1, 0, &r);
-	snp_cpuid_adjust(1, 0, 51, &r);
+	cpuid_page_adjust(1, 0, 51, &r);
 	assert_false(r.ecx & (1u << 26));
 }
 
@@ -194,7 +194,7 @@ static void test_largest(void **state)
 	 * subleaves, 7 and 0xB with 2) and extended 0x80000000..0x80000021
 	 * (0x8000001D with 8): 22 + 41 entries less leaves 5 and 0x8000000A,
 	 * which the view zeroes: 61, within the page's 64. */
-	assert_int_equal(snp_cpuid_page_fill(&p, too_many, 51), 61);
+	assert_int_equal(cpuid_page_fill(&p, too_many, 51), 61);
 	assert_int_equal(p.count, 61);
 	assert_null(find(&p, 0x80000022, 0));
 }

@@ -1,5 +1,6 @@
 /*
- * The CPUID view of an SEV-SNP guest (include/snp/cpuid_view.h). Leaf
+ * The CPUID view of an SEV-SNP guest, as the host and the PSP put it in the
+ * guest's CPUID page (cpuid_page.h; the SNP machine's model). Leaf
  * layouts from the AMD APM vol. 3 appendix E; which leaves the page carries
  * follows what Linux (arch/x86/boot/startup/sev-shared.c snp_cpuid,
  * snp_cpuid_postprocess) and OVMF (ResetVector AmdSev.asm, CcExitVcHandler
@@ -16,7 +17,7 @@
  * below it, and the features whose state only XSAVE saves (AVX...) are
  * hidden with XSAVE. Nothing is claimed that the vCPU does not do.
  *
- * snp_cpuid_view_xsave(true) (the SNP machine's snpm.xsave=1) shows XSAVE
+ * cpuid_page_show_xsave(true) (the SNP machine's snpm.xsave=1) shows XSAVE
  * and the features whose state lives in the x87, SSE and AVX components
  * (XCR0 bits 0-2: AVX, FMA, F16C, AVX2, VAES, VPCLMULQDQ, AVX-VNNI, XOP,
  * FMA4) as far as the host has them, the standard range up to 0xD, and leaf
@@ -25,7 +26,7 @@
  * neither XSAVEC nor XSAVES, so OVMF and csvsm run with it and Linux stops
  * at snp_cpuid_postprocess (above); it is for firmware-only runs.
  */
-#include "snp/cpuid_view.h"
+#include "tests/snpm/model/cpuid_page.h"
 #include "base/string.h"
 
 #define L1_ECX_MONITOR (1u << 3)
@@ -60,7 +61,7 @@
 
 static bool show_xsave;
 
-void snp_cpuid_view_xsave(bool on)
+void cpuid_page_show_xsave(bool on)
 {
 	show_xsave = on;
 }
@@ -86,7 +87,7 @@ static void adjust_xstate_leaf(uint32_t subleaf, struct cpuid_regs *r)
 	}
 }
 
-void snp_cpuid_adjust(uint32_t leaf, uint32_t subleaf, unsigned cbit, struct cpuid_regs *r)
+void cpuid_page_adjust(uint32_t leaf, uint32_t subleaf, unsigned cbit, struct cpuid_regs *r)
 {
 	uint32_t host;
 
@@ -163,7 +164,7 @@ static int add(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned cbit, uint
 {
 	struct cpuid_regs r;
 	host(leaf, subleaf, &r);
-	snp_cpuid_adjust(leaf, subleaf, cbit, &r);
+	cpuid_page_adjust(leaf, subleaf, cbit, &r);
 	if (!r.eax && !r.ebx && !r.ecx && !r.edx)
 		return 0; /* a leaf missing from the table reads as zeros anyway */
 	if (p->count >= SNP_CPUID_COUNT_MAX)
@@ -202,13 +203,13 @@ static int add_cache_leaf(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned
 	return 0;
 }
 
-int snp_cpuid_page_fill(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned cbit)
+int cpuid_page_fill(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned cbit)
 {
 	struct cpuid_regs r;
 	memset(p, 0, sizeof(*p));
 
 	host(0, 0, &r);
-	snp_cpuid_adjust(0, 0, cbit, &r);
+	cpuid_page_adjust(0, 0, cbit, &r);
 	uint32_t max_std = r.eax < 0x20 ? r.eax : 0x1F;
 	for (uint32_t leaf = 0; leaf <= max_std; leaf++) {
 		int rc = 0;
@@ -226,7 +227,7 @@ int snp_cpuid_page_fill(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned c
 			/* Subleaf 0 and 1, then one per state component in XCR0's range. */
 			struct cpuid_regs d;
 			host(0xD, 0, &d);
-			snp_cpuid_adjust(0xD, 0, cbit, &d);
+			cpuid_page_adjust(0xD, 0, cbit, &d);
 			rc = add(p, host, cbit, leaf, 0) || add(p, host, cbit, leaf, 1);
 			for (uint32_t c = 2; c < 32 && !rc; c++)
 				if (d.eax & (1u << c))
@@ -241,7 +242,7 @@ int snp_cpuid_page_fill(struct snp_cpuid_page *p, cpuid_host_fn host, unsigned c
 	}
 	host(0x80000000, 0, &r);
 	uint32_t max_ext = r.eax;
-	snp_cpuid_adjust(0x80000000, 0, cbit, &r);
+	cpuid_page_adjust(0x80000000, 0, cbit, &r);
 	if (r.eax > max_ext)
 		max_ext = r.eax;
 	if (max_ext > 0x80000021)
