@@ -3,7 +3,9 @@
  * (tests/snpm/model/psp.c): message layout and crypto of reference §6.1 byte for
  * byte, the GHCB encoding, the round trip, and the sequence-number rules
  * (replay refused, a tampered response wipes VMPCK0 and refuses the rest,
- * BUSY resends the same message, INVALID_LEN on the extended request).
+ * BUSY resends the same message, INVALID_LEN on the extended request), and
+ * the termination wipe (base/secret.c): nothing sealed or sent after it, no
+ * response handed to the guest.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -17,6 +19,7 @@
 #include <sys/random.h>
 #include <ucontext.h>
 #include <cmocka.h>
+#include <dlfcn.h>
 
 #include <mbedtls/ecdsa.h>
 #include <mbedtls/gcm.h>
@@ -28,6 +31,7 @@
 #include "tests/snpm/model/psp.h"
 #include "base/percpu.h"
 #include "base/platform.h"
+#include "base/secret.h"
 #include "snp/ghcb.h"
 
 /* ---- test platform: the GHCB call goes to the sim PSP, with hooks ---- */
@@ -39,7 +43,9 @@ enum hook {
 	HOOK_BUSY_ONCE,
 	HOOK_HV_ERROR,
 	HOOK_CAPTURE,
-	HOOK_WATCH_DATA
+	HOOK_WATCH_DATA,
+	HOOK_WIPE_IN_SEAL, /* csvsm's seal: wipe right after the encryption */
+	HOOK_WIPE_FORGE,   /* the host: wipe, then answer sealed with the wiped key */
 };
 static enum hook hook;
 static unsigned calls;
@@ -53,23 +59,92 @@ static uint8_t vmpck0[32];
 
 static void watch_data_pages(void);
 
+static bool in_host;	     /* inside the host (the PSP model seals and opens too) */
+static unsigned csvsm_seals; /* AES-GCM encryptions by csvsm (guest_req_msg_seal) */
+
+/*
+ * Every AES-GCM encryption of this executable goes through here (it
+ * interposes on libmbedcrypto's): those outside the host hook are csvsm's
+ * seals, counted; HOOK_WIPE_IN_SEAL wipes right after one, the window
+ * between sealing a request and copying it to the shared page.
+ */
+int mbedtls_gcm_crypt_and_tag(mbedtls_gcm_context *ctx, int mode, size_t length,
+			      const unsigned char *iv, size_t iv_len, const unsigned char *add,
+			      size_t add_len, const unsigned char *input, unsigned char *output,
+			      size_t tag_len, unsigned char *tag)
+{
+	static int (*real)(mbedtls_gcm_context *, int, size_t, const unsigned char *, size_t,
+			   const unsigned char *, size_t, const unsigned char *, unsigned char *,
+			   size_t, unsigned char *);
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "mbedtls_gcm_crypt_and_tag");
+	assert_non_null(real);
+	int rc = real(ctx, mode, length, iv, iv_len, add, add_len, input, output, tag_len, tag);
+	if (!in_host && mode == MBEDTLS_GCM_ENCRYPT) {
+		csvsm_seals++;
+		if (hook == HOOK_WIPE_IN_SEAL) {
+			hook = HOOK_NONE;
+			secret_wipe_all();
+		}
+	}
+	return rc;
+}
+
+/* A host that saw the wipe forges the PSP's answer with the key csvsm now
+ * holds, all zeros (issue 15 item 3). */
+static void forge_rsp(const struct snp_guest_msg *req)
+{
+	static const uint8_t zero_key[32];
+	static struct snp_report_rsp rr;
+	static struct snp_key_rsp kr;
+	static struct snp_guest_msg m;
+	bool key = req->hdr.msg_type == SNP_MSG_KEY_REQ;
+
+	memset(&rr, 0, sizeof(rr));
+	rr.status = SNP_FW_STATUS_OK;
+	rr.report_size = SNP_REPORT_BYTES;
+	memset(rr.report, 0xF0, sizeof(rr.report));
+	memset(&kr, 0, sizeof(kr));
+	kr.status = SNP_FW_STATUS_OK;
+	memset(kr.key, 0xF0, sizeof(kr.key));
+	assert_int_equal(guest_req_msg_seal(&m, zero_key, req->hdr.msg_seqno + 1,
+					    (uint8_t)(req->hdr.msg_type + 1), 0,
+					    key ? (const void *)&kr : (const void *)&rr,
+					    key ? sizeof(kr) : sizeof(rr)),
+			 GUEST_REQ_OK);
+	memcpy(&resp_page, &m, sizeof(m));
+}
+
 static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
 {
 	calls++;
 	if (ncaptured < 4)
 		memcpy(&captured[ncaptured++], &req_page, sizeof(req_page));
+	in_host = true;
+	if (hook == HOOK_WIPE_FORGE) {
+		secret_wipe_all(); /* another vCPU panics while this one waits for the PSP */
+		g->sw_exit_info_1 = 0;
+		g->sw_exit_info_2 = 0;
+		forge_rsp(&req_page);
+		hook = HOOK_NONE;
+		in_host = false;
+		return;
+	}
 	if (hook == HOOK_BUSY_ONCE) {
 		hook = HOOK_NONE;
 		g->sw_exit_info_1 = 0;
 		g->sw_exit_info_2 = (uint64_t)SNP_GUEST_VMM_ERR_BUSY << 32;
+		in_host = false;
 		return;
 	}
 	if (hook == HOOK_HV_ERROR) {
 		g->sw_exit_info_1 = GHCB_RESULT_ERROR;
 		g->sw_exit_info_2 = GHCB_ERR_INVALID_INPUT;
+		in_host = false;
 		return;
 	}
 	psp_model_ghcb_exit(cpu, g);
+	in_host = false;
 	if (hook == HOOK_TAMPER_TAG)
 		resp_page.hdr.authtag[3] ^= 1;
 	if (hook == HOOK_TAMPER_SEQNO)
@@ -209,7 +284,7 @@ static int setup(void **state)
 	percpus[0].ghcb = &ghcb_page;
 	percpus[0].ghcb_gpa = (gpa_t)(uintptr_t)&ghcb_page;
 	hook = HOOK_NONE;
-	calls = ncaptured = 0;
+	calls = ncaptured = csvsm_seals = 0;
 	assert_int_equal(rng(NULL, vmpck0, sizeof(vmpck0)), 0);
 	make_keys(&k, &vcek_pub);
 	assert_int_equal(
@@ -228,6 +303,7 @@ static int teardown(void **state)
 	mbedtls_ecdsa_free(&vcek_pub);
 	psp_model_reset();
 	guest_req_disable();
+	secret_reset(); /* a wipe test must not close the channel of every later one */
 	return 0;
 }
 
@@ -573,6 +649,102 @@ static void init_checks(void **state)
 			 GUEST_REQ_ERR_INVAL);
 }
 
+/* ---- the termination wipe (issue 15 item 3) ---- */
+
+static bool all_bytes(const void *p, size_t n, uint8_t v)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != v)
+			return false;
+	return true;
+}
+
+/* What the guest and the host can see of one request: the guest's buffers
+ * and the shared request page start as patterns. */
+static uint8_t wipe_report[SNP_REPORT_BYTES], wipe_key[SNP_DERIVED_KEY_LEN];
+
+static void wipe_patterns(void)
+{
+	memset(wipe_report, 0xA5, sizeof(wipe_report));
+	memset(wipe_key, 0xA5, sizeof(wipe_key));
+	memset(&req_page, 0x5A, sizeof(req_page));
+}
+
+/* After the wipe: every kind of request refused, nothing sealed or sent. */
+static void wipe_refuses_the_rest(unsigned seals, unsigned sent)
+{
+	struct snp_key_req kr = {.guest_field_select = SNP_GFS_MEASUREMENT};
+	uint8_t ud[64] = {3}, certs[8192];
+	size_t len = 0;
+
+	assert_true(secret_terminating());
+	assert_false(guest_req_enabled());
+	assert_int_equal(guest_req_report(&percpus[0], ud, 0, wipe_report, NULL, 0, NULL),
+			 GUEST_REQ_ERR_DISABLED);
+	assert_int_equal(
+	    guest_req_report(&percpus[0], ud, 0, wipe_report, certs, sizeof(certs), &len),
+	    GUEST_REQ_ERR_DISABLED);
+	assert_int_equal(guest_req_key(&percpus[0], &kr, wipe_key), GUEST_REQ_ERR_DISABLED);
+	assert_int_equal(csvsm_seals, seals);
+	assert_int_equal(calls, sent);
+	assert_true(all_bytes(wipe_report, sizeof(wipe_report), 0xA5));
+	assert_true(all_bytes(wipe_key, sizeof(wipe_key), 0xA5));
+}
+
+static void wipe_before_request_sends_nothing(void **state)
+{
+	wipe_patterns();
+	secret_wipe_all();
+	wipe_refuses_the_rest(0, 0);
+	assert_true(all_bytes(&req_page, sizeof(req_page), 0x5A)); /* nothing reached the host */
+	assert_int_equal(psp_model_served(), 0);
+}
+
+/* The wipe lands after the request was sealed, before it left: it stays. */
+static void wipe_after_seal_sends_nothing(void **state)
+{
+	uint8_t ud[64] = {1};
+
+	wipe_patterns();
+	hook = HOOK_WIPE_IN_SEAL;
+	assert_int_equal(guest_req_report(&percpus[0], ud, 0, wipe_report, NULL, 0, NULL),
+			 GUEST_REQ_ERR_DISABLED);
+	assert_int_equal(hook, HOOK_NONE); /* the wipe did happen inside the seal */
+	assert_int_equal(calls, 0);
+	assert_true(all_bytes(&req_page, sizeof(req_page), 0x5A));
+	wipe_refuses_the_rest(1, 0);
+}
+
+/* The wipe lands while the host holds the request; the host answers with a
+ * response sealed under the wiped (zero) key: the guest gets no report. */
+static void wipe_during_send_forged_report_refused(void **state)
+{
+	uint8_t ud[64] = {2};
+
+	wipe_patterns();
+	hook = HOOK_WIPE_FORGE;
+	assert_int_not_equal(guest_req_report(&percpus[0], ud, 0, wipe_report, NULL, 0, NULL),
+			     GUEST_REQ_OK);
+	assert_int_equal(hook, HOOK_NONE);
+	assert_int_equal(calls, 1);
+	assert_true(all_bytes(wipe_report, sizeof(wipe_report), 0xA5));
+	wipe_refuses_the_rest(1, 1);
+}
+
+static void wipe_during_send_forged_key_refused(void **state)
+{
+	struct snp_key_req kr = {.guest_field_select = SNP_GFS_MEASUREMENT};
+
+	wipe_patterns();
+	hook = HOOK_WIPE_FORGE;
+	assert_int_not_equal(guest_req_key(&percpus[0], &kr, wipe_key), GUEST_REQ_OK);
+	assert_int_equal(hook, HOOK_NONE);
+	assert_int_equal(calls, 1);
+	assert_true(all_bytes(wipe_key, sizeof(wipe_key), 0xA5));
+	wipe_refuses_the_rest(1, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -589,6 +761,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(extended_request_invalid_len, setup, teardown),
 	    cmocka_unit_test_setup_teardown(key_request, setup, teardown),
 	    cmocka_unit_test_setup_teardown(init_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wipe_before_request_sends_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wipe_after_seal_sends_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wipe_during_send_forged_report_refused, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(wipe_during_send_forged_key_refused, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
