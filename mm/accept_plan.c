@@ -1,9 +1,10 @@
 /*
  * Pre-acceptance planner (include/mm/accept.h): pure functions that decide
  * which vCPU accepts which memory, in which chunks and page-state-change
- * batches, and what that costs. No state, no platform calls: shared by the
- * image, the unit tests and the host tools (csvsm-accept-plan,
- * csvsm-accept-bench), so the prediction and the execution cannot drift.
+ * batches. No state, no platform calls: shared by the image, the unit tests
+ * and the host tools (csvsm-accept-plan, csvsm-accept-bench); what that
+ * costs against the host model, tests/snpm/model/accept_predict.c, walks
+ * the same batches, so the prediction and the execution cannot drift.
  *
  * Shares are windows [cut_i, cut_i+1) of guest-physical space with 2 MiB
  * aligned cuts, each holding about 1/nvcpus of the RAM bytes. Aligned cuts
@@ -60,6 +61,7 @@ int accept_plan(struct accept_plan *plan, const struct mem_range *ranges, unsign
 	gpa_t prev = 0;
 	for (unsigned i = 0; i < nvcpus; i++) {
 		struct accept_share *s = &plan->share[i];
+		*s = (struct accept_share){0}; /* counters too: a plan starts clean */
 		gpa_t next = top;
 		if (i + 1 < nvcpus) {
 			/* total < 2^52 and i < 64: no overflow */
@@ -75,7 +77,6 @@ int accept_plan(struct accept_plan *plan, const struct mem_range *ranges, unsign
 		s->start = prev;
 		s->end = next;
 		s->bytes = bytes_in_window(ranges, nranges, prev, next);
-		s->doubles = 0;
 		prev = next;
 	}
 	return 0;
@@ -108,51 +109,6 @@ unsigned accept_next_batch(const struct accept_share *share, struct accept_curso
 		c->pos += big ? PAGE_SIZE_2M : PAGE_SIZE;
 	}
 	return n;
-}
-
-static bool overlaps_4k_only(gpa_t block, const struct mem_range *only4k, unsigned n4k)
-{
-	/* Same rule as rmp_hv_block_is_4k_only (tests/snpm/model/rmp.c). */
-	for (unsigned i = 0; i < n4k; i++)
-		if (only4k[i].start < block + PAGE_SIZE_2M && block < only4k[i].end)
-			return true;
-	return false;
-}
-
-void accept_predict(const struct accept_plan *plan, const struct mem_range *only4k, unsigned n4k,
-		    unsigned psc_limit, struct accept_totals *out)
-{
-	uint64_t entries[PSC_MAX_ENTRIES];
-
-	*out = (struct accept_totals){0};
-	for (unsigned i = 0; i < plan->nshares; i++) {
-		struct accept_cursor c;
-		unsigned n;
-
-		accept_cursor_init(&c);
-		while ((n = accept_next_batch(&plan->share[i], &c, entries, PSC_MAX_ENTRIES))) {
-			out->psc_calls += psc_limit ? (n + psc_limit - 1) / psc_limit : 1;
-			for (unsigned k = 0; k < n; k++) {
-				gpa_t gpa = entries[k] & PSC_ENTRY_GFN_MASK;
-				if (!(entries[k] & PSC_ENTRY_SIZE_2M)) {
-					out->pvalidate_4k++;
-					out->rmpadjust++;
-					out->bytes += PAGE_SIZE;
-					continue;
-				}
-				out->pvalidate_2m++;
-				out->bytes += PAGE_SIZE_2M;
-				if (overlaps_4k_only(gpa, only4k, n4k)) {
-					/* FAIL_SIZEMISMATCH, then 512 x 4K of each */
-					out->fallbacks++;
-					out->pvalidate_4k += PAGES_PER_2M;
-					out->rmpadjust += PAGES_PER_2M;
-				} else {
-					out->rmpadjust++;
-				}
-			}
-		}
-	}
 }
 
 void accept_totals_sum(const struct percpu *cpus, unsigned n, struct accept_totals *out)

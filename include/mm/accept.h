@@ -7,14 +7,14 @@
  *                        boundaries so no two vCPUs touch the same 2 MiB block;
  *   accept_next_batch()  yields a share's chunks as page-state-change entries,
  *                        at most PSC_MAX_ENTRIES per batch, 2M entries where
- *                        the chunk is a whole aligned 2 MiB, 4K elsewhere;
- *   accept_predict()     the operation counts the executor will produce
- *                        against the GHCB host model (4K-only ranges, PSC limit).
+ *                        the chunk is a whole aligned 2 MiB, 4K elsewhere.
  * mm/accept.c (runs on each vCPU, goes through `platform`):
  *   accept_run_share()   PSC to private, PVALIDATE, RMPADJUST for the guest
  *                        VMPL, per batch; any unexpected result terminates;
- *   accept_is_preaccepted() the per-page record a later guest PVALIDATE uses;
- *   accept_check()       audit against the RMP model (tests/snpm/model/accept_check.c).
+ *   accept_is_preaccepted() the per-page record a later guest PVALIDATE uses.
+ * The SNP machine's models (not in the image) predict the executor's counts
+ * (tests/snpm/model/accept_predict.h) and audit its result against the RMP
+ * model (tests/snpm/model/accept_check.h).
  */
 #ifndef MM_ACCEPT_H
 #define MM_ACCEPT_H
@@ -57,12 +57,6 @@ struct accept_totals {
 	uint64_t bytes, pvalidate_2m, pvalidate_4k, rmpadjust, psc_calls, fallbacks;
 };
 
-struct accept_check_result {
-	uint64_t pages;	  /* RAM pages outside csvsm */
-	uint64_t missing; /* of those, not validated + granted to the guest VMPL, or not recorded */
-	uint64_t double_; /* recorded twice, or validated/recorded outside the plan */
-};
-
 /*
  * Plan: `ranges` must be sorted, disjoint and page-aligned (memmap_build's
  * mm->ram) and must outlive the plan. Returns 0, or -1 for nvcpus outside
@@ -74,9 +68,6 @@ void accept_cursor_init(struct accept_cursor *c);
 /* Next batch of PSC entries (op private) for `share`: count, 0 when done. */
 unsigned accept_next_batch(const struct accept_share *share, struct accept_cursor *c,
 			   uint64_t *entries, unsigned max);
-/* The expected totals for `plan` on the GHCB host model (psc_limit 0 = unlimited). */
-void accept_predict(const struct accept_plan *plan, const struct mem_range *only4k, unsigned n4k,
-		    unsigned psc_limit, struct accept_totals *out);
 /* Sum of the percpu accept_* counters of cpus[0..n). */
 void accept_totals_sum(const struct percpu *cpus, unsigned n, struct accept_totals *out);
 /*
@@ -101,15 +92,6 @@ void accept_run_share(struct percpu *cpu, struct accept_share *share);
 bool accept_is_preaccepted(gpa_t gpa, uint64_t size);
 /* Drop [gpa, gpa+size) from the record (the guest rescinded it). 0 / -1. */
 int accept_forget(gpa_t gpa, uint64_t size);
-/*
- * Audit after all shares ran, where the RMP is the model (the unit tests and
- * benchmarks): pages of the plan, missing ones, and doubles (share doubles +
- * recorded or RMP-validated pages outside the plan and outside
- * [csvsm_start, csvsm_end)). The caller prints
- * "csvsm: accept-check: pages=<n> missing=<n> double=<n>".
- */
-void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm_end,
-		  struct accept_check_result *res);
 /* The record's guest VMPL and extent (accept_init's arguments). */
 unsigned accept_guest_vmpl(void);
 gpa_t accept_max_gpa(void);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "tests/snpm/model/ghcb_host.h"
 #include "mm/accept.h"
+#include "tests/snpm/model/accept_predict.h"
 #include "tests/snpm/model/rmp.h"
 
 static struct mem_range ranges[MEMMAP_MAX_RANGES];

@@ -20,6 +20,8 @@
 #include "tests/snpm/model/ghcb_host.h"
 #include "mm/accept.h"
 #include "mm/memmap.h"
+#include "tests/snpm/model/accept_check.h"
+#include "tests/snpm/model/accept_predict.h"
 #include "tests/snpm/model/rmp.h"
 
 #define CS_START 0x4000000ULL

@@ -1,11 +1,11 @@
 /*
  * accept_check(): the post-acceptance audit against the software RMP model
- * (rmp.c; declared in include/mm/accept.h). Only where the RMP is that
+ * (rmp.c; declared in accept_check.h). Only where the RMP is that
  * model: the unit tests and benchmarks; not in csvsm's image (the SNP
  * machine audits its own RMP).
  */
 #include "base/string.h"
-#include "mm/accept.h"
+#include "tests/snpm/model/accept_check.h"
 #include "tests/snpm/model/rmp.h"
 
 void accept_check(const struct accept_plan *plan, gpa_t csvsm_start, gpa_t csvsm_end,
