@@ -1,15 +1,13 @@
 /*
  * csvsm-measure: the expected SEV-SNP launch MEASUREMENT of a guest, with
  * the command-line interface of virtee/sev-snp-measure (sevsnpmeasure/cli.py)
- * so that its users can switch. Also computes csvsm's own sim launch digest
- * (--mode csvsm-sim, docs/measure.md), which the simulated PSP reproduces,
- * and the digest of an IGVM launch image as QEMU loads it (--igvm FILE,
- * with --dump to list its headers; docs/igvm.md).
+ * so that its users can switch. Also computes the digest of an IGVM launch
+ * image as QEMU loads it (--igvm FILE, with --dump to list its headers;
+ * docs/igvm.md).
  *
  * Exit status: 0 with the digest alone on stdout; 2 on a usage error; 1 when
  * an input cannot be read or does not have what the mode needs.
  */
-#include <attest/elf_load.h>
 #include <attest/igvm.h>
 #include <attest/launch_digest.h>
 #include <attest/ovmf_meta.h>
@@ -24,7 +22,7 @@
 #define EXIT_USAGE	      2
 #define CSVSM_MEASURE_VERSION "0.1"
 
-enum mode { MODE_SNP, MODE_SNP_OVMF_HASH, MODE_SNP_SVSM, MODE_CSVSM_SIM };
+enum mode { MODE_SNP, MODE_SNP_OVMF_HASH, MODE_SNP_SVSM };
 
 struct vcpu_type {
 	const char *name;
@@ -46,10 +44,10 @@ static void usage(FILE *f)
 {
 	fprintf(
 	    f,
-	    "usage: %s --mode snp|snp:svsm|snp:ovmf-hash|csvsm-sim --ovmf FILE [options]\n"
+	    "usage: %s --mode snp|snp:svsm|snp:ovmf-hash --ovmf FILE [options]\n"
 	    "       %s --igvm FILE [--vcpus N [--vcpu-type NAME]] [--zero-pages normal|zero]\n"
 	    "       %s --igvm FILE --dump\n"
-	    "  --vcpus N                 number of vCPUs (snp, snp:svsm, csvsm-sim)\n"
+	    "  --vcpus N                 number of vCPUs (snp, snp:svsm)\n"
 	    "  --vcpu-type NAME          QEMU CPU model (EPYC-v4, EPYC-Milan, ...)\n"
 	    "  --vcpu-sig N              CPUID(1).EAX signature\n"
 	    "  --vcpu-family/--vcpu-model/--vcpu-stepping N\n"
@@ -57,7 +55,7 @@ static void usage(FILE *f)
 	    "  --kernel FILE [--initrd FILE] [--append CMDLINE]\n"
 	    "  --guest-features N        SEV_FEATURES (default 0x1)\n"
 	    "  --snp-ovmf-hash HEX       precomputed OVMF hash (snp mode)\n"
-	    "  --svsm FILE               SVSM image (snp:svsm) or csvsm ELF (csvsm-sim)\n"
+	    "  --svsm FILE               SVSM image (snp:svsm)\n"
 	    "  --vars-size N | --vars-file FILE   OVMF vars size (snp:svsm)\n"
 	    "  --output-format hex|base64\n"
 	    "  --dump-vmsa               write vmsa<i>.bin to the current directory\n"
@@ -205,20 +203,6 @@ static int load_firmware(const char *path, uint8_t **img, size_t *len, struct ov
 	rc = ovmf_info_parse(*img, *len, info);
 	if (rc && (need_meta || rc != OVMF_META_ERR_NO_FOOTER)) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, ovmf_meta_strerror(rc));
-		return 1;
-	}
-	return 0;
-}
-
-#define MAX_SEGS 32
-
-/* PT_LOAD segments of csvsm's ELF, bounds-checked against the file (attest/elf_load.c). */
-static int elf_segments(const char *path, const uint8_t *img, size_t len, struct ld_segment *segs,
-			size_t *n)
-{
-	int rc = elf_load_segments(img, len, segs, MAX_SEGS, n);
-	if (rc != ELF_LOAD_OK) {
-		fprintf(stderr, "%s: %s: %s\n", prog, path, elf_load_strerror(rc));
 		return 1;
 	}
 	return 0;
@@ -685,8 +669,6 @@ int main(int argc, char **argv)
 		mode = MODE_SNP_OVMF_HASH;
 	else if (!strcmp(mode_s, "snp:svsm"))
 		mode = MODE_SNP_SVSM;
-	else if (!strcmp(mode_s, "csvsm-sim"))
-		mode = MODE_CSVSM_SIM;
 	else
 		return usage_err("unsupported --mode '%s'", mode_s);
 	if (!ovmf_path)
@@ -719,8 +701,6 @@ int main(int argc, char **argv)
 				return usage_err("--vcpu-sig does not fit 32 bits%s", NULL);
 		} else if (vt) {
 			sig = cpu_sig(vt->family, vt->model, vt->stepping);
-		} else if (mode == MODE_CSVSM_SIM) {
-			sig = cpu_sig(23, 1, 2); /* the sim runs -cpu EPYC */
 		} else {
 			return usage_err("one of --vcpu-type, --vcpu-sig, "
 					 "--vcpu-family/model/stepping is required%s",
@@ -747,15 +727,14 @@ int main(int argc, char **argv)
 		if (parse_hex(seed_s, seed, sizeof(seed)))
 			return usage_err("bad --snp-ovmf-hash '%s' (96 hex digits)", seed_s);
 	}
-	if ((mode == MODE_SNP_SVSM || mode == MODE_CSVSM_SIM) && !svsm_path)
+	if (mode == MODE_SNP_SVSM && !svsm_path)
 		return usage_err("--svsm is required in this mode%s", NULL);
 	if (mode == MODE_SNP_SVSM && !have_vars_size && !vars_file)
 		return usage_err("--vars-size or --vars-file is required in snp:svsm mode%s", NULL);
 	if (have_vars_size && vars_file)
 		return usage_err("give --vars-size or --vars-file, not both%s", NULL);
 
-	if (load_firmware(ovmf_path, &ovmf, &ovmf_len, &ovmf_info,
-			  mode == MODE_SNP || mode == MODE_CSVSM_SIM))
+	if (load_firmware(ovmf_path, &ovmf, &ovmf_len, &ovmf_info, mode == MODE_SNP))
 		goto out;
 
 	switch (mode) {
@@ -844,27 +823,6 @@ int main(int argc, char **argv)
 		rc = launch_digest_svsm(&ld_hash_mbedtls, &p, digest);
 		break;
 	}
-	case MODE_CSVSM_SIM: {
-		struct ld_segment segs[MAX_SEGS];
-		size_t n;
-		struct ld_sim_launch p = {
-		    .ovmf = ovmf,
-		    .ovmf_len = ovmf_len,
-		    .info = &ovmf_info,
-		    .vcpus = (uint32_t)vcpus,
-		    .vcpu_sig = (uint32_t)sig,
-		    .guest_features = features,
-		};
-
-		if (!(svsm = read_file(svsm_path, &svsm_len)))
-			goto out;
-		if (elf_segments(svsm_path, svsm, svsm_len, segs, &n))
-			goto out;
-		p.segs = segs;
-		p.n_segs = n;
-		rc = launch_digest_csvsm_sim(&ld_hash_mbedtls, &p, digest);
-		break;
-	}
 	}
 	if (rc) {
 		fprintf(stderr, "%s: %s\n", prog, launch_digest_strerror(rc));
@@ -872,9 +830,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (verbose && mode != MODE_SNP_OVMF_HASH)
-		printf("Calculated %s guest measurement: ", mode == MODE_SNP_SVSM ? "SEV_SNP_SVSM"
-							    : mode == MODE_CSVSM_SIM ? "CSVSM_SIM"
-										     : "SEV_SNP");
+		printf("Calculated %s guest measurement: ",
+		       mode == MODE_SNP_SVSM ? "SEV_SNP_SVSM" : "SEV_SNP");
 	print_digest(digest, sizeof(digest), base64);
 	rc = 0;
 	if (dump_vmsa && mode != MODE_SNP_OVMF_HASH)

@@ -1,8 +1,8 @@
 /*
  * PT_LOAD segments of an ELF64 image (attest/elf_load.c): what a loader puts
- * in memory, for launch-digest computation (csvsm-measure --mode csvsm-sim
- * and the sim PSP, which reads csvsm's ELF as QEMU loaded it). The image is
- * untrusted input: every offset and size is checked against its length.
+ * in memory, for csvsm-igvm, which lays csvsm's ELF into the IGVM launch
+ * image (docs/igvm.md). The image is untrusted input: every offset and size
+ * is checked against its length.
  */
 #ifndef ATTEST_ELF_LOAD_H
 #define ATTEST_ELF_LOAD_H

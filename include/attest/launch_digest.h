@@ -126,31 +126,14 @@ struct ld_svsm_launch {
 int launch_digest_svsm(const struct ld_hash_ops *hash, const struct ld_svsm_launch *p,
 		       uint8_t out[LD_SHA384_LEN]);
 
-/*
- * csvsm sim launch (docs/measure.md): csvsm's PT_LOAD segments as NORMAL
- * pages in ascending GPA order (page contents = the loaded memory image,
- * zero-filled), then OVMF NORMAL pages at 4 GiB - size, then one VMSA per
- * vCPU as in SNP mode. Segments must not overlap.
- */
+/* A PT_LOAD segment of an ELF image (attest/elf_load.c), as csvsm-igvm
+ * lays csvsm's ELF into an IGVM file (attest/igvm_csvsm.c). */
 struct ld_segment {
 	uint64_t paddr;
 	const uint8_t *data; /* filesz bytes */
 	uint64_t filesz;
 	uint64_t memsz;
 };
-struct ld_sim_launch {
-	const struct ld_segment *segs;
-	size_t n_segs;
-	const uint8_t *ovmf;
-	size_t ovmf_len;
-	const struct ovmf_info *info;
-	uint32_t vcpus;
-	uint32_t vcpu_sig;
-	uint64_t guest_features;
-};
-int launch_digest_csvsm_sim(const struct ld_hash_ops *hash, const struct ld_sim_launch *p,
-			    uint8_t out[LD_SHA384_LEN]);
-
 const char *launch_digest_strerror(int err);
 
 #endif

@@ -108,22 +108,8 @@ if [ -f "$DEB_OVMF" ]; then
 	fi
 	"$M" --mode snp --vcpus 1 --vcpu-type EPYC --ovmf "$DEB_OVMF" --kernel "$DEB_OVMF" >/dev/null 2>&1
 	check "Debian OVMF.fd has no kernel-hashes section: --kernel exits 1" "$?" 1
-	if "$M" --mode csvsm-sim --vcpus 2 --svsm /bin/true --ovmf "$DEB_OVMF" >"$TMP/s1" &&
-	   "$M" --mode csvsm-sim --vcpus 1 --svsm /bin/true --ovmf "$DEB_OVMF" >"$TMP/s2" &&
-	   grep -qE '^[0-9a-f]{96}$' "$TMP/s1" && ! cmp -s "$TMP/s1" "$TMP/s2"; then
-		ok "csvsm-sim over an ELF (/bin/true) and Debian OVMF"
-	else
-		nok "csvsm-sim over an ELF (/bin/true) and Debian OVMF"
-	fi
-	if [ -f build/csvsm.elf ]; then
-		out=$("$M" --mode csvsm-sim --vcpus 2 --svsm build/csvsm.elf --ovmf "$DEB_OVMF")
-		if [[ "$out" =~ ^[0-9a-f]{96}$ ]]; then ok "csvsm-sim over build/csvsm.elf"
-		else nok "csvsm-sim over build/csvsm.elf"; fi
-	else
-		skip "build/csvsm.elf not built"
-	fi
 else
-	for t in stable pinned kernel csvsm-sim csvsm.elf; do skip "$DEB_OVMF not installed ($t)"; done
+	for t in stable pinned kernel; do skip "$DEB_OVMF not installed ($t)"; done
 fi
 
 # --- usage errors: exit 2 ---
@@ -137,6 +123,7 @@ usage_case() {
 usage_case "no arguments"
 usage_case "unknown option" --mode snp --bogus
 usage_case "unknown mode" --mode sev-es --ovmf "$TMP/zero.fd"
+usage_case "the retired sim platform's mode is gone" --mode csvsm-sim --vcpus 1 --svsm /bin/true --ovmf "$TMP/zero.fd"
 usage_case "missing --ovmf" --mode snp --vcpus 1 --vcpu-type EPYC
 usage_case "missing --vcpus" --mode snp --vcpu-type EPYC --ovmf "$TMP/zero.fd"
 usage_case "--vcpus 0" --mode snp --vcpus 0 --vcpu-type EPYC --ovmf "$TMP/zero.fd"
@@ -160,6 +147,4 @@ head -c 100 /dev/zero >"$TMP/short.fd"
 check "firmware size not a multiple of 4096 exits 1" "$?" 1
 out=$("$M" --mode snp:ovmf-hash --ovmf "$TMP/zero.fd")
 [[ "$out" =~ ^[0-9a-f]{96}$ ]] && ok "snp:ovmf-hash needs no metadata" || nok "snp:ovmf-hash needs no metadata"
-"$M" --mode csvsm-sim --vcpus 1 --svsm "$TMP/zero.fd" --ovmf "$DEB_OVMF" >/dev/null 2>&1
-check "csvsm-sim with a non-ELF --svsm exits 1" "$?" 1
 echo "1..$n"

@@ -1,8 +1,8 @@
 /*
  * Launch digest (attest/launch_digest.c): the two published
  * sev-snp-measure vectors (tests/test_guest.py), byte layout of the VMSA,
- * PAGE_INFO and kernel-hashes page, the seed mode, snp:svsm and csvsm-sim
- * chains rebuilt from the primitives, and the error paths.
+ * PAGE_INFO and kernel-hashes page, the seed mode, the snp:svsm chain
+ * rebuilt from the primitives, and the error paths.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -370,61 +370,6 @@ static void test_svsm_chain(void **state)
 	assert_int_equal(launch_digest_svsm(&ld_hash_mbedtls, &p, out), LD_ERR_RANGE);
 }
 
-static void test_csvsm_sim_chain(void **state)
-{
-	static struct ovmf_info info;
-	static uint8_t ovmf[PAGE_SIZE], page[PAGE_SIZE], vmsa[PAGE_SIZE];
-	static uint8_t text[0x1800], data[0x100];
-	struct launch_digest ld;
-	uint8_t out[48];
-	/* Listed out of order; the second shares its first page with the first. */
-	struct ld_segment segs[2] = {
-	    {.paddr = 0x101900, .data = data, .filesz = sizeof(data), .memsz = 0x2000},
-	    {.paddr = 0x100000, .data = text, .filesz = sizeof(text), .memsz = sizeof(text)},
-	};
-	struct ld_sim_launch p = {.segs = segs,
-				  .n_segs = 2,
-				  .ovmf = ovmf,
-				  .ovmf_len = sizeof(ovmf),
-				  .info = &info,
-				  .vcpus = 2,
-				  .vcpu_sig = SIG_EPYC_V4,
-				  .guest_features = 1};
-
-	memset(text, 0xC3, sizeof(text));
-	memset(data, 0x77, sizeof(data));
-	memset(ovmf, 0x90, sizeof(ovmf));
-	memset(&info, 0, sizeof(info));
-	info.has_reset_eip = true;
-	info.reset_eip = 0x80B004;
-	assert_int_equal(launch_digest_csvsm_sim(&ld_hash_mbedtls, &p, out), LD_OK);
-
-	launch_digest_init(&ld, &ld_hash_mbedtls, NULL);
-	memset(page, 0xC3, PAGE_SIZE); /* 0x100000 */
-	assert_int_equal(launch_digest_normal_pages(&ld, 0x100000, page, PAGE_SIZE), LD_OK);
-	memset(page, 0, PAGE_SIZE); /* 0x101000 */
-	memset(page, 0xC3, 0x800);
-	memset(page + 0x900, 0x77, 0x100);
-	assert_int_equal(launch_digest_normal_pages(&ld, 0x101000, page, PAGE_SIZE), LD_OK);
-	memset(page, 0, PAGE_SIZE); /* 0x102000, 0x103000 (bss) */
-	assert_int_equal(launch_digest_normal_pages(&ld, 0x102000, page, PAGE_SIZE), LD_OK);
-	assert_int_equal(launch_digest_normal_pages(&ld, 0x103000, page, PAGE_SIZE), LD_OK);
-	assert_int_equal(launch_digest_normal_pages(&ld, LD_FOUR_GB - PAGE_SIZE, ovmf, PAGE_SIZE),
-			 LD_OK);
-	launch_digest_build_vmsa(vmsa, LD_BSP_EIP, 1, SIG_EPYC_V4);
-	launch_digest_vmsa_page(&ld, vmsa);
-	launch_digest_build_vmsa(vmsa, 0x80B004, 1, SIG_EPYC_V4);
-	launch_digest_vmsa_page(&ld, vmsa);
-	assert_memory_equal(out, ld.ld, 48);
-
-	/* Overlapping segments and filesz > memsz are rejected. */
-	segs[0].paddr = 0x101700;
-	assert_int_equal(launch_digest_csvsm_sim(&ld_hash_mbedtls, &p, out), LD_ERR_RANGE);
-	segs[0].paddr = 0x101900;
-	segs[0].filesz = 0x3000;
-	assert_int_equal(launch_digest_csvsm_sim(&ld_hash_mbedtls, &p, out), LD_ERR_INVAL);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -434,7 +379,6 @@ int main(void)
 	    cmocka_unit_test(test_hashes_page),	    cmocka_unit_test(test_seed_mode),
 	    cmocka_unit_test(test_kernel_hashes),   cmocka_unit_test(test_debian_ovmf_stable),
 	    cmocka_unit_test(test_errors),	    cmocka_unit_test(test_svsm_chain),
-	    cmocka_unit_test(test_csvsm_sim_chain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -45,13 +45,6 @@ pvh_entry32:
 	shr $2, %ecx
 	xor %eax, %eax
 	rep stosl
-	/* Keep .data as the loader left it: the sim PSP measures csvsm's launch
-	 * image (docs/measure.md, csvsm-sim) and .data changes from here on. */
-	mov $__data_start, %esi
-	mov $launch_data_snapshot, %edi
-	mov $__data_end, %ecx
-	sub %esi, %ecx
-	rep movsb
 	mov %ebx, %esi
 	mov %esi, pvh_start_info
 	mov $(boot_stack + BOOT_STACK_SIZE), %esp
@@ -158,10 +151,5 @@ tramp_end:
 	.section .data
 	.globl pvh_start_info
 pvh_start_info: .quad 0
-
-	.section .bss, "aw", @nobits
-	.p2align 12
-	.globl launch_data_snapshot
-launch_data_snapshot: .skip 1024 * 1024
 
 	.section .note.GNU-stack, "", @progbits
