@@ -189,7 +189,7 @@ const char *memmap_strerror(int err)
 	case MEMMAP_ERR_NO_RAM:
 		return "no RAM outside csvsm";
 	case MEMMAP_ERR_SYNTAX:
-		return "malformed csvsm.test_memmap / csvsm.sim_4k_only";
+		return "malformed memory map (the host's IGVM memory-map parameter area)";
 	case MEMMAP_ERR_ARG:
 		return "bad arguments";
 	default:

@@ -78,7 +78,7 @@ const struct certtable_entry *certtable_find(const struct certtable_entry *e, si
 enum certtable_kind certtable_guid_kind(const uint8_t guid[CERTTABLE_GUID_LEN]);
 
 /*
- * Build a table (for the module's simulated PSP and for tests): n entries
+ * Build a table (for the SNP machine's PSP model and for tests): n entries
  * whose data are copied after the entry array. Returns bytes written, or 0
  * when it does not fit in cap.
  */

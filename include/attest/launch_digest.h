@@ -5,9 +5,8 @@
  * SNP_LAUNCH_UPDATE; this file replays that chain for a given launch, byte
  * for byte as virtee/sev-snp-measure does (sevsnpmeasure/gctx.py, guest.py,
  * vmsa.py, sev_hashes.py). It is core code: no heap, no stdio, and hashing
- * goes through a caller-supplied const ops table so the same code runs in
- * the host tool (mbedTLS, launch_digest_mbedtls.c) and in the module's
- * simulated PSP.
+ * goes through a caller-supplied const ops table (mbedTLS in the host
+ * tools, launch_digest_mbedtls.c), so it also builds freestanding.
  */
 #ifndef ATTEST_LAUNCH_DIGEST_H
 #define ATTEST_LAUNCH_DIGEST_H

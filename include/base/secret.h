@@ -1,8 +1,9 @@
 /*
- * Secrets csvsm holds (VMPCK0, the vTPM's state in the libraries' heap, the
- * simulated PSP's keys) are registered here once, and every termination
- * path (platform terminate, panic, fatal exception) wipes them all before
- * the VM ends (base/secret.c). A secret that is no longer needed is wiped
+ * Secrets csvsm holds (VMPCK0, the vTPM's state in the libraries' heap; in
+ * the SNP machine, which links this file too, its PSP model's keys) are
+ * registered here once, and every termination path (platform terminate,
+ * panic, fatal exception) wipes them all before the VM ends
+ * (base/secret.c). A secret that is no longer needed is wiped
  * by its owner at once; this is the backstop for the paths that end early.
  */
 #ifndef BASE_SECRET_H

@@ -66,7 +66,7 @@
 #define CSVSM_IGVM_F_SECRETS_IN_FW (1u << 0) /* secrets page is the firmware's metadata page */
 #define CSVSM_IGVM_F_CPUID_IN_FW   (1u << 1) /* CPUID page is the firmware's metadata page */
 #define CSVSM_IGVM_F_MADT	   (1u << 2) /* a MADT parameter area exists */
-#define CSVSM_IGVM_F_REGION_IN_RAM (1u << 3) /* region may be guest RAM (sim-linked ELF) */
+#define CSVSM_IGVM_F_REGION_IN_RAM (1u << 3) /* region outside the gap: host may call it RAM */
 
 /* csvsm_igvm_range.kind: what the launch put in a range (all validated). */
 #define CSVSM_IGVM_RANGE_IMAGE	  1u /* csvsm's loaded image (NORMAL + ZERO pages) */

@@ -27,7 +27,7 @@ enum memmap_err {
 	MEMMAP_ERR_OVERLAP = -5,   /* a RAM entry overlaps another entry */
 	MEMMAP_ERR_CSVSM = -6,	   /* csvsm's region not inside one RAM entry */
 	MEMMAP_ERR_NO_RAM = -7,	   /* no RAM outside csvsm */
-	MEMMAP_ERR_SYNTAX = -8,	   /* malformed command-line override */
+	MEMMAP_ERR_SYNTAX = -8,	   /* malformed host map (IGVM memory-map area) */
 	MEMMAP_ERR_ARG = -9,	   /* bad csvsm region / NULL input (caller bug) */
 };
 

@@ -152,7 +152,7 @@ _Static_assert(offsetof(struct vmcb, save) == 0x400, "APM: save area at 0x400");
 #define SVM_EXIT_SKINIT	    0x086
 #define SVM_EXIT_XSETBV	    0x08D
 #define SVM_EXIT_NPF	    0x400
-#define SVM_EXIT_INVALID    0xFFFFFFFFu /* QEMU writes it as 32 bits (sim notes pitfall 3) */
+#define SVM_EXIT_INVALID    0xFFFFFFFFu /* QEMU TCG writes 32 bits (sim-platform-notes §4.3) */
 
 /* IOIO exit_info_1 (APM §15.10.2) */
 #define SVM_IOIO_TYPE_IN    (1u << 0)
