@@ -1007,7 +1007,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	if (rmp_init(pool_alloc(rmp_bytes, PAGE_SIZE), rmp_bytes, top) != 0)
 		fail("RMP model");
 	machine_options();
-	struct guest_config gc = {.mm = &mm, .vmpl = 2, .snp = true};
+	struct guest_config gc = {.mm = &mm, .vmpl = 2};
 	hv_tag = "snpm";
 	svm_host_init(&gc);
 	snpm_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,

@@ -168,12 +168,11 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 	}
 	if (!h->ctx[vmpl]) {
 		struct svm_vcpu *c = svm_vcpu_alloc();
-		c->snp = true;
 		c->vmpl = vmpl;
 		c->hv = h;
 		c->gv.id = h->id;
 		c->gv.vmpl = vmpl;
-		vmcb_init(c->vmcb, true, svm_npt_root(vmpl));
+		vmcb_init(c->vmcb, svm_npt_root(vmpl));
 		c->vmcb->ctl.asid = ASID_OF(vmpl);
 		if (vmpl == 0) { /* csvsm takes no interrupts: they wait for the guest */
 			c->vmcb->ctl.vintr |= VINTR_MASK;
@@ -531,10 +530,9 @@ __noreturn void snpm_run(const struct vmsa *bsp_vmsa)
 		    .id = i, .apic_id = percpus[i].apic_id, .want = NO_VMPL, .cur = NO_VMPL};
 	/* The boot vCPU's VMPL0: the measured launch VMSA. */
 	struct svm_vcpu *c = svm_vcpu_alloc();
-	c->snp = true;
 	c->hv = &hvs[0];
 	c->vmpl = 0;
-	vmcb_init(c->vmcb, true, svm_npt_root(0));
+	vmcb_init(c->vmcb, svm_npt_root(0));
 	c->vmcb->ctl.asid = ASID_OF(0);
 	c->vmcb->ctl.vintr |= VINTR_MASK;
 	c->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;

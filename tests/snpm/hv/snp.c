@@ -52,7 +52,6 @@
 #define VC_VECTOR 29
 
 static const struct memmap *snp_mm;
-static bool npt_snp_guest; /* the guest is an SNP guest: the host touches shared pages only */
 /* csvsm.sim_trace=1: print every #VC and VMGEXIT (diagnostics). */
 bool sim_snp_trace;
 
@@ -64,10 +63,9 @@ static uint64_t nae_count[16];
 static uint64_t nae_unregistered; /* VMGEXITs without a registered GHCB in guest RAM */
 static uint64_t implicit_shared;  /* GHCB pages converted to shared on first use */
 
-void sim_snp_init(const struct memmap *mm, bool snp)
+void sim_snp_init(const struct memmap *mm)
 {
 	snp_mm = mm;
-	npt_snp_guest = snp;
 }
 
 void sim_snp_print_counts(void)
@@ -364,8 +362,6 @@ static bool hv_may_touch(gpa_t gpa, uint64_t len)
 {
 	if (!len || !hv_is_mem(gpa, len))
 		return false;
-	if (!npt_snp_guest)
-		return true; /* a plain (non-SNP) guest: no private memory */
 	for (gpa_t p = ALIGN_DOWN(gpa, PAGE_SIZE); p < gpa + len; p += PAGE_SIZE) {
 		struct rmp_entry_info e;
 		if (rmp_query(p, &e) || e.assigned)
@@ -399,7 +395,7 @@ static struct ghcb *ghcb_of(struct svm_vcpu *v)
 		nae_unregistered++;
 		return NULL;
 	}
-	if (v->snp && !hv_may_touch(g, PAGE_SIZE)) { /* a plain guest has no C-bit */
+	if (!hv_may_touch(g, PAGE_SIZE)) {
 		if (psc_one(g, false, PSC_OP_SHARED) || !hv_may_touch(g, PAGE_SIZE)) {
 			nae_unregistered++;
 			return NULL;

@@ -10,7 +10,6 @@
 #include "arch/x86/svm.h"
 #include "csvsm/boot.h"
 #include "base/console.h"
-#include "csvsm/insn_decode.h"
 #include "csvsm/cpu.h"
 #include "base/platform.h"
 #include "tests/snpm/model/guest_config.h"
@@ -36,7 +35,6 @@
 #define NPT_TABLE (NPT_P | NPT_RW | NPT_US)
 
 #define MSR_EFER_NR	 0xC0000080u
-#define IOIO_STR_BATCH	 65536
 #define LAPIC_GPA	 0xFEE00000ULL
 #define LAPIC_ICR_LO	 0x300
 #define LAPIC_ICR_HI	 0x310
@@ -61,7 +59,6 @@ static gpa_t npt_top;
 /* snpm.hv_nest: the one page a hostile host has unmapped in VMPL0's nested table. */
 static volatile gpa_t nest_hole = UINT64_MAX;
 
-static bool npt_snp; /* SNP guest: pages it made shared are its too (unencrypted) */
 static uint8_t *iopm, *msrpm;
 
 /*
@@ -702,7 +699,7 @@ static const uint64_t *npt_root_of(const struct svm_vcpu *v)
 	return npt_root[v->vmpl & 3];
 }
 
-/* ---- guest linear accesses csvsm performs for the guest (string I/O, instruction bytes) ---- */
+/* ---- guest linear accesses the host makes for the guest (instruction bytes, #VC frames) ---- */
 
 /* Guest-physical bytes `vmpl` itself may reach, as its nested table maps them. */
 void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl)
@@ -804,11 +801,6 @@ bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *p
 	return r == GW_OK;
 }
 
-bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc)
-{
-	return linear_copy_as(v, la, buf, n, acc, false);
-}
-
 bool linear_copy_sys(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, bool write)
 {
 	return linear_copy_as(v, la, buf, n, write ? GW_WRITE : GW_READ, true);
@@ -885,15 +877,14 @@ void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig)
 	v->gprs.rdx = cpuid_sig;
 }
 
-void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt)
+void vmcb_init(struct vmcb *v, const uint64_t *npt)
 {
 	struct vmcb_control *c = &v->ctl;
-	/* An SEV-SNP guest: CPUID becomes #VC (56421 §4.1), PVALIDATE and
-	 * RMPADJUST raise #UD under TCG and are emulated (sim_snp_ud). */
-	if (snp) {
-		c->intercept_misc1 |= SVM_INTERCEPT_CPUID;
-		c->intercept_exceptions |= 1u << 6;
-	}
+	/* Every guest is an SEV-SNP guest: CPUID becomes #VC (56421 §4.1),
+	 * PVALIDATE and RMPADJUST raise #UD under TCG and are emulated
+	 * (sim_snp_ud). */
+	c->intercept_misc1 |= SVM_INTERCEPT_CPUID;
+	c->intercept_exceptions |= 1u << 6;
 	c->intercept_misc1 |= SVM_INTERCEPT_INIT | SVM_INTERCEPT_IOIO_PROT |
 			      SVM_INTERCEPT_MSR_PROT | SVM_INTERCEPT_SHUTDOWN | SVM_INTERCEPT_SMI |
 			      SVM_INTERCEPT_NMI;
@@ -914,63 +905,6 @@ void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_
 {
 	v->vmcb->ctl.event_inj = SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | vector |
 				 (has_err ? SVM_EVTINJ_VALID_ERR | ((uint64_t)err << 32) : 0);
-}
-
-unsigned cs_bits(const struct vmcb *vm)
-{
-	if ((vm->save.efer & EFER_LMA) && (vm->save.cs.attrib & (1u << 9)))
-		return 64;
-	return (vm->save.cs.attrib & (1u << 10)) ? 32 : 16;
-}
-
-static void handle_ioio(struct svm_vcpu *v)
-{
-	struct vmcb *vm = v->vmcb;
-	uint64_t info = vm->ctl.exit_info_1;
-	uint16_t port = (uint16_t)(info >> SVM_IOIO_PORT_SHIFT);
-	unsigned size = (info & SVM_IOIO_SZ32) ? 4 : (info & SVM_IOIO_SZ16) ? 2 : 1;
-	bool in = info & SVM_IOIO_TYPE_IN;
-	v->io_exits++;
-	if (!(info & SVM_IOIO_STR)) {
-		uint32_t val = (uint32_t)vm->save.rax;
-		if (!sim_io_port(port, size, in, &val))
-			return;
-		if (in) {
-			uint64_t mask = size == 4 ? 0xFFFFFFFFULL : size == 2 ? 0xFFFF : 0xFF;
-			vm->save.rax = size == 4 ? val : (vm->save.rax & ~mask) | val;
-		}
-		vm->save.rip = vm->ctl.exit_info_2; /* QEMU provides the next RIP for IOIO */
-		return;
-	}
-	/* String I/O (fw_cfg data is read with `rep insb`): emulate all iterations.
-	 * The address size comes from the code segment (QEMU 7.2 encodes the
-	 * exit_info_1 address-size bits one position off the APM's); DF from RFLAGS. */
-	unsigned bits = cs_bits(vm);
-	uint64_t amask = bits == 64 ? ~0ULL : bits == 32 ? 0xFFFFFFFFULL : 0xFFFFULL;
-	uint64_t count = (info & SVM_IOIO_REP) ? (v->gprs.rcx & amask) : 1;
-	int64_t step = (vm->save.rflags & (1u << 10)) ? -(int64_t)size : (int64_t)size;
-	uint64_t *idx = in ? &v->gprs.rdi : &v->gprs.rsi;
-	uint64_t segbase = in ? vm->save.es.base : vm->save.ds.base;
-	/* At most IOIO_STR_BATCH elements per exit: with a huge RCX the guest
-	 * re-executes the instruction for the rest (RIP stays on it), so one
-	 * exit never holds the exit lock for long. */
-	for (unsigned done = 0; count && done < IOIO_STR_BATCH; count--, done++) {
-		uint32_t val = 0;
-		uint64_t la = segbase + (*idx & amask);
-		/* The memory side is checked before the port is touched, with the
-		 * guest's own page-table and nested permissions. */
-		if (!linear_copy(v, la, in ? NULL : &val, size, in ? GW_WRITE : GW_READ))
-			return;
-		if (!sim_io_port(port, size, in, &val))
-			return;
-		if (in && !linear_copy(v, la, &val, size, GW_WRITE))
-			return;
-		*idx = (*idx & ~amask) | ((*idx + (uint64_t)step) & amask);
-		if (info & SVM_IOIO_REP)
-			v->gprs.rcx = (v->gprs.rcx & ~amask) | ((v->gprs.rcx - 1) & amask);
-	}
-	if (count == 0)
-		vm->save.rip = vm->ctl.exit_info_2;
 }
 
 /*
@@ -996,9 +930,7 @@ bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val)
 	if (msr == MSR_GHCB)
 		*val = v->ghcb_msr;
 	else if (msr == MSR_SEV_STATUS)
-		*val = v->snp ? 0x3 | (v->sev_features << 2) : 0;
-	else if (msr == MSR_SVSM_CAA && !v->snp)
-		*val = v->gv.caa;
+		*val = 0x3 | (v->sev_features << 2);
 	else if (msr == MSR_EFER_NR)
 		*val = vm->save.efer;
 	else if (msr == MSR_APIC_BASE)
@@ -1034,7 +966,7 @@ static void handle_msr(struct svm_vcpu *v)
 	/* An SNP guest's MSR accesses go through its #VC handler and the GHCB,
 	 * except the ones the hardware serves or traps itself: the GHCB MSR,
 	 * SEV_STATUS, EFER writes (56421 §4.1, APM vol. 2 §15.35). */
-	if (v->snp && msr != MSR_GHCB && msr != MSR_SEV_STATUS && msr != MSR_EFER_NR) {
+	if (msr != MSR_GHCB && msr != MSR_SEV_STATUS && msr != MSR_EFER_NR) {
 		sim_snp_vc(v, SVM_EXIT_MSR_CODE);
 		return;
 	}
@@ -1064,10 +996,7 @@ static void handle_vmmcall(struct svm_vcpu *v)
 		sim_snp_vmgexit(v);
 		return;
 	}
-	if (v->snp) /* VMMCALL in an SEV-ES guest: #VC (56421 §4.1) */
-		sim_snp_vc(v, SVM_EXIT_VMMCALL);
-	else /* #UD, as a CPU without a hypervisor */
-		inject_exception(v, 6, false, 0);
+	sim_snp_vc(v, SVM_EXIT_VMMCALL); /* VMMCALL in an SEV-ES guest: #VC (56421 §4.1) */
 }
 
 uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
@@ -1095,45 +1024,6 @@ uint64_t reg_value(struct svm_vcpu *v, unsigned reg)
 	}
 }
 
-void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val)
-{
-	uint64_t *g = &v->gprs.rbx;
-	switch (reg) {
-	case 0:
-		v->vmcb->save.rax = val;
-		break;
-	case 1:
-		v->gprs.rcx = val;
-		break;
-	case 2:
-		v->gprs.rdx = val;
-		break;
-	case 3:
-		v->gprs.rbx = val;
-		break;
-	case 4:
-		v->vmcb->save.rsp = val;
-		break;
-	case 5:
-		v->gprs.rbp = val;
-		break;
-	case 6:
-		v->gprs.rsi = val;
-		break;
-	case 7:
-		v->gprs.rdi = val;
-		break;
-	default:
-		g[6 + (reg - 8)] = val;
-	}
-}
-
-/*
- * A guest load or store outside its RAM (a device, or nothing): decode the
- * MOV at RIP (no decode assists on TCG), let sim_mmio emulate it under the
- * default-deny device view, write back a load's register, step over it.
- * False when the instruction is not one csvsm emulates.
- */
 /* The NPT's leaf entry for `gpa` as a walk finds it now (0: not present). */
 static uint64_t npt_leaf(const uint64_t *root, gpa_t gpa)
 {
@@ -1164,30 +1054,6 @@ static bool npf_spurious(const struct svm_vcpu *v, gpa_t gpa, uint64_t err)
 		return false;
 	if ((err & 0x10) && (e & NPT_NX))
 		return false;
-	return true;
-}
-
-static bool mmio_emulate(struct svm_vcpu *v, gpa_t gpa, bool write)
-{
-	struct vmcb *vm = v->vmcb;
-	uint8_t insn[15];
-	struct mmio_op op;
-	size_t n = fetch_insn(v, insn, sizeof(insn));
-	if (!n || insn_decode_mmio(insn, n, cs_bits(vm), &op) != 0 ||
-	    (op.kind == MMIO_STORE) != write)
-		return false;
-	uint64_t val = 0;
-	if (op.kind == MMIO_STORE) {
-		val = op.from_reg ? reg_value(v, op.reg) : op.imm;
-		if (op.high8)
-			val >>= 8;
-		if (op.size < 8)
-			val &= (1ULL << (8 * op.size)) - 1;
-	}
-	sim_mmio(gpa, op.size, write, &val);
-	if (op.kind == MMIO_LOAD)
-		reg_set(v, op.reg, insn_mmio_load_result(&op, reg_value(v, op.reg), val));
-	vm->save.rip += op.length;
 	return true;
 }
 
@@ -1375,7 +1241,7 @@ static void handle_npf(struct svm_vcpu *v)
 			return;
 		}
 	}
-	if (!mem && v->snp && (data || v->vmpl != 0)) {
+	if (!mem && (data || v->vmpl != 0)) {
 		/* An SNP guest's MMIO is #VC, served through its GHCB (56421
 		 * §4.1.7): KVM marks MMIO in its nested tables with reserved bits
 		 * (MMIO caching, required for SEV-ES) so the hardware raises #VC
@@ -1383,8 +1249,6 @@ static void handle_npf(struct svm_vcpu *v)
 		sim_snp_vc(v, SVM_EXIT_NPF);
 		return;
 	}
-	if (data && !mem && mmio_emulate(v, gpa, (err & NPF_W) != 0))
-		return;
 	v->npf_exits++;
 	if (v->vmpl == 0) {
 		/* csvsm touched memory it has not validated (or MMIO it has no
@@ -1400,13 +1264,12 @@ static void handle_npf(struct svm_vcpu *v)
 					 : "private page not validated");
 		platform->terminate(false, 0, 0x26);
 	}
-	if (mem && v->snp && v->npf_streak < 64) {
+	if (mem && v->npf_streak < 64) {
 		npf_guest_memory(v, gpa, enc, err);
 		return;
 	}
-	/* A plain guest's access KVM cannot emulate (KVM_EXIT_INTERNAL_ERROR,
-	 * which QEMU answers by stopping the VM), or a fault that does not go
-	 * away although the tables map the page (a machine bug). */
+	/* A fault that does not go away although the tables map the page: a
+	 * machine bug. */
 	con_printf("%s: guest %s at gpa 0x%llx (rip 0x%llx, vCPU %u): the host cannot "
 		   "resolve it; stopping [info1 0x%llx cr3 0x%llx cs 0x%x]\n",
 		   hv_tag, npf_access(err), (unsigned long long)gpa,
@@ -1433,7 +1296,7 @@ void svm_guest_run(struct svm_vcpu *v)
 	for (;;) {
 		vcpu_vmrun(v);
 		v->exits++;
-		if (hv_nest_addr && v->vmpl == 0 && v->snp && hv_nest_exit(v))
+		if (hv_nest_addr && v->vmpl == 0 && hv_nest_exit(v))
 			continue;
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_NMI) {
 			/* A kick (VMPL switch, AP creation, TLB shootdown): QEMU leaves
@@ -1459,15 +1322,15 @@ void svm_guest_run(struct svm_vcpu *v)
 		uint32_t code = (uint32_t)v->vmcb->ctl.exit_code;
 		switch (code) {
 		case SVM_EXIT_IOIO_CODE:
-			if (v->snp)
-				sim_snp_vc(v, SVM_EXIT_IOIO_CODE);
-			else
-				handle_ioio(v);
+			/* Port I/O of an SEV-ES/SNP guest is #VC: its own handler
+			 * asks the host through the GHCB (string I/O through the
+			 * shared buffer, sim_snp_vmgexit). */
+			sim_snp_vc(v, SVM_EXIT_IOIO_CODE);
 			break;
-		case SVM_EXIT_CPUID_CODE: /* intercepted for SNP guests only */
+		case SVM_EXIT_CPUID_CODE:
 			sim_snp_vc(v, SVM_EXIT_CPUID_CODE);
 			break;
-		case SVM_EXIT_EXCP_BASE + 6: /* #UD, intercepted for SNP guests only */
+		case SVM_EXIT_EXCP_BASE + 6: /* #UD: PVALIDATE, RMPADJUST... under TCG */
 			if (!sim_snp_ud(v))
 				inject_exception(v, 6, false, 0);
 			break;
@@ -1640,8 +1503,7 @@ void svm_vcpu_fpu_reset(struct svm_vcpu *v)
 void svm_host_init(const struct guest_config *gc)
 {
 	npt_mm = gc->mm;
-	npt_snp = gc->snp;
-	sim_snp_init(gc->mm, gc->snp);
+	sim_snp_init(gc->mm);
 	svm_cpu_enable();
 	iopm = pool_alloc(3 * PAGE_SIZE, PAGE_SIZE);
 	memset(iopm, 0xFF, 3 * PAGE_SIZE); /* every port exits (sim notes §5 c) */

@@ -34,8 +34,7 @@ struct svm_vcpu {
 	uint64_t ghcb_msr; /* the guest's view of MSR 0xC0010130 */
 	gpa_t ghcb_gpa;	   /* registered through the MSR protocol, 0 = none */
 	struct guest_vcpu gv;
-	bool snp; /* the guest runs as an SEV-SNP guest (sim_snp.c) */
-	uint64_t exits, io_exits, msr_exits, npf_exits, vmgexits, svsm_calls;
+	uint64_t exits, msr_exits, npf_exits, vmgexits, svsm_calls;
 	uint64_t npf_retries; /* faults that raced with a table update (npf_spurious) */
 	uint64_t exit_tsc, host_cycles, guest_cycles; /* where an exit's round trip goes */
 	gpa_t npf_last; /* the last retried fault's gpa and how often in a row */
@@ -92,17 +91,14 @@ void sim_fpu_enter(void);
 /* Helpers of the exit handlers (sim_svm.c), for sim_snp.c. */
 void inject_exception(struct svm_vcpu *v, unsigned vector, bool has_err, uint32_t err);
 #include "mm/guest_walk.h"
-/* Copy at a linear address with the guest's permissions (buf NULL: check only);
- * on a fault the exception is injected and false returned. */
-bool linear_copy(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, enum gw_access acc);
-/* The same as an implicit supervisor access (descriptor tables, exception frames). */
+/* Copy at a linear address as an implicit supervisor access of the guest
+ * (descriptor tables, exception frames), with its page tables and nested
+ * permissions; on a fault the exception is injected and false returned. */
 bool linear_copy_sys(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, bool write);
 size_t fetch_insn(struct svm_vcpu *v, uint8_t *insn, size_t max);
 /* Linear to guest-physical with the guest's permissions; a fault is injected. */
 bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *pa);
-unsigned cs_bits(const struct vmcb *vm);
 uint64_t reg_value(struct svm_vcpu *v, unsigned reg);
-void reg_set(struct svm_vcpu *v, unsigned reg, uint64_t val);
 /* Host pointer to guest-physical bytes `vmpl` can reach (RAM or flash), or NULL. */
 void *guest_phys(gpa_t gpa, size_t n, bool write, unsigned vmpl);
 bool sim_msr_access(struct svm_vcpu *v, uint32_t msr, bool wr, uint64_t *val);
@@ -114,7 +110,7 @@ void svm_cpu_enable(void);
 struct svm_vcpu *svm_vcpu_alloc(void);
 void svm_vcpu_fpu_reset(struct svm_vcpu *v);
 const uint64_t *svm_npt_root(unsigned vmpl);
-void vmcb_init(struct vmcb *v, bool snp, const uint64_t *npt);
+void vmcb_init(struct vmcb *v, const uint64_t *npt);
 void vmcb_reset_state(struct svm_vcpu *v, uint32_t cpuid_sig);
 /* Which of VMRUN's consistency checks `c` fails, or NULL if none the machine knows. */
 const char *vmrun_rejected_why(const struct vmrun_checked *c);
@@ -151,7 +147,7 @@ __noreturn void hv_stop_hung(void);
 void hv_guest_terminated(struct svm_vcpu *v);
 
 /* The SEV-SNP guest view and the hypervisor side of the GHCB (sim_snp.c). */
-void sim_snp_init(const struct memmap *mm, bool snp);
+void sim_snp_init(const struct memmap *mm);
 /* Deliver #VC with `code` (the exit code) to an SNP guest, as the hardware would. */
 void sim_snp_vc(struct svm_vcpu *v, uint64_t code);
 /* A VMGEXIT (RIP already past it): the GHCB MSR protocol or the GHCB page. */

@@ -10,7 +10,6 @@ struct guest_config {
 	const struct memmap *mm;
 	unsigned vmpl;
 	gpa_t caa;
-	bool snp; /* an SVSM-aware firmware: show it SEV-SNP (tests/snpm/hv/snp.c) */
 };
 
 #endif
