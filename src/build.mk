@@ -3,6 +3,5 @@
 IMAGE_SRCS += src/boot.S src/snp_entry.S src/exception.S src/idt.c src/cpu.c \
               src/smp.c src/boot_info.c src/snp_boot.c src/accept_boot.c src/guest.c src/guest_snp.c src/hv_doorbell.c \
               mm/pool.c mm/pgtable.c
-CORE_SRCS  += src/platform/insn_decode.c src/requests.c \
-              src/core_proto.c src/vcpu.c mm/guest_mem.c mm/guest_walk.c
+CORE_SRCS  += src/requests.c src/core_proto.c src/vcpu.c mm/guest_mem.c mm/guest_walk.c
 include src/snp.mk
