@@ -136,6 +136,49 @@ static void accept_chunk(struct percpu *cpu, struct accept_share *share, gpa_t g
 	cpu->accept_bytes += size;
 }
 
+/*
+ * RAM in the host's map that the host then refuses to make private is a
+ * host map error (issue 16 item 2: QEMU's map names memory that is not
+ * guest_memfd RAM). Going on without it is safe: csvsm validates nothing
+ * there and records nothing, so the guest finds it unvalidated (its own
+ * page-state change and PVALIDATE, or a #VC 0x404 on access), and nothing
+ * of csvsm's own lives in pre-accepted RAM (its image, boot block and
+ * parameter pages are launch ranges, which the map may not call RAM:
+ * src/snp_boot.c). Contiguous refusals are reported as one range.
+ */
+static void refused_flush(struct accept_share *share)
+{
+	struct mem_range *r = &share->refused_open;
+	if (r->start >= r->end)
+		return;
+	con_printf("csvsm: accept: host map error: the host refuses to make 0x%llx-0x%llx "
+		   "private, which its map calls RAM; left unvalidated, the guest finds it so\n",
+		   (unsigned long long)r->start, (unsigned long long)r->end);
+	*r = (struct mem_range){0, 0};
+}
+
+static void refused(struct accept_share *share, uint64_t entry)
+{
+	gpa_t gpa = entry & PSC_ENTRY_GFN_MASK;
+	gpa_t size = entry & PSC_ENTRY_SIZE_2M ? PAGE_SIZE_2M : PAGE_SIZE;
+	struct mem_range *r = &share->refused_open;
+
+	share->refused_bytes += size;
+	if (r->start < r->end && r->end == gpa) {
+		r->end += size;
+		return;
+	}
+	refused_flush(share);
+	/* A host that refuses range after range is not reporting a map error. */
+	if (++share->refused_ranges > ACCEPT_MAX_REFUSED_RANGES) {
+		con_printf("csvsm: accept: the host refuses page-state changes for more than %u "
+			   "ranges of its RAM: no map error\n",
+			   ACCEPT_MAX_REFUSED_RANGES);
+		fail(ACCEPT_TERM_PSC);
+	}
+	*r = (struct mem_range){gpa, gpa + size};
+}
+
 void accept_run_share(struct percpu *cpu, struct accept_share *share)
 {
 	uint64_t entries[PSC_MAX_ENTRIES];
@@ -146,12 +189,23 @@ void accept_run_share(struct percpu *cpu, struct accept_share *share)
 		panic("accept_run_share before accept_init");
 	accept_cursor_init(&c);
 	while ((n = accept_next_batch(share, &c, entries, PSC_MAX_ENTRIES))) {
-		if (ghcb_psc(cpu, entries, n, &cpu->accept_psc_calls))
-			fail(ACCEPT_TERM_PSC);
-		for (unsigned k = 0; k < n; k++)
-			accept_chunk(cpu, share, entries[k] & PSC_ENTRY_GFN_MASK,
-				     entries[k] & PSC_ENTRY_SIZE_2M);
+		for (unsigned done = 0; done < n;) {
+			unsigned at = 0;
+			int rc =
+			    ghcb_psc_ex(cpu, entries + done, n - done, &cpu->accept_psc_calls, &at);
+			if (rc < 0)
+				fail(ACCEPT_TERM_PSC);
+			unsigned upto = rc == 0 ? n : done + at;
+			for (unsigned k = done; k < upto; k++)
+				accept_chunk(cpu, share, entries[k] & PSC_ENTRY_GFN_MASK,
+					     entries[k] & PSC_ENTRY_SIZE_2M);
+			if (rc == 0)
+				break;
+			refused(share, entries[upto]);
+			done = upto + 1;
+		}
 	}
+	refused_flush(share);
 }
 
 static bool test_bit(uint64_t page)

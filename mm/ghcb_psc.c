@@ -31,7 +31,8 @@ static void psc_request(struct percpu *cpu, struct ghcb *g)
 	GHCB_SET(g, sw_scratch, cpu->ghcb_gpa + GHCB_SHARED_BUF_OFF);
 }
 
-int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *round_trips)
+int ghcb_psc_ex(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *round_trips,
+		unsigned *refused)
 {
 	struct ghcb *g = cpu->ghcb;
 	struct psc_desc *d = (struct psc_desc *)g->shared_buffer;
@@ -61,6 +62,17 @@ int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *
 		uint16_t new_end = READ_ONCE(d->end_entry);
 		uint32_t rsvd = READ_ONCE(d->reserved);
 
+		/* A refusal: an error in info_2 with cur_entry at the entry
+		 * that failed, the ones before it done (GHCB spec §4.1.6; KVM
+		 * arch/x86/kvm/svm/sev.c snp_begin_psc sets hdr->cur_entry and
+		 * completes with VMGEXIT_PSC_ERROR_*). csvsm trusts neither
+		 * half: what the host calls done is PVALIDATEd, which fails on
+		 * a page it did not make private. */
+		if ((uint32_t)info1 == GHCB_RESULT_OK && info2 != 0 && rsvd == 0 &&
+		    new_end == end && new_cur >= cur && new_cur <= end && refused) {
+			*refused = new_cur;
+			return 1;
+		}
 		if ((uint32_t)info1 != GHCB_RESULT_OK || info2 != 0 || rsvd != 0 ||
 		    new_end != end || new_cur < cur || new_cur > end + 1)
 			return -1;
@@ -73,4 +85,9 @@ int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *
 		cur = new_cur;
 	}
 	return 0;
+}
+
+int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *round_trips)
+{
+	return ghcb_psc_ex(cpu, entries, n, round_trips, NULL) == 0 ? 0 : -1;
 }

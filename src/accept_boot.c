@@ -61,4 +61,12 @@ void accept_ranges(const struct mem_range *ram, unsigned nr, gpa_t max_gpa)
 	    (unsigned long long)(t.bytes >> 20), (unsigned long long)ms,
 	    (unsigned long long)t.pvalidate_2m, (unsigned long long)t.pvalidate_4k,
 	    (unsigned long long)t.fallbacks);
+	uint64_t refused = 0;
+	for (unsigned i = 0; i < plan.nshares; i++)
+		refused += plan.share[i].refused_bytes;
+	if (refused)
+		boot_phase("accept",
+			   "host map error: %llu KiB of the host's RAM refused to be made private, "
+			   "left unvalidated",
+			   (unsigned long long)(refused >> 10));
 }

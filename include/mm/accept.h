@@ -38,7 +38,15 @@ struct accept_share {
 	gpa_t start, end; /* this vCPU's 2M-aligned window [start, end) */
 	uint64_t bytes;	  /* RAM bytes inside the window */
 	uint64_t doubles; /* pages found already recorded; written by its vCPU only */
+	/* RAM the host refused to make private (a host map error, left
+	 * unvalidated): bytes, ranges reported, the range being gathered */
+	uint64_t refused_bytes;
+	unsigned refused_ranges;
+	struct mem_range refused_open;
 };
+
+/* More refused ranges than this in one share is no map error: terminate. */
+#define ACCEPT_MAX_REFUSED_RANGES 8
 
 struct accept_plan {
 	unsigned nshares;

@@ -160,6 +160,13 @@ struct percpu;
  * Returns 0, or -1 when the hypervisor failed the request or broke protocol.
  */
 int ghcb_psc(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *round_trips);
+/*
+ * The same, telling a refusal apart: returns 1 when the host answered with
+ * an error for entry *refused (entries before it done, by its word), 0 when
+ * all are done, -1 for anything outside the protocol.
+ */
+int ghcb_psc_ex(struct percpu *cpu, const uint64_t *entries, unsigned n, uint64_t *round_trips,
+		unsigned *refused);
 #endif
 
 #ifndef SNP_GHCB_HELPERS

@@ -41,9 +41,26 @@ refuse "RAM over csvsm's region" "snpm.memmap=0:a0,100:6ff00,fc000:100" "memmap:
 refuse "RAM over csvsm's launch area (boot block, parameters)" "snpm.memmap=0:a0,100:6ff00,fe000:7" "memmap: refused: RAM \\[0xfe000000, 0xfe007000\\) covers csvsm's launch area"
 refuse "an entry beyond the address space" "snpm.memmap=0:a0,100:6ff00,10000000000:1" "memmap: refused: entry beyond"
 # RAM the host does not back: a host that answers the page-state change
-# with an error (snpm.psc_nonram=error) gets csvsm's clean termination ...
-refuse "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00 snpm.psc_nonram=error" "accept: stopped: the hypervisor's page-state change"
-refuse "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000 snpm.psc_nonram=error" "accept: stopped: the hypervisor's page-state change"
+# with an error (snpm.psc_nonram=error, KVM's answer to an entry it refuses)
+# has made a map error. csvsm says so, leaves that RAM unvalidated (the
+# guest finds it so) and goes on with the rest (mm/accept.c) ...
+map_error() { # name machine-options refused-range
+	local aud
+	snpm_qemu "$tmp/h.log" 2G 2 -append "$2 snpm.psc_nonram=error snpm.stop_at_launch=1"
+	aud=$(grep -m1 '^snpm: accept-audit: ' "$tmp/h.log")
+	tap_check "$1: the host refused the page-state change of $3 (the machine says so)" \
+		grep -q 'snp-view: page-state change entry .* refused' "$tmp/h.log"
+	tap_check "$1: csvsm names it a host map error and leaves $3 unvalidated" \
+		grep -q "accept: host map error: the host refuses to make $3 private" "$tmp/h.log"
+	tap_check "$1: the dashboard counts it" grep -q 'accept .*host map error: [0-9]* KiB' "$tmp/h.log"
+	tap_check "$1: csvsm went on to the guest's launch, and the audit of the VM's RAM is clean (QEMU exit $QEMU_RC)" \
+		test "$QEMU_RC" -eq 1 -a -n "$aud" -a "$(field unvalidated_ranges "$aud")" = "$(fw_host_pages)" \
+		-a "$(field no_guest_access "$aud")" = 0
+}
+map_error "RAM the host does not have (its own memory)" "snpm.memmap=0:a0,100:7ff00" 0x70000000-0x80000000
+map_error "RAM above the VM's memory" "snpm.memmap=0:a0,100:6ff00,100000:40000" 0x100000000-0x140000000
+# ... unless the host refuses range after range: that is no map error.
+refuse "a host refusing 9 ranges of RAM apart" "snpm.memmap=0:a0,100:6ff00,100000:200,100400:200,100800:200,100c00:200,101000:200,101400:200,101800:200,101c00:200,102000:200 snpm.psc_nonram=error" "accept: stopped: the hypervisor's page-state change"
 # ... and QEMU stops the VM itself (kvm_convert_memory fails; the machine's default).
 snpm_qemu "$tmp/q.log" 2G 2 -append "snpm.memmap=0:a0,100:7ff00 snpm.stop_at_launch=1"
 tap_check "RAM the host does not have, QEMU's way: the host stops the VM at the page-state change (QEMU exit $QEMU_RC)" \

@@ -53,12 +53,26 @@ enum hv_mode {
 	HV_INSPECT,
 	HV_INFO2,
 	HV_INFO1,
+	HV_REFUSE, /* refuses entries touching refuse[] as KVM answers a refusal */
 };
 static enum hv_mode hv_mode;
 static unsigned hv_calls; /* atomic: the thread test runs two vCPUs */
 static gpa_t bad_gpa = ~0ULL;
 static int bad_pvalidate_rc; /* -1 = report CF=1 on bad_gpa */
 static int bad_rmpadjust_rc;
+
+static struct mem_range refuse[16];
+static unsigned n_refuse;
+
+static bool refused_gpa(uint64_t e)
+{
+	gpa_t a = e & PSC_ENTRY_GFN_MASK,
+	      z = a + (e & PSC_ENTRY_SIZE_2M ? PAGE_SIZE_2M : PAGE_SIZE);
+	for (unsigned i = 0; i < n_refuse; i++)
+		if (a < refuse[i].end && refuse[i].start < z)
+			return true;
+	return false;
+}
 
 static jmp_buf term_jmp;
 static bool term_armed;
@@ -132,6 +146,33 @@ static void t_ghcb_call(struct percpu *cpu, struct ghcb *g)
 	case HV_STALL:
 		g->sw_exit_info_1 = 0; /* "success", no progress */
 		break;
+	case HV_REFUSE: {
+		/* KVM's answer (arch/x86/kvm/svm/sev.c snp_begin_psc and
+		 * snp_complete_psc): the entries before the bad one done,
+		 * cur_entry at it, SW_EXITINFO1 0 ("no action"), an error code in
+		 * SW_EXITINFO2. The model does the part before it. */
+		uint16_t cur = d->cur_entry, end = d->end_entry, bad = (uint16_t)(end + 1);
+		for (uint16_t i = cur; i <= end; i++)
+			if (refused_gpa(d->entries[i])) {
+				bad = i;
+				break;
+			}
+		if (bad > end) {
+			ghcb_host_ghcb_exit(cpu, g);
+			break;
+		}
+		if (bad > cur) {
+			d->end_entry = (uint16_t)(bad - 1);
+			ghcb_host_ghcb_exit(cpu, g);
+			d->end_entry = end;
+			if (d->cur_entry != bad)
+				break; /* the host's limit came first */
+		}
+		d->cur_entry = bad;
+		g->sw_exit_info_1 = 0;
+		g->sw_exit_info_2 = 0x100ULL << 32; /* VMGEXIT_PSC_ERROR_GENERIC */
+		break;
+	}
 	case HV_STALL_THEN_OK:
 		if (n > 3)
 			ghcb_host_ghcb_exit(cpu, g);
@@ -205,6 +246,7 @@ static void reset_world(void)
 	bad_gpa = ~0ULL;
 	bad_pvalidate_rc = bad_rmpadjust_rc = 0;
 	term_armed = false;
+	n_refuse = 0;
 	ghcb_host_set_psc_limit(TEST_PSC_LIMIT);
 	for (unsigned i = 0; i < 4; i++) {
 		memset(&percpus[i], 0, sizeof(percpus[i]));
@@ -599,6 +641,47 @@ static void test_hostile_hypervisor(void **state)
 	check_clean((unsigned)(memmap_ram_bytes(&mm) / PAGE_SIZE));
 }
 
+/*
+ * RAM the host's map names and the host then refuses to make private (a
+ * host map error, issue 16 item 2): left unvalidated and unrecorded, the
+ * rest accepted; a host refusing range after range ends the VM.
+ */
+static void test_host_refuses_ram(void **state)
+{
+	struct accept_totals t;
+	hv_mode = HV_REFUSE;
+	refuse[n_refuse++] = (struct mem_range){0x40000000, 0x40600000}; /* 3 x 2M */
+	refuse[n_refuse++] = (struct mem_range){0x1ff000, 0x200000};	 /* a 4K page */
+	run_all(2, &t);
+	uint64_t ram = memmap_ram_bytes(&mm), gone = 0x600000 + PAGE_SIZE, bytes = 0;
+	unsigned ranges = 0;
+	for (unsigned i = 0; i < 2; i++)
+		bytes += plan.share[i].refused_bytes, ranges += plan.share[i].refused_ranges;
+	assert_int_equal(bytes, gone);
+	assert_int_equal(ranges, 2);
+	assert_int_equal(t.bytes, ram - gone);
+	assert_false(accept_is_preaccepted(0x40200000, PAGE_SIZE));
+	assert_false(accept_is_preaccepted(0x1ff000, PAGE_SIZE));
+	assert_true(accept_is_preaccepted(0x1fe000, PAGE_SIZE));
+	assert_true(accept_is_preaccepted(0x40600000, PAGE_SIZE));
+	struct rmp_entry_info e;
+	assert_int_equal(rmp_query(0x40400000, &e), 0);
+	assert_false(e.validated);
+	struct accept_check_result r;
+	accept_check(&plan, CS_START, CS_END, &r);
+	assert_int_equal(r.missing, gone / PAGE_SIZE);
+	assert_int_equal(r.double_, 0);
+
+	/* more than ACCEPT_MAX_REFUSED_RANGES apart in one share: terminate */
+	reset_world();
+	hv_mode = HV_REFUSE;
+	for (unsigned i = 0; i <= ACCEPT_MAX_REFUSED_RANGES; i++)
+		refuse[n_refuse++] = (struct mem_range){0x1000000 + i * 0x400000,
+							0x1000000 + i * 0x400000 + PAGE_SIZE_2M};
+	expect_terminate(ACCEPT_TERM_PSC);
+	assert_int_equal(plan.share[0].refused_ranges, ACCEPT_MAX_REFUSED_RANGES + 1);
+}
+
 static void test_unexpected_instruction_results(void **state)
 {
 	/* CF=1 on a fresh page: someone validated it behind csvsm's back */
@@ -776,6 +859,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_run_partial_psc, setup),
 	    cmocka_unit_test_setup(test_run_threads, setup),
 	    cmocka_unit_test_setup(test_hostile_hypervisor, setup),
+	    cmocka_unit_test_setup(test_host_refuses_ram, setup),
 	    cmocka_unit_test_setup(test_unexpected_instruction_results, setup),
 	    cmocka_unit_test_setup(test_ghcb_psc_fields, setup),
 	    cmocka_unit_test_setup(test_ghcb_host_psc, setup),
