@@ -45,7 +45,7 @@ missing() { # <reason>: no module; say why, for make deps and for /init
 	rm -f "$KO" "$STAMP" "$INFO"
 	echo "$1" >"$WHY"
 	echo "csvsm: warning: tpm_svsm.ko not built: $1" >&2
-	echo "csvsm: warning: the initramfs will not carry it, and the Linux guest's vTPM checks (tpm-driver, tpm-dev, tpm-pcr0-*, tpm-getrandom, tpm-ek, tpm-ak, tpm-quote) fail with this reason" >&2
+	echo "csvsm: warning: the initramfs will not carry it, and the Linux guest's vTPM checks (tpm-driver, tpm-dev, tpm-pcr0-sha256, tpm-pcr0-sha384, tpm-eventlog, tpm-getrandom, tpm-ek, tpm-ak, tpm-activate, tpm-quote) fail with this reason" >&2
 }
 die() { missing "$*"; exit 1; }
 

@@ -14,9 +14,13 @@
 #     under VMPCK2 (VMPL 2, REPORT_DATA = nonce); tampered evidence fails;
 #   - the vTPM chain, on the host: the EK in the SNP-bound manifest, a
 #     credential for the guest's AK under it (answered on the guest's ttyS1
-#     during the boot), the secret the guest's TPM recovered, the quote by
-#     that AK in the same csvsm-verify as the report, the event log replayed
-#     to every quoted PCR; a wrong secret and the EK as the AK refused;
+#     during the boot, tests/linux/cred-channel.sh), the secret the guest's
+#     TPM recovered, the two quotes by that AK (PCRs 0-9, one per bank: the
+#     printed "tpm quote-*" lines are the sha256 bank's, "tpm quote384-*"
+#     the sha384 bank's) with tpm2_checkquote and in the same csvsm-verify
+#     as the report, the event log replayed to every quoted PCR; a wrong
+#     nonce (refused for the nonce), a wrong secret and the EK as the AK
+#     refused;
 #   - numbers: SVSM calls by protocol and call (the machine counts them at
 #     the guest's switches to VMPL0); QEMU start to /init against the same kernel under plain
 #     QEMU/OVMF in this run (tests/linux/boot-plain.sh, same TCG mode;
@@ -88,32 +92,13 @@ EOF
 }
 
 # --- the verifier's challenge, answered while the guest waits (issue 18 item 4) ----
-# The guest prints its SNP evidence, then its AK's TPM2B_PUBLIC and
-# "tpm credential-request". The verifier here checks the SNP report (test
-# chain, VMPL 0, the measurement, REPORT_DATA = SHA-512(nonce || manifest)),
-# takes the EK from the manifest that REPORT_DATA binds (csvsm-verify
-# --manifest-ek, only if every check passed), makes a credential for the
-# AK's Name under that EK (csvsm-cred make) and sends it on the guest's
-# ttyS1: the machine's COM2, QEMU's pipe chardev $tmp/chan.{in,out}. A
-# refused report is answered "refused ...", so the guest does not wait.
-mkfifo "$tmp/chan.in" "$tmp/chan.out"
-exec 7<>"$tmp/chan.in" 8<>"$tmp/chan.out" # held open: neither side blocks on open
-challenge() {
-	local ok=1
-	for e in "tsm nonce:cnonce" "tsm outblob:creport" "tsm manifestblob:cmanifest" "tsm auxblob:ccerts" "tpm ak-public:akpub"; do
-		evidence "${e%%:*}" "$tmp/${e##*:}.bin" || ok=0
-	done
-	if [ "$ok" = 1 ] &&
-		"$VERIFY" --cert-table "$tmp/ccerts.bin" --trust-ark "$CHAIN/ark.pem" --measurement "$meas" --json \
-			--report "$tmp/creport.bin" --vmpl 0 --nonce "$(xxd -p -c 256 "$tmp/cnonce.bin")" \
-			--manifest "$tmp/cmanifest.bin" --manifest-ek "$tmp/mek-cred.bin" >"$tmp/challenge.json" 2>&1 &&
-		"$CRED" make --ek "$tmp/mek-cred.bin" --ak "$tmp/akpub.bin" --state "$tmp/cred.state" \
-			--out "$tmp/cred.bin" >"$tmp/cred-make.out" 2>&1; then
-		printf 'credential %s\n' "$(xxd -p -c 4096 "$tmp/cred.bin")" >&7
-	else
-		printf 'refused\n' >&7
-	fi
-}
+# tests/linux/cred-channel.sh (shared with `make run GUEST=linux`): on
+# "linux-guest: tpm credential-request" the SNP report is verified, the EK
+# taken from the manifest REPORT_DATA binds, and a credential for the AK
+# under it sent on the guest's ttyS1 (the machine's COM2, QEMU's pipe
+# chardev $tmp/chan.{in,out}); "refused" if the report does not verify.
+. tests/linux/cred-channel.sh
+cred_channel_open "$tmp" || exit 1
 
 # --- csvsm: OVMF at VMPL2, Linux through fw_cfg ------------------------------------
 # shellcheck disable=SC2046
@@ -121,6 +106,7 @@ set -- $(snpm_args) $(linux_guest_args "$MEM" "$SMP")
 : >"$log"
 init_ms= done_ms= summary=
 t0=$EPOCHREALTIME
+# shellcheck disable=SC2046 # cred_channel_qemu_args: several words
 while IFS= read -r line; do
 	line=${line//$'\r'/}
 	line=${line//$'\e'\[*([0-9;=?])[A-Za-z]/}
@@ -131,16 +117,16 @@ while IFS= read -r line; do
 	esac
 	case "$line" in
 	"linux-guest: init started"*) [ -n "$init_ms" ] || init_ms=$(ms_since "$t0") ;;
-	"linux-guest: tpm credential-request") challenge ;;
+	"linux-guest: tpm credential-request") cred_challenge "$log" "$tmp" "$meas" ;;
 	"linux-guest: "+([0-9])" passed, "+([0-9])" failed") done_ms=$(ms_since "$t0") summary=$line ;;
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" \
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
-	-serial stdio -chardev "pipe,id=chan,path=$tmp/chan" -serial chardev:chan \
+	-serial stdio $(cred_channel_qemu_args "$tmp") \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
 	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW csvsm_chan=ttyS1")" \
 	2> >(grep -v "TCG doesn't support requested feature" >&2); echo "qemu-exit $?")
-exec 7>&- 8>&-
+cred_channel_close
 exit_ms=$(ms_since "$t0")
 rc=$(sed -n 's/^qemu-exit //p' "$log" | tail -n1)
 
@@ -327,19 +313,22 @@ tap_check "the VMPL2 report is refused where VMPL 0 is required: exit 1 (got $vr
 # --- the vTPM evidence, checked on the host (issue 18 item 5) -------------------------------
 # The guest's EK is the one the SNP-bound manifest carries (service
 # c476f1eb-0123-45a5-9641-b4e7dde5bfe3, verified above through REPORT_DATA);
-# Debian's tpm2_checkquote on the host verifies the printed quote against
-# the printed AK and nonce, and refuses it with another nonce; the event
-# log the guest printed (csvsm's, from the manifest, with trixie's OVMF)
-# replays with tpm2_eventlog to the PCR0 the quote carries, in both banks.
-# Not yet shown here: that the AK belongs to that EK (credential
-# activation, item 4).
+# Debian's tpm2_checkquote on the host verifies the printed quotes against
+# the printed AK and nonce, and refuses each with another nonce for the
+# nonce; the printed "tpm quote-*" lines are the sha256 bank's quote, as a
+# checker's `tpm2_checkquote ... -g sha256` takes them, "tpm quote384-*"
+# the sha384 bank's. The event log the guest printed (csvsm's, from the
+# manifest, then the firmware's) replays with tpm2_eventlog to every PCR
+# the two quotes carry. That the AK belongs to that EK (credential
+# activation, item 4) is checked further down.
 tev=1
 for e in "tpm ek-public:ek" "tpm ak-pub:akpem" "tpm quote-msg:qmsg" "tpm quote-sig:qsig" \
-	"tpm quote-pcrs:qpcrs" "tpm eventlog:tevlog"; do
+	"tpm quote-pcrs:qpcrs" "tpm quote384-msg:q384msg" "tpm quote384-sig:q384sig" "tpm quote384-pcrs:q384pcrs" \
+	"tpm eventlog:tevlog"; do
 	evidence "${e%%:*}" "$tmp/${e##*:}.bin" || tev=0
 done
 qnonce=$(sed -n 's/^linux-guest: tpm quote-nonce \([0-9a-f]*\)$/\1/p' "$log" | head -n1)
-tap_check "vTPM evidence printed: EK, AK, quote nonce/message/signature/PCRs, event log" test "$tev" -eq 1 -a -n "$qnonce"
+tap_check "vTPM evidence printed: EK, AK, quote nonce, the sha256 and the sha384 quote (message/signature/PCRs), event log" test "$tev" -eq 1 -a -n "$qnonce"
 manifest_entry c476f1eb-0123-45a5-9641-b4e7dde5bfe3 "$tmp/mek.bin"
 tap_check "the guest's EK ($(stat -c %s "$tmp/ek.bin" 2>/dev/null || echo 0) bytes) is the EK in the SNP-bound manifest" \
 	cmp -s "$tmp/ek.bin" "$tmp/mek.bin"
@@ -362,18 +351,29 @@ else
 fi
 tap_check "the event log the guest printed is csvsm's from the manifest, then the firmware's $fwev events" \
 	cmp -s "$tmp/tevlog.bin" "$tmp/wantlog.bin"
-tpm2_checkquote -u "$tmp/akpem.bin" -m "$tmp/qmsg.bin" -s "$tmp/qsig.bin" -f "$tmp/qpcrs.bin" -g sha256 \
-	-q "$qnonce" >"$tmp/hcheck" 2>&1
-crc=$?
 case "$qnonce" in 0*) qbad=1${qnonce#?} ;; *) qbad=0${qnonce#?} ;; esac
-tpm2_checkquote -u "$tmp/akpem.bin" -m "$tmp/qmsg.bin" -s "$tmp/qsig.bin" -f "$tmp/qpcrs.bin" -g sha256 \
-	-q "$qbad" >/dev/null 2>&1
-brc=$?
-[ "$crc" -eq 0 ] || sed 's/^/# tpm2_checkquote: /' "$tmp/hcheck" | head -10
-tap_check "the host's tpm2_checkquote verifies the guest's quote with its AK and nonce (exit $crc) and refuses another nonce (exit $brc)" \
-	test "$crc" -eq 0 -a "$brc" -ne 0
-quoted() { # quoted BANK: PCR0 of BANK as the verified quote carries it
-	awk -v b="  $1:" '$0 == b { f = 1; next } /^  [a-z0-9]+:$/ { f = 0 } f && $1 == "0" { print tolower(substr($3, 3)); exit }' "$tmp/hcheck"
+# checkquote PREFIX BANK: the quote $tmp/PREFIX{msg,sig,pcrs}.bin with the
+# printed nonce (output in $tmp/hcheck-BANK) and with the nonce one hex
+# digit off, which tpm2_checkquote must refuse for the nonce (exit 1,
+# "Error validating nonce from quote"), as refused() wants csvsm-verify's
+# named check; a check that fails for another reason is no refusal.
+checkquote() {
+	local c=0 b=0
+	tpm2_checkquote -u "$tmp/akpem.bin" -m "$tmp/$1msg.bin" -s "$tmp/$1sig.bin" -f "$tmp/$1pcrs.bin" -g sha256 \
+		-q "$qnonce" >"$tmp/hcheck-$2" 2>&1 || c=$?
+	tpm2_checkquote -u "$tmp/akpem.bin" -m "$tmp/$1msg.bin" -s "$tmp/$1sig.bin" -f "$tmp/$1pcrs.bin" -g sha256 \
+		-q "$qbad" >"$tmp/hcheck-$2.bad" 2>&1 || b=$?
+	[ "$c" -eq 0 ] || sed 's/^/# tpm2_checkquote: /' "$tmp/hcheck-$2" | head -10
+	local why
+	why=$(grep -m1 '^ERROR' "$tmp/hcheck-$2.bad")
+	tap_check "the host's tpm2_checkquote -g sha256 verifies the guest's $2 quote (PCRs 0-9, $2 only) with its AK and nonce (exit $c) and refuses another nonce for the nonce (exit $b: ${why:-no error})" \
+		test "$c" -eq 0 -a "$b" -eq 1 -a -n "$(grep -x 'ERROR: Error validating nonce from quote' "$tmp/hcheck-$2.bad")" \
+		-a -n "$(grep -x "  $2:" "$tmp/hcheck-$2")" -a "$(grep -c '^  [a-z0-9]*:$' "$tmp/hcheck-$2")" -eq 1
+}
+checkquote q sha256
+checkquote q384 sha384
+quoted() { # quoted BANK: PCR0 of BANK as the verified quote of that bank carries it
+	awk -v b="  $1:" '$0 == b { f = 1; next } /^  [a-z0-9]+:$/ { f = 0 } f && $1 == "0" { print tolower(substr($3, 3)); exit }' "$tmp/hcheck-$1"
 }
 tevl=$(tpm2_eventlog "$tmp/tevlog.bin" 2>&1)
 replayed() { # replayed BANK: PCR0 of BANK from tpm2_eventlog's replay
@@ -383,13 +383,13 @@ for bank in sha256 sha384; do
 	q=$(quoted $bank) r=$(replayed $bank)
 	tap_check "the printed event log replays to the quoted PCR0 $bank (${r:-none} = ${q:-none})" test -n "$q" -a "$q" = "$r"
 done
-# Every PCR of the quote (0-9, both banks): the replay's value where the
-# log names it, zero where it does not.
+# Every PCR of the two quotes (0-9, both banks): the replay's value where
+# the log names it, zero where it does not.
 allpcrs() { # allpcrs TEXT: "bank:pcr=value" lines of tpm2_checkquote's or tpm2_eventlog's pcrs section
 	awk '/^pcrs:/ { p = 1; next } p && /^  [a-z0-9]+:$/ { b = $1; sub(/:$/, "", b); next } p && /^[^ ]/ { p = 0 }
 		p && b != "" && $2 == ":" { v = tolower($3); sub(/^0x/, "", v); print b ":" $1 "=" v }' <<<"$1"
 }
-qall=$(allpcrs "$(cat "$tmp/hcheck")") rall=$(allpcrs "$tevl") pbad= pn=0
+qall=$(allpcrs "$(cat "$tmp/hcheck-sha256")"; allpcrs "$(cat "$tmp/hcheck-sha384")") rall=$(allpcrs "$tevl") pbad= pn=0
 while IFS='=' read -r k v; do
 	[ -n "$k" ] || continue
 	pn=$((pn + 1))
@@ -397,7 +397,7 @@ while IFS='=' read -r k v; do
 	[ -n "$want" ] || want=$(printf '%0*d' ${#v} 0)
 	[ "$v" = "$want" ] || pbad="$pbad $k"
 done <<<"$qall"
-tap_check "every quoted PCR ($pn: 0-9 in both banks) is the replay of the printed log, or zero where it names none${pbad:+; differ:$pbad}" \
+tap_check "every quoted PCR ($pn: 0-9 in the sha256 quote, 0-9 in the sha384 quote) is the replay of the printed log, or zero where it names none${pbad:+; differ:$pbad}" \
 	test "$pn" -eq 20 -a -z "$pbad"
 
 # --- SNP report -> EK -> AK -> quote, verified here (issue 18 item 4) ---------------
@@ -416,8 +416,7 @@ tap_check "the verifier's challenge: the SNP report verified and the EK taken fr
 	json_ok "$tmp/challenge.json" signature chain measurement report_data manifest.ek
 tap_check "the EK the credential was made for (the manifest's) is the one the guest's tpm2_createek gave" \
 	cmp -s "$tmp/mek-cred.bin" "$tmp/ek.bin"
-evidence "tpm activated-secret" "$tmp/act.bin"
-"$CRED" check --state "$tmp/cred.state" --ak "$tmp/akpub.bin" --secret "$tmp/act.bin" >"$tmp/cred-check.out" 2>&1
+cred_check "$log" "$tmp" >"$tmp/cred-check.out" 2>&1
 arc=$?
 sed 's/^/#   csvsm-cred check: /' "$tmp/cred-check.out"
 tap_check "csvsm-cred check: the secret the guest's TPM recovered is the credential's, so the AK is resident in the TPM of the manifest's EK (exit $arc)" \
@@ -432,8 +431,14 @@ verify_json "$tmp/chainq.json" --report "$tmp/report.bin" --vmpl 0 --nonce "$non
 	--manifest-ek "$tmp/mek2.bin" --quote-msg "$tmp/qmsg.bin" --quote-sig "$tmp/qsig.bin" --quote-pcrs "$tmp/qpcrs.bin" \
 	--ak-public "$tmp/akpub.bin" --ak-name "$(sed -n 's/^ak-name //p' "$tmp/cred.state" 2>/dev/null)" --quote-nonce "$qnonce"
 vrc=$?
-tap_check "SNP report -> manifest EK -> quote by the activated AK verify in one csvsm-verify (exit $vrc)" \
+tap_check "SNP report -> manifest EK -> the sha256 quote by the activated AK verify in one csvsm-verify (exit $vrc)" \
 	json_ok "$tmp/chainq.json" signature chain measurement policy.vmpl report_data manifest.ek quote
+verify_json "$tmp/chainq384.json" --report "$tmp/report.bin" --vmpl 0 --nonce "$nonce" --manifest "$tmp/manifest.bin" \
+	--manifest-ek "$tmp/mek3.bin" --quote-msg "$tmp/q384msg.bin" --quote-sig "$tmp/q384sig.bin" --quote-pcrs "$tmp/q384pcrs.bin" \
+	--ak-public "$tmp/akpub.bin" --ak-name "$(sed -n 's/^ak-name //p' "$tmp/cred.state" 2>/dev/null)" --quote-nonce "$qnonce"
+vrc=$?
+tap_check "SNP report -> manifest EK -> the sha384 quote by the activated AK verify in one csvsm-verify (exit $vrc)" \
+	json_ok "$tmp/chainq384.json" signature chain measurement policy.vmpl report_data manifest.ek quote
 sz=$(stat -c %s "$tmp/mek-cred.bin" 2>/dev/null || echo 0)
 { printf "$(printf '\\x%02x\\x%02x' $((sz >> 8)) $((sz & 255)))"; cat "$tmp/mek-cred.bin"; } >"$tmp/ek2b.bin" 2>/dev/null
 verify_json "$tmp/chainq-bad.json" --report "$tmp/report.bin" --vmpl 0 --nonce "$nonce" --manifest "$tmp/manifest.bin" \

@@ -8,7 +8,11 @@
 #   GUEST=ovmf             OVMF alone (PROBE=none)
 #   GUEST=linux            trixie's SVSM-aware OVMF and trixie-backports'
 #                          Linux with the test initramfs (tests/linux), all
-#                          vCPUs, as an SEV-SNP guest
+#                          vCPUs, as an SEV-SNP guest; its second serial
+#                          port (ttyS1, csvsm_chan=) is the host verifier's
+#                          channel, answered here as tests/linux/linux.sh
+#                          does (tests/linux/cred-channel.sh): the guest's
+#                          credential activation (tpm-activate) runs
 #   FW=trixie (default)    the image build/csvsm.igvm (trixie's OVMF 2025.02)
 #   FW=forky               build/csvsm-forky.igvm (Debian's OVMF 2026.08,
 #                          which drives the vTPM and measures the boot)
@@ -18,6 +22,7 @@
 set -u
 cd "$(dirname "$0")/../.."
 MEM=4G SMP=2 APPEND="" KAPPEND="" PROBE=build/probe.efi GUEST=probe FW=trixie
+chan="" console=(-serial stdio) guest_bad=
 args=()
 for a in "$@"; do
 	case "$a" in
@@ -54,19 +59,101 @@ linux)
 	if ! lx=$(linux_guest_args "$MEM" "$SMP" "$KAPPEND"); then exit 2; fi
 	# shellcheck disable=SC2206
 	args+=($lx)
-	args+=(-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "$KAPPEND")")
+	# The verifier's channel (issue 18 item 4), as in tests/linux/linux.sh:
+	# QEMU's pipe chardev on FIFOs as the guest's COM2 (ttyS1), the console
+	# also logged to a file that a watcher reads; on "linux-guest: tpm
+	# credential-request" cred_challenge verifies the SNP report the guest
+	# printed, takes the EK from the manifest it binds and sends a
+	# credential for the guest's AK under it ("refused" if the report does
+	# not verify). The summary below checks the secret the guest's TPM
+	# recovered (csvsm-cred check).
+	chan=$(mktemp -d)
+	trap 'rm -rf "$chan"' EXIT
+	. tests/linux/cred-channel.sh
+	cred_channel_open "$chan" || exit 2
+	# shellcheck disable=SC2207
+	args+=($(cred_channel_qemu_args "$chan"))
+	console=(-chardev "stdio,id=con,signal=on,logfile=$chan/console.log" -serial chardev:con)
+	args+=(-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "${KAPPEND:+$KAPPEND }csvsm_chan=ttyS1")")
 	;;
 *) echo "csvsm: GUEST=$GUEST: use probe, ovmf or linux" >&2; exit 2 ;;
 esac
 # shellcheck disable=SC2207
 boot=($(snpm_args))
+if [ -n "$chan" ]; then
+	# The watcher: the console log, less CRs and escape sequences, into
+	# $chan/guest.log (what cred_challenge reads), answering the request.
+	meas=
+	for f in "${VERIFY:=build/csvsm-verify}" "${CRED:=build/csvsm-cred}" "${CHAIN:=build/test-chain}/ark.pem" "${MEASURE:=build/csvsm-measure}"; do
+		[ -e "$f" ] || { echo "csvsm: $f missing ('make'): the guest's credential request will be refused" >&2; touch "$chan/no-tools"; }
+	done
+	[ -e "$chan/no-tools" ] || meas=$("$MEASURE" --igvm "$CSVSM_IGVM") || meas=
+	: >"$chan/console.log"
+	: >"$chan/guest.log"
+	mkfifo "$chan/console.fifo"
+	tail -n +1 -F "$chan/console.log" >"$chan/console.fifo" 2>/dev/null &
+	tail_pid=$!
+	(
+		shopt -s extglob
+		while IFS= read -r line; do
+			line=${line//$'\r'/}
+			line=${line//$'\e'\[*([0-9;=?])[A-Za-z]/}
+			[ "$line" = "csvsm-run: end" ] && break
+			printf '%s\n' "$line" >>"$chan/guest.log"
+			if [ "$line" = "linux-guest: tpm credential-request" ]; then
+				if cred_challenge "$chan/guest.log" "$chan" "$meas"; then
+					echo answered >"$chan/answer"
+				else
+					echo refused >"$chan/answer"
+				fi
+			fi
+		done <"$chan/console.fifo"
+	) &
+	watch_pid=$!
+	trap 'kill "$tail_pid" "$watch_pid" 2>/dev/null; rm -rf "$chan"' EXIT
+fi
 timeout --foreground -k 5 "${RUN_TIMEOUT:-600}" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" -cpu "$QEMU_CPU" \
-	-m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot -serial stdio \
+	-m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot "${console[@]}" \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 "${boot[@]}" \
 	"${args[@]}" 2> >(grep -v "TCG doesn't support requested feature" >&2)
 rc=$?
+if [ -n "$chan" ]; then
+	# Let the watcher read the rest of the log, then stop it.
+	echo "csvsm-run: end" >>"$chan/console.log"
+	for _ in $(seq 1 50); do kill -0 "$watch_pid" 2>/dev/null || break; sleep 0.1; done
+	kill "$tail_pid" "$watch_pid" 2>/dev/null
+	cred_channel_close
+	summary=$(grep -E '^linux-guest: [0-9]+ passed, [0-9]+ failed$' "$chan/guest.log" | tail -n1)
+	act=$(grep -E '^(not )?ok [0-9]+ - tpm-activate: ' "$chan/guest.log" | head -n1 | cut -c1-160)
+	echo "csvsm: /init: ${summary:-no summary}"
+	skips=$(sed -n 's/^ok [0-9]* - \([a-z0-9-]*\): # SKIP.*/\1/p' "$chan/guest.log" | tr '\n' ' ')
+	[ -z "$skips" ] || echo "csvsm: /init skipped (and counted as passed): ${skips% }"
+	case "$summary" in *" passed, 0 failed") ;; *) guest_bad=1 ;; esac
+	case "$(cat "$chan/answer" 2>/dev/null)" in
+	answered)
+		if cred_check "$chan/guest.log" "$chan" >"$chan/check.out" 2>&1; then
+			echo "csvsm: credential activation: the SNP report verified, a credential for the guest's AK made under the manifest's EK, and the secret the guest's TPM recovered is the credential's (csvsm-cred check)"
+		else
+			guest_bad=1
+			echo "csvsm: credential activation FAILED: the guest's secret is not the credential's: $(tail -n1 "$chan/check.out")"
+		fi
+		;;
+	refused)
+		why=$(python3 -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+print("; ".join(c["name"] + ": " + c.get("detail", "") for c in d.get("checks", []) if not c["ok"]))' "$chan/challenge.json" 2>/dev/null)
+		guest_bad=1
+		echo "csvsm: credential activation FAILED: refused: ${why:-no SNP evidence from the guest, or the host tools are missing, or csvsm-cred make failed: $(tail -n1 "$chan/cred-make.out" 2>/dev/null)}"
+		;;
+	*) echo "csvsm: credential activation: the guest made no credential request (its TPM checks stopped before, or the image has no tpm_svsm.ko)" ;;
+	esac
+	echo "csvsm: ${act:-no tpm-activate check}"
+fi
 case $rc in
-1) echo "csvsm: VM ended with success status" ;;
+1)
+	echo "csvsm: VM ended with success status"
+	[ -z "$guest_bad" ] || { echo "csvsm: but the Linux guest's checks did not all pass (above)"; exit 1; }
+	;;
 124) echo "csvsm: stopped after ${RUN_TIMEOUT:-600}s: the VM did not end by itself (guest hung?)"; exit 1 ;;
 *) echo "csvsm: VM ended with status $rc (failure)"; exit 1 ;;
 esac
