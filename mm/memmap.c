@@ -70,6 +70,12 @@ static void add_ram(struct memmap *mm, gpa_t start, gpa_t end)
 static void add_ram_pc(struct memmap *mm, gpa_t start, gpa_t end)
 {
 	if (start < MEMMAP_LEGACY_END && end > MEMMAP_LEGACY_START) {
+		gpa_t ls = MAX(start, MEMMAP_LEGACY_START), le = MIN(end, MEMMAP_LEGACY_END);
+		struct mem_range *lo = &mm->legacy_left_out;
+		if (lo->start >= lo->end)
+			*lo = (struct mem_range){ls, le};
+		else
+			*lo = (struct mem_range){MIN(lo->start, ls), MAX(lo->end, le)};
 		add_ram(mm, start, MIN(end, MEMMAP_LEGACY_START));
 		add_ram(mm, MAX(start, MEMMAP_LEGACY_END), end);
 		return;

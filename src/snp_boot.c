@@ -269,6 +269,32 @@ static void read_memory_map(void)
 	memmap_print(&snp_memmap);
 }
 
+/*
+ * The dashboard says what of the host's RAM csvsm did not pre-accept, and
+ * why: the legacy window (add_ram_pc), the pages the firmware expects not
+ * validated (fw_host_ranges) and what the launch validated already.
+ */
+static void report_left_out(void)
+{
+	const struct mem_range *lo = &snp_memmap.legacy_left_out;
+	if (lo->start < lo->end)
+		boot_phase("memory",
+			   "not pre-accepted 0x%llx-0x%llx: the host calls it RAM; it is the "
+			   "legacy VGA/SMRAM/PAM window, not RAM on q35, never used by OVMF",
+			   (unsigned long long)lo->start, (unsigned long long)lo->end);
+	for (unsigned k = 0; k < boot.nr_fw_host_pages; k++)
+		boot_phase("memory",
+			   "not pre-accepted 0x%llx-0x%llx: left to the host, the firmware "
+			   "uses it unvalidated (OVMF's SEC GHCB, C=0)",
+			   (unsigned long long)boot.fw_host_pages[k].start,
+			   (unsigned long long)boot.fw_host_pages[k].end);
+	unsigned long long launch = 0;
+	for (unsigned k = 0; k < bb.n_ranges; k++)
+		launch += bb.ranges[k].size;
+	boot_phase("memory", "not pre-accepted: %u ranges (%llu KiB) the launch validated",
+		   bb.n_ranges, launch >> 10);
+}
+
 /* 5b. vCPUs: the host's count, APIC IDs from its MADT (processor local APIC entries). */
 static unsigned read_vcpus(void)
 {
@@ -449,6 +475,7 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 		   (unsigned long long)(memmap_ram_bytes(&snp_memmap) >> 20), snp_memmap.nr_ram,
 		   n_to_accept, (unsigned long long)bb.region_start,
 		   (unsigned long long)bb.region_end);
+	report_left_out();
 
 	/* 6. Libraries, APs, acceptance, the guest. */
 	void *heap = pool_alloc(LIBC_HEAP_BYTES, PAGE_SIZE);

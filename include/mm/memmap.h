@@ -48,6 +48,9 @@ struct memmap {
 	struct mem_range ram[MEMMAP_MAX_RANGES];
 	gpa_t csvsm_start, csvsm_end;
 	gpa_t max_gpa; /* end of the highest RAM entry, page-aligned up */
+	/* the part of [MEMMAP_LEGACY_START, MEMMAP_LEGACY_END) the host called
+	 * RAM and csvsm left out (add_ram_pc), or an empty range */
+	struct mem_range legacy_left_out;
 	int bad_index; /* input index of the offending entry, or -1 */
 };
 

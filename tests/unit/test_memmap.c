@@ -66,12 +66,17 @@ static void test_qemu_igvm_map(void **state)
 	assert_false(memmap_is_guest_ram(&mm, 0xA0000, 0x1000));
 	assert_false(memmap_is_guest_ram(&mm, 0xFF000, 0x1000));
 	assert_true(memmap_is_guest_ram(&mm, 0x9F000, 0x1000));
+	/* what was left out, for the dashboard */
+	assert_int_equal(mm.legacy_left_out.start, MEMMAP_LEGACY_START);
+	assert_int_equal(mm.legacy_left_out.end, MEMMAP_LEGACY_END);
 	/* an entry inside the window, or one that only starts in it */
 	static const struct hvm_memmap_table_entry in[] = {{0xC0000, 0x10000, 1, 0},
 							   {0xF0000, 0x7ff10000, 1, 0}};
 	assert_int_equal(memmap_build(&mm, in, ARRAY_SIZE(in), CS_START, CS_END), MEMMAP_OK);
 	assert_int_equal(mm.nr_ram, 2);
 	assert_int_equal(mm.ram[0].start, MEMMAP_LEGACY_END);
+	assert_int_equal(mm.legacy_left_out.start, 0xC0000);
+	assert_int_equal(mm.legacy_left_out.end, MEMMAP_LEGACY_END);
 }
 
 static void test_unsorted_and_carve_edges(void **state)
