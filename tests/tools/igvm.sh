@@ -229,6 +229,16 @@ if [ -f build/guests/OVMF.fd ] && [ -f "$IMG" ]; then
 			ok "host-cmdline (${k%%:*} KVM): QEMU command line and MEASUREMENT for ${k##*:} VMSA(s)"
 		else nok "host-cmdline (${k%%:*} KVM): got '$got', want '$want'"; fi
 	done
+	# The planes series: its QEMU's split irqchip and guest-plane interrupts on
+	# the machine line (and only there), and both VMSA predictions.
+	out=$(MEASURE=$M tools/host-cmdline.sh "$IMG" 3 4G 51 planes 2>&1)
+	d3=$("$M" --igvm "$IMG" --vcpus 3 --vcpu-type EPYC-v4 2>/dev/null)
+	d1=$("$M" --igvm "$IMG" --vcpus 1 --vcpu-type EPYC-v4 2>/dev/null)
+	if grep -q -- "-machine q35,.*,kernel-irqchip=split,device-plane=2 " <<<"$out" &&
+	   [ "$(grep -xE '[0-9a-f]{96}' <<<"$out" | paste -sd, -)" = "$d3,$d1" ] && [ "$d3" != "$d1" ] &&
+	   ! MEASURE=$M tools/host-cmdline.sh "$IMG" 3 4G 51 coconut 2>&1 | grep -q device-plane; then
+		ok "host-cmdline (planes KVM): kernel-irqchip=split,device-plane=2 and the digests for 3 and 1 VMSA(s)"
+	else nok "host-cmdline (planes KVM): got '$(grep -- -machine <<<"$out")' / $(grep -cxE '[0-9a-f]{96}' <<<"$out") digests"; fi
 	if tools/host-cmdline.sh "$IMG" 3 4G 51 bogus >/dev/null 2>&1; then nok "host-cmdline refuses KVM=bogus"
 	else ok "host-cmdline refuses KVM=bogus"; fi
 elif [ -f build/guests/OVMF.fd ]; then
