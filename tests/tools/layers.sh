@@ -13,8 +13,9 @@
 # of a layer-1 object never by a layer-2 object. Nothing includes up: files
 # of layers 0 and 1 include no header of src/ (include/csvsm/) and layer-0
 # files include no layer-1 header.
-# The models (tests/snpm/model/: RMP, PSP, GHCB host, device policy, the
-# RMP audit, the PVH entry) live only there and never in the image: no
+# The models (tests/snpm/model/: RMP, PSP, GHCB host, CPUID page, device
+# policy, the RMP audit and the acceptance prediction, the PVH entry) live
+# only there and never in the image: no
 # object of build/csvsm.elf comes from tests/, every MODEL_SRCS file is under
 # tests/snpm/model/, the product rooms (base/ mm/ tpm/ attest/ src/ and
 # their include/ headers) hold only sources of the image or of the host
