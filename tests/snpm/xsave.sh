@@ -42,7 +42,10 @@ y=$(grep -m1 'YMM0..15 preserved' "$log")
 echo "# default: $y"
 tap_check "default: the CPUID page offers no XSAVE and the probe skips the YMM check" \
 	grep -q 'YMM0..15 preserved .*# SKIP the CPUID page offers no XSAVE/AVX' "$log"
-tap_check "default: csvsm reports no XCR0 (CR4.OSXSAVE stays clear)" bash -c "! grep -q '^csvsm: XSAVE: XCR0' '$log'"
+# csvsm prints its XCR0 right after its banner: its absence counts once
+# csvsm went past that point and ran the guest (the probe's YMM line).
+tap_check "default: csvsm reports no XCR0 (CR4.OSXSAVE stays clear), past its banner and up to the guest" \
+	bash -c "test -n \"\$1\" && grep -q '^csvsm: Secure VM Service Module' '$log' && ! grep -q '^csvsm: XSAVE: XCR0' '$log'" _ "$y"
 
 # A host whose CPUID page offers x87 and AVX without SSE in leaf 0xD (the
 # PSP accepts any subset): XSETBV would raise #GP at csvsm's first steps,
@@ -56,6 +59,6 @@ tap_check "lie: the machine's CPUID page offered XCR0 components 0x5" \
 	grep -q "^snpm: cpuid: the host's page offers XCR0 components 0x5 in leaf 0xD" "$log"
 tap_check "lie: csvsm refused it with a message and stopped with SNP_BOOT_CPUID (0x41)" \
 	bash -c "grep -q '^csvsm: cpuid: refused: leaf 0xD offers XCR0 components 0x5' '$log' && grep -q '^csvsm: snp boot failed (reason 0x41)' '$log'"
-tap_check "lie: no fault (the XSETBV did not #GP) and the VM stopped with failure status (QEMU exit $QEMU_RC, want 3)" \
-	bash -c "! grep -q 'FAULT' '$log' && test '$QEMU_RC' -eq 3"
+tap_check "lie: no fault (the XSETBV did not #GP) up to csvsm's stop and the machine's end line, and the VM stopped with failure status (QEMU exit $QEMU_RC, want 3)" \
+	bash -c "grep -q '^csvsm: snp boot failed (reason 0x41)' '$log' && [ \"\$(tail -n1 '$log')\" = 'snpm: end: failure' ] && ! grep -q 'FAULT' '$log' && test '$QEMU_RC' -eq 3"
 [ "$TAP_FAILS" -eq 0 ]
