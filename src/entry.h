@@ -6,8 +6,15 @@
 #define CSVSM_SRC_ENTRY_H
 
 #define BOOT_STACK_SIZE (64 * 1024) /* the boot vCPU's stack (src/boot.S boot_stack) */
-/* The unmapped pages under it: as large as an AP's (AP_STACK_GUARD, src/smp.c). */
+/* The unmapped pages under it: as large as an AP's. */
 #define BOOT_STACK_GUARD (16 * 1024)
+/* An AP's stack (src/smp.c) and the unmapped pages under it. The guard is
+ * larger than any frame that is not probed: csvsm's own code is built with
+ * -fstack-clash-protection (IMAGE_CFLAGS, Makefile), Debian's libtpms and
+ * libcrypto are not, and their largest frame is 0x2c40 bytes
+ * (RSAZ_exp52x20_x2_256). */
+#define AP_STACK_SIZE  (64 * 1024)
+#define AP_STACK_GUARD (16 * 1024)
 
 #ifdef __ASSEMBLY__
 /* clang-format off */

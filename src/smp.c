@@ -11,11 +11,7 @@
 #include "mm/pgtable.h"
 #include "mm/pool.h"
 
-#define AP_STACK_SIZE (64 * 1024)
-/* Larger than any frame that is not probed: csvsm's own code is built with
- * -fstack-clash-protection (IMAGE_CFLAGS, Makefile), Debian's libtpms and libcrypto
- * are not, and their largest frame is 0x2c40 bytes (RSAZ_exp52x20_x2_256). */
-#define AP_STACK_GUARD (16 * 1024)
+#include "src/entry.h" /* AP_STACK_SIZE, AP_STACK_GUARD */
 
 static void (*volatile smp_work)(struct percpu *);
 static volatile uint32_t smp_done;

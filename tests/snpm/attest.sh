@@ -52,6 +52,20 @@ else
 	tap_fail "no csvsm fault or panic (summary: ${summary:-none}; last line: '$(tail -n1 "$log" | cut -c1-60)'; FAULT/PANIC lines: $(grep -c 'FAULT\|PANIC' "$log"))"
 fi
 [ "$QEMU_RC" -eq 1 ] || tail -n 40 "$log" | sed 's/^/# /'
+tap_check "the run had the machine's default backing, 4K pages as guest_memfd gives ($(grep -m1 '^snpm: rmp: ' "$log"))" \
+	grep -q '^snpm: rmp: backing=4k ' "$log"
+# The same probe on 2 MiB backing (a hugepage-backed host, snpm.backing=2m):
+# OVMF's and the probe's own 4K page-state changes and PVALIDATEs land in 2M
+# RMP entries, which the host splits (KVM's PSMASH, counted by the machine).
+snpm_qemu "$tmp/b.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") -append "snpm.backing=2m"
+bsum=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$tmp/b.log" | tail -n1)
+brmp=$(grep -m1 '^snpm: rmp: ' "$tmp/b.log")
+tap_check "2M backing: the probe ran to the end with 0 failed (${bsum:-no summary}; QEMU exit $QEMU_RC)" \
+	test "$QEMU_RC" -eq 1 -a "$(tail -n1 "$tmp/b.log")" = "snpm: end: success" \
+	-a -n "$bsum" -a "${bsum#* passed, }" = "0 failed"
+tap_check "2M backing: the machine says so, and 4K changes split 2M entries (${brmp:-no rmp line})" \
+	test "$(field backing "$brmp")" = 2m -a "$(( $(field psmash_sizem "$brmp" | grep -x '[0-9]*' || echo 0) + $(field psmash_update "$brmp" | grep -x '[0-9]*' || echo 0) ))" -gt 0
+[ "$QEMU_RC" -eq 1 ] || tail -n 20 "$tmp/b.log" | sed 's/^/# /'
 if grep -q '^ok .*QUERY_PROTOCOL(attestation' "$log" && ! grep -q 'SVSM_ATTEST.* # SKIP' "$log"; then
 	tap_ok "probe ran the attestation checks (QUERY_PROTOCOL(1) = v1, nothing skipped)"
 else

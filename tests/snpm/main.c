@@ -52,6 +52,7 @@
 #include "base/libc/libc.h"
 #include "igvm_load.h"
 #include "snpm.h"
+#include "src/entry.h" /* AP_STACK_SIZE, AP_STACK_GUARD */
 
 #define DEBUG_EXIT_PORT 0xF4
 #define SNPM_CBIT	51 /* the C-bit this hardware reports (CPUID 0x8000001F EBX[5:0]) */
@@ -108,6 +109,13 @@ static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigne
 		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
 			   reason_code);
 	print_frames();
+	/* How the host's backing met the guests over the whole run: 4K
+	 * operations inside 2M entries split them (KVM's PSMASH), counted. */
+	struct rmp_hv_stats hs;
+	rmp_hv_get_stats(&hs);
+	con_printf("snpm: rmp: backing=%s psmash_sizem=%llu psmash_update=%llu\n",
+		   rmp_hv_backing_4k() ? "4k" : "2m", (unsigned long long)hs.psmash_sizem,
+		   (unsigned long long)hs.psmash_update);
 	con_printf("snpm: end: %s\n", success ? "success" : "failure");
 	/* QEMU exits with (value << 1) | 1: 0 -> 1 (success), 1 -> 3 (failure). */
 	outl(DEBUG_EXIT_PORT, success ? 0 : 1);
@@ -570,6 +578,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
 static bool stop_at_launch, key_scan_at_launch, native_zero;
 static uint64_t va_probe[8];
 static unsigned n_va_probe;
+/* snpm.ap_stack_probe=ADDR: csvsm's percpus[] (nm), whose APs' stack_top
+ * the machine reads at the guest's launch to probe their guard pages. */
+static uint64_t ap_stack_probe;
 bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 
@@ -741,6 +752,12 @@ static void machine_options(void)
 			   "again",
 			   snpm_frame_swap);
 	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.ap_stack_probe", &v, &vlen)) {
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &ap_stack_probe) || v != stop || !ap_stack_probe)
+			fail(
+			    "bad snpm.ap_stack_probe= value (want csvsm's percpus address in hex)");
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.va_probe", &v, &vlen)) {
 		const char *stop = v + vlen;
 		while (v < stop) {
@@ -897,6 +914,23 @@ void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 		con_printf("snpm: vmpl0-map: va=0x%llx mapped=%d\n",
 			   (unsigned long long)va_probe[k],
 			   vmpl0_va_mapped(vmpl0_cr3, va_probe[k]));
+	/* Each AP's stack as csvsm set it up (src/smp.c: AP_STACK_GUARD
+	 * unmapped pages, then AP_STACK_SIZE of stack up to stack_top; csvsm
+	 * runs identity-mapped, so the VA of percpus[] is its GPA). */
+	for (unsigned i = 1; ap_stack_probe && i < cpu_count; i++) {
+		gpa_t at =
+		    ap_stack_probe + i * sizeof(struct percpu) + offsetof(struct percpu, stack_top);
+		if (!hv_is_mem(at & ~(gpa_t)(PAGE_SIZE - 1), PAGE_SIZE))
+			break;
+		uint64_t top = *(const uint64_t *)(uintptr_t)hv_hpa(at);
+		uint64_t low = top - AP_STACK_SIZE, guard = low - AP_STACK_GUARD;
+		con_printf("snpm: vmpl0-map: ap=%u stack_top=0x%llx guard=0x%llx mapped=%d "
+			   "guard_last=0x%llx mapped_last=%d stack_low=0x%llx mapped_low=%d\n",
+			   i, (unsigned long long)top, (unsigned long long)guard,
+			   vmpl0_va_mapped(vmpl0_cr3, guard), (unsigned long long)(low - PAGE_SIZE),
+			   vmpl0_va_mapped(vmpl0_cr3, low - PAGE_SIZE), (unsigned long long)low,
+			   vmpl0_va_mapped(vmpl0_cr3, low));
+	}
 	if (key_scan_at_launch)
 		snpm_key_scan("at the guest's launch");
 	if (stop_at_launch) {
