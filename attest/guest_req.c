@@ -243,6 +243,10 @@ static int exchange(struct percpu *cpu, uint8_t type, const void *payload, size_
 
 	for (;;) {
 		uint64_t npages = 0;
+		if (secret_terminating()) { /* a wipe since the last send: send nothing more */
+			memzero_explicit(ch.req, SNP_MSG_PAGE_SIZE);
+			return GUEST_REQ_ERR_DISABLED;
+		}
 		guest_req_ghcb_fill(cpu->ghcb, ext, ch.req_gpa, ch.resp_gpa, ch.data_gpa,
 				    ch.data_npages);
 		platform->ghcb_call(cpu, cpu->ghcb);

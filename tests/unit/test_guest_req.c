@@ -46,6 +46,7 @@ enum hook {
 	HOOK_WATCH_DATA,
 	HOOK_WIPE_IN_SEAL, /* csvsm's seal: wipe right after the encryption */
 	HOOK_WIPE_FORGE,   /* the host: wipe, then answer sealed with the wiped key */
+	HOOK_WIPE_BUSY,	   /* the host: wipe, then answer BUSY */
 };
 static enum hook hook;
 static unsigned calls;
@@ -121,11 +122,14 @@ static void test_ghcb_call(struct percpu *cpu, struct ghcb *g)
 	if (ncaptured < 4)
 		memcpy(&captured[ncaptured++], &req_page, sizeof(req_page));
 	in_host = true;
-	if (hook == HOOK_WIPE_FORGE) {
+	if (hook == HOOK_WIPE_FORGE || hook == HOOK_WIPE_BUSY) {
 		secret_wipe_all(); /* another vCPU panics while this one waits for the PSP */
 		g->sw_exit_info_1 = 0;
 		g->sw_exit_info_2 = 0;
-		forge_rsp(&req_page);
+		if (hook == HOOK_WIPE_FORGE)
+			forge_rsp(&req_page);
+		else
+			g->sw_exit_info_2 = (uint64_t)SNP_GUEST_VMM_ERR_BUSY << 32;
 		hook = HOOK_NONE;
 		in_host = false;
 		return;
@@ -745,6 +749,21 @@ static void wipe_during_send_forged_key_refused(void **state)
 	wipe_refuses_the_rest(1, 1);
 }
 
+/* The host answers BUSY after the wipe: the request is not sent again. */
+static void wipe_during_busy_sends_nothing_more(void **state)
+{
+	uint8_t ud[64] = {4};
+
+	wipe_patterns();
+	hook = HOOK_WIPE_BUSY;
+	assert_int_not_equal(guest_req_report(&percpus[0], ud, 0, wipe_report, NULL, 0, NULL),
+			     GUEST_REQ_OK);
+	assert_int_equal(hook, HOOK_NONE);
+	assert_int_equal(calls, 1);
+	assert_true(all_bytes(wipe_report, sizeof(wipe_report), 0xA5));
+	wipe_refuses_the_rest(1, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -766,6 +785,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(wipe_during_send_forged_report_refused, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(wipe_during_send_forged_key_refused, setup, teardown),
+	    cmocka_unit_test_setup_teardown(wipe_during_busy_sends_nothing_more, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
