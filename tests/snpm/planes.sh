@@ -49,6 +49,8 @@ audit() { # audit NAME LOG: the serving audit ran and found the guest VMSA never
 		test "$(field checks "$line")" -gt 0 -a "$(field guest-vmsa-runnable "$line")" = 0
 	tap_check "$name: csvsm's AP idled in HLT until the guest created its vCPU (vmpl0-hlt=$(field vmpl0-hlt "$line") > 0)" \
 		test "$(field vmpl0-hlt "$line")" -gt 0
+	tap_check "$name: csvsm never asked to run a guest plane before the guest created it (run-vmpl-never-created=$(field run-vmpl-never-created "$line"); after a DELETE_VCPU race: $(field run-vmpl-destroyed "$line"))" \
+		test -n "$line" -a "$(field run-vmpl-never-created "$line")" = 0
 }
 busy() { # busy NAME LOG WANT: the machine answered WANT of csvsm's parking RMPADJUSTs with FAIL_INUSE
 	local name=$1 log=$2 want=$3 line
@@ -65,9 +67,13 @@ guard=$(nm build/csvsm.elf | awk '$3 == "boot_stack_guard" {print $1}')
 stack=$(nm build/csvsm.elf | awk '$3 == "boot_stack" {print $1}')
 guard=$(printf %x "0x${guard:-0}") stack=$(printf %x "0x${stack:-0}")
 glast=$(printf %x $((0x$stack - 0x1000))) # the guard's last page (16 KiB: src/entry.h BOOT_STACK_GUARD)
+# The APs' stacks: the machine reads vCPU 1's stack_top from csvsm's percpus[]
+# and walks VMPL0's tables for the guard under it (src/smp.c, AP_STACK_GUARD).
+percpus=$(nm build/csvsm.elf | awk '$3 == "percpus" {print $1}')
+percpus=$(printf %x "0x${percpus:-0}")
 # shellcheck disable=SC2046
 snpm_qemu "$tmp/n.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
-	-append "snpm.nmi_vmpl0=1 snpm.irq_vmpl0=30 snpm.va_probe=$guard,$glast,$stack snpm.vmsa_busy=40"
+	-append "snpm.nmi_vmpl0=1 snpm.irq_vmpl0=30 snpm.va_probe=$guard,$glast,$stack snpm.vmsa_busy=40 snpm.ap_stack_probe=$percpus"
 log=$tmp/n.log
 ended "nmi" "$log"
 busy "nmi" "$log" 64
@@ -81,6 +87,11 @@ tap_check "guard: its last page, 0x$glast (16 KiB, as the APs'), is not mapped e
 	test $((0x$stack - 0x$guard)) -eq 16384 -a "$(field mapped "$l")" = 0
 tap_check "guard: the control, boot_stack (0x$stack) just above it, is mapped" \
 	test "$stack" != 0 -a "$(field mapped "$c")" = 1
+a=$(grep -m1 '^snpm: vmpl0-map: ap=1 ' "$log")
+echo "# AP guard: ${a:-no vmpl0-map line for vCPU 1}"
+tap_check "guard: vCPU 1's stack guard, first and last page (16 KiB under its stack), is not mapped; its lowest stack page is" \
+	test -n "$a" -a "$(field mapped "$a")" = 0 -a "$(field mapped_last "$a")" = 0 -a "$(field mapped_low "$a")" = 1 \
+	-a $(( $(field stack_low "$a" | grep -x '0x[0-9a-f]*' || echo 0) - $(field guard "$a" | grep -x '0x[0-9a-f]*' || echo 0) )) -eq 16384
 m=$(grep -m1 '^snpm: #HV: NMI for VMPL0 of vCPU 0 posted in its doorbell page' "$log")
 echo "# nmi: $m"
 tap_check "nmi: the machine posted the NMI in csvsm's doorbell page and injected #HV" test -n "$m"

@@ -228,6 +228,12 @@ static void print_calls(void)
 		   n ? buf : "", (unsigned long long)call_other);
 }
 
+/* VMPL0's requests to run a plane that never had a VMSA (csvsm must not
+ * make them: it idles until the guest creates the vCPU), and to run one
+ * whose VMSA another vCPU destroyed meanwhile (a race csvsm cannot close:
+ * answered with the error, csvsm idles). */
+static uint64_t run_vmpl_never_created, run_vmpl_destroyed;
+
 bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 {
 	struct hv_vcpu *h = v->hv;
@@ -242,8 +248,11 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 	 * one without a VMSA would then not be run again until an event.
 	 * csvsm never asks (it idles in HLT until the guest creates its vCPU),
 	 * and the machine answers the request it must not make with an error. */
-	if (v->vmpl == 0 && !h->vmsa[vmpl])
+	if (v->vmpl == 0 && !h->vmsa[vmpl]) {
+		__atomic_add_fetch(h->ctx[vmpl] ? &run_vmpl_destroyed : &run_vmpl_never_created, 1,
+				   __ATOMIC_RELAXED);
 		return false;
+	}
 	static bool launched;
 	if (v->vmpl == 0 && !launched) {
 		launched = true;
@@ -410,10 +419,13 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	sim_io_print_refusals();
 	print_calls();
 	con_printf("snpm: serving-audit: checks=%llu guest-vmsa-runnable=%llu nmi-delivered=%llu "
-		   "irq-delivered=%llu vmpl0-hlt=%llu vmsa-busy-answers=%llu\n",
+		   "irq-delivered=%llu vmpl0-hlt=%llu vmsa-busy-answers=%llu "
+		   "run-vmpl-never-created=%llu run-vmpl-destroyed=%llu\n",
 		   (unsigned long long)serving_checks, (unsigned long long)serving_runnable,
 		   (unsigned long long)nmi_delivered, (unsigned long long)irq_delivered,
-		   (unsigned long long)vmpl0_halts, (unsigned long long)vmsa_busy_answers);
+		   (unsigned long long)vmpl0_halts, (unsigned long long)vmsa_busy_answers,
+		   (unsigned long long)__atomic_load_n(&run_vmpl_never_created, __ATOMIC_RELAXED),
+		   (unsigned long long)__atomic_load_n(&run_vmpl_destroyed, __ATOMIC_RELAXED));
 	platform->terminate(guest_power_event == 1, 0, 0x23);
 }
 
