@@ -269,3 +269,4 @@ if [ "$rc" -eq 1 ] && check_json "$tmp/bad-n.json" report_data=fail >/dev/null; 
 else
 	tap_fail "another nonce: csvsm-verify exits 1 (got $rc) and 'report_data' fails"
 fi
+[ "$TAP_FAILS" -eq 0 ]
