@@ -1,0 +1,23 @@
+# kbs/: csvsm-kbs, the relying party's service (docs/kbs.md), its test tools
+# and tests. Included by the top-level Makefile.
+#
+# The daemon: libmicrohttpd (HTTP/HTTPS), jansson (JSON), libcrypto (JOSE),
+# SQLite and libpq (the registry), the host library's verifier
+# (attest/snp_verify.c, attest/policy.c on mbedTLS).
+KBS_SRCS := kbs/service.c kbs/evidence.c kbs/jose.c kbs/registry.c
+KBS_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lpq -lcrypto -lmbedx509 -lmbedcrypto -lpthread
+PG_INC   := -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
+
+TOOLS += csvsm-kbs
+csvsm-kbs_SRCS := kbs/main.c $(KBS_SRCS)
+csvsm-kbs_LIBS := $(KBS_LIBS)
+$(BUILD)/csvsm-kbs: HOST_CFLAGS += $(PG_INC)
+
+DEPS_PKGS += libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev postgresql
+
+# Test tools: the client (a Trustee-protocol client with evidence from csvsm's
+# own attestation code on the PSP model, tests/kbs/evgen.c) for the tests and
+# the benchmark.
+TOOLS += csvsm-kbs-client
+csvsm-kbs-client_SRCS := tests/kbs/kbs_client.c tests/kbs/evgen.c kbs/jose.c
+csvsm-kbs-client_LIBS := -ljansson -lcrypto -lmbedx509 -lmbedcrypto -lpthread
