@@ -800,6 +800,14 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 		struct appraisal_check *c = add(r, v.checks[i].name, claim_of(v.checks[i].name));
 		c->state = v.checks[i].state;
 		memcpy(c->detail, v.checks[i].detail, sizeof(c->detail));
+		/* snp_verify_run names csvsm-verify's options; here the policy decides */
+		if (c->state == SNP_CHECK_FAIL && !strcmp(c->name, "policy.debug"))
+			setd(c->detail, sizeof(c->detail),
+			     "guest POLICY allows DEBUG (bit 19); the owner's snp.policy does not");
+		else if (c->state == SNP_CHECK_FAIL && !strcmp(c->name, "policy.migrate_ma"))
+			setd(c->detail, sizeof(c->detail),
+			     "guest POLICY allows a migration agent (MIGRATE_MA, bit 18), which can "
+			     "export the guest's state; the owner's snp.policy does not");
 	}
 	for (size_t i = 0; i < r->n && o.have_report_data && !in->have_report_data; i++)
 		if (!strcmp(r->checks[i].name, "report_data"))

@@ -175,7 +175,7 @@ static uint8_t *jwe_open(EVP_PKEY *k, json_t *j, size_t *len)
 	uint8_t *iv = b64url_decode(json_string_value(json_object_get(j, "iv")) ?: "!", &ivl);
 	uint8_t *ct = b64url_decode(json_string_value(json_object_get(j, "ciphertext")) ?: "!", &ctl);
 	uint8_t *tag = b64url_decode(json_string_value(json_object_get(j, "tag")) ?: "!", &tl);
-	uint8_t *h = ph ? b64url_decode(ph, &hl) : NULL, cek[64], *out = NULL;
+	uint8_t *h = ph ? b64url_decode(ph, &hl) : NULL, cek[512], *out = NULL;
 	json_t *hj = h ? json_loadb((char *)h, hl, 0, NULL) : NULL;
 	const char *alg = json_string_value(json_object_get(hj, "alg"));
 	EVP_PKEY_CTX *c = NULL;
