@@ -21,3 +21,10 @@ DEPS_PKGS += libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev postgresq
 TOOLS += csvsm-kbs-client
 csvsm-kbs-client_SRCS := tests/kbs/kbs_client.c tests/kbs/evgen.c kbs/jose.c
 csvsm-kbs-client_LIBS := -ljansson -lcrypto -lmbedx509 -lmbedcrypto -lpthread
+# The registry's guarantees on SQLite and PostgreSQL (tests/kbs/kbs.sh runs it).
+TOOLS += kbs-registry-test
+kbs-registry-test_SRCS := tests/kbs/test_registry.c kbs/registry.c
+kbs-registry-test_LIBS := -lsqlite3 -lpq -lpthread
+$(BUILD)/kbs-registry-test: HOST_CFLAGS += $(PG_INC)
+
+TEST_SCRIPTS += tests/kbs/kbs.sh

@@ -14,7 +14,7 @@
  *     the form invalid, and a wrong rebuild can only fail the signature.
  * (b) csvsm's SVSM form: {"svsm": {"report": b64, "manifest": b64,
  *     "certs": b64 (extended-report certificate table), "quote": {"message",
- *     "signature", "pcrs", "ak-public"} (b64)}}.
+ *     "signature", "pcrs", "ak-public", "activated-secret"} (b64)}}.
  */
 #include <attest/certtable.h>
 
@@ -33,6 +33,7 @@ void kbs_evidence_free(struct kbs_evidence *ev)
 	free(ev->q_sig);
 	free(ev->q_pcrs);
 	free(ev->q_ak);
+	free(ev->q_secret);
 	memset(ev, 0, sizeof(*ev));
 }
 
@@ -321,10 +322,15 @@ static int svsm_form(json_t *s, struct kbs_evidence *ev, char *err, size_t n)
 	}
 	json_t *q = json_object_get(s, "quote");
 	if (q) {
-		if (!json_is_object(q) || json_object_size(q) != 4) {
-			SET("svsm.quote: {\"message\", \"signature\", \"pcrs\", \"ak-public\"}");
+		json_t *sec = json_object_get(q, "activated-secret");
+		if (!json_is_object(q) || json_object_size(q) != 4u + (sec != NULL)) {
+			SET("svsm.quote: {\"message\", \"signature\", \"pcrs\", \"ak-public\", "
+			    "\"activated-secret\"}");
 			return -1;
 		}
+		if (sec && !(ev->q_secret = b64_field(q, "activated-secret", 32, 32, &ev->q_secret_len,
+						      err, n)))
+			return -1;
 		if (!(ev->q_msg = b64_field(q, "message", 1, 4096, &ev->q_msg_len, err, n)) ||
 		    !(ev->q_sig = b64_field(q, "signature", 1, 1024, &ev->q_sig_len, err, n)) ||
 		    !(ev->q_pcrs = b64_field(q, "pcrs", 1, 16384, &ev->q_pcrs_len, err, n)) ||

@@ -93,8 +93,8 @@ struct kbs_evidence {
 	uint8_t *manifest; /* SVSM */
 	size_t manifest_len;
 	bool have_quote;
-	uint8_t *q_msg, *q_sig, *q_pcrs, *q_ak;
-	size_t q_msg_len, q_sig_len, q_pcrs_len, q_ak_len;
+	uint8_t *q_msg, *q_sig, *q_pcrs, *q_ak, *q_secret;
+	size_t q_msg_len, q_sig_len, q_pcrs_len, q_ak_len, q_secret_len;
 };
 
 /* Decode tee-evidence's primary evidence; 0, or -1 with a reason. */

@@ -45,7 +45,7 @@ static void usage(FILE *f)
 		"                  (--tls-cert PEM --tls-key PEM | --insecure-http)\n"
 		"                  [--token-key PEM] [--trust-ark PEM]... [--kds-dir DIR] [--crl FILE]\n"
 		"                  [--nonce-ttl S] [--token-ttl S] [--threads N] [--port-file F]\n"
-		"                  [--max-seconds S]\n"
+		"                  [--max-seconds S] [--idle-timeout S]\n"
 		"  csvsm-kbs validate-policy FILE\n"
 		"  csvsm-kbs put-secret --db URL REPOSITORY/TYPE/TAG --rule affirming|warning --file F\n"
 		"  csvsm-kbs list-instances --db URL [--json]\n"
@@ -218,14 +218,14 @@ static int serve(int argc, char **argv)
 	    {"token-key", 1, 0, 't'},  {"trust-ark", 1, 0, 'a'},   {"kds-dir", 1, 0, 'K'},
 	    {"crl", 1, 0, 'r'},	       {"nonce-ttl", 1, 0, 'n'},   {"token-ttl", 1, 0, 'T'},
 	    {"threads", 1, 0, 'j'},    {"port-file", 1, 0, 'P'},   {"max-seconds", 1, 0, 'm'},
-	    {0, 0, 0, 0},
+	    {"idle-timeout", 1, 0, 'I'}, {0, 0, 0, 0},
 	};
 	const char *policy = NULL, *db = NULL, *listen = "127.0.0.1:8080", *cert = NULL,
 		   *keyf = NULL, *tokf = NULL, *kds = NULL, *crlf = NULL, *portf = NULL;
 	const char *arks[SNP_MAX_TRUSTED_ARKS];
 	size_t n_arks = 0;
 	bool insecure = false;
-	long nonce_ttl = 300, token_ttl = 300, threads = 4, max_seconds = 0;
+	long nonce_ttl = 300, token_ttl = 300, threads = 4, max_seconds = 0, idle = 10;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -249,6 +249,7 @@ static int serve(int argc, char **argv)
 		case 'j': threads = atol(optarg); break;
 		case 'P': portf = optarg; break;
 		case 'm': max_seconds = atol(optarg); break;
+		case 'I': idle = atol(optarg); break;
 		default: usage(stderr); return 2;
 		}
 	}
@@ -260,6 +261,8 @@ static int serve(int argc, char **argv)
 		die("--nonce-ttl and --token-ttl: 1..86400 seconds");
 	if (threads < 1 || threads > 64)
 		die("--threads: 1..64");
+	if (idle < 1 || idle > 300)
+		die("--idle-timeout: 1..300 seconds");
 	if (!!cert != !!keyf)
 		die("--tls-cert and --tls-key go together");
 	if (!cert && !insecure)
@@ -329,7 +332,7 @@ static int serve(int argc, char **argv)
 		d = MHD_start_daemon(
 		    flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 		    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, 512u,
-		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
 		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_NOTIFY_COMPLETED,
 		    completed, NULL, MHD_OPTION_HTTPS_MEM_CERT, certpem, MHD_OPTION_HTTPS_MEM_KEY,
 		    keypem, MHD_OPTION_END);
@@ -338,7 +341,7 @@ static int serve(int argc, char **argv)
 				     (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
 				     (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, 512u,
 				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
-				     MHD_OPTION_CONNECTION_TIMEOUT, 10u,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
 				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
 	if (!d)

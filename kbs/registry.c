@@ -36,7 +36,8 @@ static const char *const schema[] = {
     "CREATE TABLE IF NOT EXISTS kbs_sessions (id TEXT PRIMARY KEY, nonce TEXT NOT NULL UNIQUE,"
     " hash_alg TEXT NOT NULL, state TEXT NOT NULL, expires BIGINT NOT NULL,"
     " status INTEGER NOT NULL DEFAULT 0, token TEXT NOT NULL DEFAULT '',"
-    " tee_pubkey TEXT NOT NULL DEFAULT '', instance TEXT NOT NULL DEFAULT '')",
+    " tee_pubkey TEXT NOT NULL DEFAULT '', instance TEXT NOT NULL DEFAULT '',"
+    " vtpm TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS kbs_instances (id TEXT PRIMARY KEY, chip_id TEXT NOT NULL,"
     " measurement TEXT NOT NULL, first_attested BIGINT NOT NULL, last_attested BIGINT NOT "
     "NULL,"
@@ -75,7 +76,7 @@ static long run(struct registry *r, const char *sql, int np, const char *const *
 	if (changed)
 		*changed = 0;
 	if (r->pg) {
-		char buf[1024];
+		char buf[2048];
 		size_t o = 0;
 		for (const char *s = sql; *s && o + 2 < sizeof(buf); s++)
 			buf[o++] = *s == '?' ? '$' : *s;
@@ -158,6 +159,7 @@ int registry_open(const char *url, struct registry **out, char *err, size_t n)
 			registry_close(r);
 			return REG_ERR;
 		}
+		PQclear(PQexec(r->pc, "SET client_min_messages TO warning"));
 		/* Replicas create the tables at once: serialise the DDL. */
 		PGresult *lk = PQexec(r->pc, "SELECT pg_advisory_lock(4242)");
 		PQclear(lk);
@@ -222,16 +224,16 @@ static void cpy(char *dst, size_t n, const char *src)
 /* ---- sessions ---- */
 
 int registry_session_new(struct registry *r, const char *id, const char *nonce,
-			 const char *hash_alg, int64_t expires)
+			 const char *hash_alg, const char *vtpm, int64_t expires)
 {
 	char e[24];
 	i64s(e, expires);
-	const char *p[] = {id, nonce, hash_alg, e};
+	const char *p[] = {id, nonce, hash_alg, e, vtpm ? vtpm : ""};
 	long ch;
 	if (q(r,
-	      "INSERT INTO kbs_sessions (id, nonce, hash_alg, state, expires) "
-	      "VALUES (?1, ?2, ?3, 'authed', ?4)",
-	      4, p, NULL, NULL, &ch) < 0)
+	      "INSERT INTO kbs_sessions (id, nonce, hash_alg, state, expires, vtpm) "
+	      "VALUES (?1, ?2, ?3, 'authed', ?4, ?5)",
+	      5, p, NULL, NULL, &ch) < 0)
 		return REG_ERR;
 	return ch == 1 ? REG_OK : REG_ERR;
 }
@@ -239,7 +241,7 @@ int registry_session_new(struct registry *r, const char *id, const char *nonce,
 static void session_row(struct row *w, void *ctx)
 {
 	struct reg_session *s = ctx;
-	if (w->ncols < 9)
+	if (w->ncols < 10)
 		return;
 	cpy(s->id, sizeof(s->id), w->col[0]);
 	cpy(s->nonce, sizeof(s->nonce), w->col[1]);
@@ -250,9 +252,10 @@ static void session_row(struct row *w, void *ctx)
 	cpy(s->token, sizeof(s->token), w->col[6]);
 	cpy(s->tee_pubkey, sizeof(s->tee_pubkey), w->col[7]);
 	cpy(s->instance, sizeof(s->instance), w->col[8]);
+	cpy(s->vtpm, sizeof(s->vtpm), w->col[9]);
 }
 
-#define SESSION_COLS "id, nonce, hash_alg, state, expires, status, token, tee_pubkey, instance"
+#define SESSION_COLS "id, nonce, hash_alg, state, expires, status, token, tee_pubkey, instance, vtpm"
 
 int registry_session_begin_attest(struct registry *r, const char *id, int64_t now,
 				  struct reg_session *out)

@@ -49,9 +49,10 @@ struct reg_session {
 	char token[REG_TOKEN_MAX];
 	char tee_pubkey[REG_PUBKEY_MAX];
 	char instance[REG_ID_MAX];
+	char vtpm[256]; /* credential activation: SHA-256(EK):AK Name:SHA-256(secret), hex */
 };
 int registry_session_new(struct registry *r, const char *id, const char *nonce,
-			 const char *hash_alg, int64_t expires);
+			 const char *hash_alg, const char *vtpm, int64_t expires);
 /* authed and unexpired -> attesting, once: the nonce is used up here. */
 int registry_session_begin_attest(struct registry *r, const char *id, int64_t now,
 				  struct reg_session *out);

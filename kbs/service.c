@@ -17,6 +17,7 @@
 
 #include <attest/certtable.h>
 #include <attest/report.h>
+#include <attest/tpm_cred.h>
 
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
@@ -153,6 +154,22 @@ static void hex(char *out, const uint8_t *b, size_t n)
 		sprintf(out + 2 * i, "%02x", b[i]);
 }
 
+static int kbs_rng(void *ctx, unsigned char *b, size_t n)
+{
+	(void)ctx;
+	return RAND_bytes(b, (int)n) == 1 ? 0 : -1;
+}
+
+static bool unhex(const char *s, size_t sl, uint8_t *out, size_t n)
+{
+	if (sl != 2 * n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (sscanf(s + 2 * i, "%2hhx", &out[i]) != 1)
+			return false;
+	return true;
+}
+
 /* ---- /kbs/v0/auth ---- */
 
 /*
@@ -219,6 +236,58 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 		}
 	}
 
+	/*
+	 * csvsm's vTPM (optional): the EK (TPMT_PUBLIC, as the manifest carries
+	 * it) and an AK (TPM2B_PUBLIC). A credential for the AK's Name under the
+	 * EK (TPM 2.0 Part 1 §24, attest/tpm_cred.c) goes back in the challenge;
+	 * only the TPM holding both keys recovers its secret, which /attest must
+	 * return with the quote: that binds the AK (the quote) to the EK, and
+	 * /attest binds the EK to the manifest REPORT_DATA covers.
+	 */
+	json_t *vt = json_is_object(xp) ? json_object_get(xp, "csvsm-vtpm") : NULL;
+	char vtpm[256] = "";
+	char *cred64 = NULL;
+	if (vt) {
+		const char *e64 = json_string_value(json_object_get(vt, "ek")),
+			   *a64 = json_string_value(json_object_get(vt, "ak"));
+		size_t el = 0, al = 0, nl;
+		uint8_t *ek = e64 && strlen(e64) < 4096 ? b64_decode(e64, &el) : NULL;
+		uint8_t *ak = a64 && strlen(a64) < 4096 ? b64_decode(a64, &al) : NULL;
+		struct tpm_public ekp, akp;
+		uint8_t name[TPM_NAME_MAX], secret[TPM_CRED_SECRET_LEN], cred[TPM_CRED_MAX], h[32];
+		char why[SNP_DETAIL_LEN] = "csvsm-vtpm: {\"ek\": base64 TPMT_PUBLIC, \"ak\": base64 "
+					   "TPM2B_PUBLIC}";
+		size_t cl = 0;
+		bool ok = json_is_object(vt) && json_object_size(vt) == 2 && ek && ak &&
+			  tpm_public_parse(ek, el, false, &ekp, why, sizeof(why)) &&
+			  tpm_ek_check(&ekp, why, sizeof(why)) &&
+			  tpm_public_parse_any(ak, al, &akp, why, sizeof(why)) &&
+			  tpm_ak_check(&akp, why, sizeof(why)) && (nl = tpm_public_name(&akp, name)) &&
+			  RAND_bytes(secret, sizeof(secret)) == 1 &&
+			  (cl = tpm_make_credential(&ekp, name, nl, secret, sizeof(secret), kbs_rng, NULL,
+						    cred, sizeof(cred))) > 0;
+		if (ok) {
+			char *p = vtpm;
+			mbedtls_sha256_ret(ek, el, h, 0);
+			hex(p, h, 32);
+			p += 64;
+			*p++ = ':';
+			hex(p, name, nl);
+			p += 2 * nl;
+			*p++ = ':';
+			mbedtls_sha256_ret(secret, sizeof(secret), h, 0);
+			hex(p, h, 32);
+			cred64 = b64_encode(cred, cl);
+		}
+		OPENSSL_cleanse(secret, sizeof(secret));
+		free(ek);
+		free(ak);
+		if (!ok || !cred64) {
+			fail(rs, 400, "AttestationError", "%s", why);
+			goto out;
+		}
+	}
+
 	/* act */
 	uint8_t sid[16], nonce[KBS_NONCE_BYTES];
 	char id[KBS_SESSION_ID_LEN + 1];
@@ -229,8 +298,9 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 	hex(id, sid, sizeof(sid));
 	char *n64 = b64_encode(nonce, sizeof(nonce)); /* Trustee make_nonce: STANDARD base64 */
 	int64_t now = k->now();
-	if (!n64 || registry_session_new(k->reg, id, n64, alg, now + k->nonce_ttl) != REG_OK) {
+	if (!n64 || registry_session_new(k->reg, id, n64, alg, vtpm, now + k->nonce_ttl) != REG_OK) {
 		free(n64);
+		free(cred64);
 		fail(rs, 500, "AttestationError", "registry: cannot record the session");
 		goto out;
 	}
@@ -241,10 +311,12 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 	snprintf(rs->set_cookie, sizeof(rs->set_cookie),
 		 "kbs-session-id=%s; Path=/kbs; Max-Age=%lld; HttpOnly; SameSite=Strict%s", id,
 		 (long long)k->nonce_ttl, k->secure_cookie ? "; Secure" : "");
-	respond_json(rs, 200,
-		     json_pack("{s:s, s:{s:s}}", "nonce", n64, "extra-params",
-			       "selected-hash-algorithm", alg));
+	json_t *xo = json_pack("{s:s}", "selected-hash-algorithm", alg);
+	if (cred64)
+		json_object_set_new(xo, "csvsm-vtpm-credential", json_string(cred64));
+	respond_json(rs, 200, json_pack("{s:s, s:o}", "nonce", n64, "extra-params", xo));
 	free(n64);
+	free(cred64);
 out:
 	json_decref(j);
 }
@@ -595,6 +667,13 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	in.n_trusted_ark = k->n_trusted_ark;
 	in.have_report_data = true;
 	struct snp_quote_in q = {0};
+	/* the session's credential activation (handle_auth): EK hash, AK Name, secret hash */
+	uint8_t v_ek[32], v_name[TPM_NAME_MAX], v_sec[32];
+	const char *c1 = strchr(s.vtpm, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+	size_t v_nl = c2 ? (size_t)(c2 - c1 - 1) / 2 : 0;
+	bool vtpm = c2 && unhex(s.vtpm, (size_t)(c1 - s.vtpm), v_ek, 32) && v_nl <= TPM_NAME_MAX &&
+		    unhex(c1 + 1, (size_t)(c2 - c1 - 1), v_name, v_nl) &&
+		    unhex(c2 + 1, strlen(c2 + 1), v_sec, 32);
 	if (a.ev.kind == KBS_EV_SVSM) {
 		/* csvsm's form: the 64 bytes Trustee's attester would put in
 		 * REPORT_DATA are the SVSM attestation nonce; csvsm makes
@@ -620,7 +699,9 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 						  .pcrs_len = a.ev.q_pcrs_len,
 						  .ak_len = a.ev.q_ak_len,
 						  .nonce_len = 64,
-						  .ak_tpm_public = true};
+						  .ak_tpm_public = true,
+						  .ak_name = vtpm ? v_name : NULL,
+						  .ak_name_len = vtpm ? v_nl : 0};
 			in.quote = &q;
 		}
 	} else {
@@ -637,6 +718,31 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 				: "the evidence answers this session's nonce (used once, %lld s "
 				  "left)",
 			    (long long)(s.expires - now));
+	if (vtpm) {
+		uint8_t h[32];
+		bool ek_ok = false, sec_ok = false;
+		if (ar.ek) {
+			mbedtls_sha256_ret(ar.ek, ar.ek_len, h, 0);
+			ek_ok = !CRYPTO_memcmp(h, v_ek, 32);
+		}
+		if (a.ev.q_secret) {
+			mbedtls_sha256_ret(a.ev.q_secret, a.ev.q_secret_len, h, 0);
+			sec_ok = !CRYPTO_memcmp(h, v_sec, 32);
+		}
+		appraisal_add_check(&ar, "svsm.ek_bound", EAR_INSTANCE_IDENTITY, ek_ok, "%s",
+				    ek_ok ? "the credential's EK is the manifest's vTPM EK"
+				    : ar.ek ? "EK not the manifest's: the credential was made for "
+					      "another EK than the manifest's vTPM EK"
+					    : "the manifest carries no vTPM EK to bind the credential to");
+		appraisal_add_check(&ar, "svsm.ak_activated", EAR_INSTANCE_IDENTITY, sec_ok, "%s",
+				    sec_ok ? "the AK's credential was activated under that EK"
+				    : a.ev.q_secret ? "the activated secret is not the credential's"
+						    : "no activated secret with the quote");
+	} else if (a.ev.have_quote) {
+		appraisal_add_check(&ar, "svsm.ak_activated", EAR_INSTANCE_IDENTITY, false,
+				    "a quote without credential activation: its AK is not bound to the "
+				    "manifest's EK (send csvsm-vtpm in /auth's extra-params)");
+	}
 	if (k->crl && ch) {
 		int rl = mbedtls_x509_crt_is_revoked(&ch->leaf, k->crl);
 		int ra = mbedtls_x509_crt_is_revoked(&ch->ask, k->crl);

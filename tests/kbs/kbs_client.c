@@ -61,10 +61,10 @@ struct http_resp {
 	size_t len;
 };
 
-static int http(const char *method, const char *path, const char *cookie, const char *bearer,
-		const char *body, struct http_resp *r)
+static int http_to(int to_port, const char *method, const char *path, const char *cookie,
+		   const char *bearer, const char *body, struct http_resp *r)
 {
-	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+	struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)to_port)};
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 	size_t bl = body ? strlen(body) : 0;
 	char hdr[1];
@@ -122,6 +122,55 @@ static int http(const char *method, const char *path, const char *cookie, const 
 	r->len = strlen(r->body);
 	free(buf);
 	return 0;
+}
+
+static int http(const char *method, const char *path, const char *cookie, const char *bearer,
+		const char *body, struct http_resp *r)
+{
+	return http_to(port, method, path, cookie, bearer, body, r);
+}
+
+static uint8_t *slurp_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b = f ? malloc(65536) : NULL;
+	*len = b ? fread(b, 1, 65536, f) : 0;
+	if (f)
+		fclose(f);
+	return b;
+}
+
+static void spit(const char *dir, const char *name, const void *b, size_t n)
+{
+	char p[512];
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	FILE *f = fopen(p, "wb");
+	if (!f || fwrite(b, 1, n, f) != n || fclose(f))
+		die("%s: cannot write", p);
+}
+
+static void hexs(char *out, const uint8_t *b, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+struct race {
+	int port;
+	const char *cookie, *body;
+	int status;
+};
+
+static void *race_one(void *arg)
+{
+	struct race *r = arg;
+	struct http_resp h;
+	r->status = -1;
+	if (http_to(r->port, "POST", "/kbs/v0/attest", r->cookie, NULL, r->body, &h) == 0) {
+		r->status = h.status;
+		free(h.body);
+	}
+	return NULL;
 }
 
 /* ---- TEE key ---- */
@@ -347,6 +396,10 @@ static json_t *cert_chain_json(const uint8_t *t, size_t n)
 struct opts {
 	bool rsa, snp_form, legacy, no_certs, wrong_key, bearer, quiet;
 	const char *claim_nonce, *resource, *version;
+	const char *vtpm_dir; /* EK/AK files and the scripts that use the TPM */
+	const char *dump_dir; /* write the evidence and the 64-byte nonce here */
+	bool replay;	      /* POST the same /attest again: must be refused */
+	int race_port;	      /* POST /attest to this replica at the same time */
 	long flip; /* report byte to flip, or -1 */
 	long truncate;
 	struct evgen_opts ev;
@@ -361,6 +414,8 @@ struct result {
 };
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+
 
 static double now_ms(void)
 {
@@ -380,11 +435,24 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 
 	memset(res, 0, sizeof(*res));
 	const char *ver = o->version ? o->version : o->legacy ? "0.1.0" : "0.4.0";
+	char *vt = NULL;
+	if (o->vtpm_dir) {
+		char p1[512], p2[512];
+		size_t el, al;
+		snprintf(p1, sizeof(p1), "%s/ek.tpmt", o->vtpm_dir);
+		snprintf(p2, sizeof(p2), "%s/ak.pub", o->vtpm_dir);
+		uint8_t *e = slurp_file(p1, &el), *a = slurp_file(p2, &al);
+		char *e64 = e ? b64_encode(e, el) : NULL, *a64 = a ? b64_encode(a, al) : NULL;
+		if (!e64 || !a64 || asprintf(&vt, ",\"csvsm-vtpm\":{\"ek\":\"%s\",\"ak\":\"%s\"}", e64, a64) < 0)
+			die("%s: ek.tpmt and ak.pub", o->vtpm_dir);
+		free(e), free(a), free(e64), free(a64);
+	}
 	if (asprintf(&body,
 		     "{\"version\":\"%s\",\"tee\":\"snp\",\"extra-params\":{\"supported-hash-"
-		     "algorithms\":[\"sha256\",\"sha384\",\"sha512\"]}}",
-		     ver) < 0)
+		     "algorithms\":[\"sha256\",\"sha384\",\"sha512\"]%s}}",
+		     ver, vt ? vt : "") < 0)
 		return -1;
+	free(vt);
 	t0 = now_ms();
 	if (http("POST", "/kbs/v0/auth", NULL, NULL, body, &r))
 		goto out;
@@ -406,6 +474,21 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 	}
 	if (!alg)
 		alg = "sha384";
+	const char *cred =
+	    json_string_value(json_object_get(json_object_get(ch, "extra-params"), "csvsm-vtpm-credential"));
+	if (o->vtpm_dir) {
+		/* TPM2_ActivateCredential by the test's script (tpm2-tools on the vTPM) */
+		size_t cl;
+		uint8_t *cb = cred ? b64_decode(cred, &cl) : NULL;
+		char cmd[1024];
+		if (!cb)
+			die("no csvsm-vtpm-credential in the challenge");
+		spit(o->vtpm_dir, "cred.bin", cb, cl);
+		free(cb);
+		snprintf(cmd, sizeof(cmd), "%s/activate.sh >%s/activate.log 2>&1", o->vtpm_dir, o->vtpm_dir);
+		if (system(cmd))
+			die("%s/activate.sh failed", o->vtpm_dir);
+	}
 	k = tee_key(o->rsa);
 	other = o->wrong_key ? tee_key(o->rsa) : NULL;
 	jwk = jwk_of(k);
@@ -425,7 +508,31 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		goto out;
 
 	static struct evgen_out ev;
-	json_t *primary;
+	json_t *primary, *quote = NULL;
+	if (o->vtpm_dir) {
+		/* TPM2_Quote with the 64-byte nonce as qualifying data */
+		char cmd[1024], nh[129];
+		hexs(nh, d, 64);
+		snprintf(cmd, sizeof(cmd), "%s/quote.sh %s >%s/quote.log 2>&1", o->vtpm_dir, nh,
+			 o->vtpm_dir);
+		if (system(cmd))
+			die("%s/quote.sh failed", o->vtpm_dir);
+		const char *f[5] = {"quote.msg", "quote.sig", "quote.pcrs", "ak.pub", "secret.bin"};
+		const char *k5[5] = {"message", "signature", "pcrs", "ak-public", "activated-secret"};
+		quote = json_object();
+		for (int i = 0; i < 5; i++) {
+			char pth[512];
+			size_t l;
+			snprintf(pth, sizeof(pth), "%s/%s", o->vtpm_dir, f[i]);
+			uint8_t *b = slurp_file(pth, &l);
+			char *b64 = b && l ? b64_encode(b, l) : NULL;
+			if (!b64)
+				die("%s missing", pth);
+			json_object_set_new(quote, k5[i], json_string(b64));
+			free(b);
+			free(b64);
+		}
+	}
 	pthread_mutex_lock(&ev_lock);
 	int erc = o->snp_form ? evgen_snp(&o->ev, d, &ev) : evgen_svsm(&o->ev, d, &ev);
 	if (erc) {
@@ -446,6 +553,16 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		primary = o->no_certs ? json_pack("{s:{s:s, s:s}}", "svsm", "report", rb, "manifest", mb)
 				      : json_pack("{s:{s:s, s:s, s:s}}", "svsm", "report", rb,
 						  "manifest", mb, "certs", cb);
+		if (quote)
+			json_object_set_new(json_object_get(primary, "svsm"), "quote", quote);
+		if (o->dump_dir) {
+			char nh[129];
+			hexs(nh, d, 64);
+			spit(o->dump_dir, "report.bin", ev.report, 1184);
+			spit(o->dump_dir, "manifest.bin", ev.manifest, ev.manifest_len);
+			spit(o->dump_dir, "certs.bin", ev.certs, ev.certs_len);
+			spit(o->dump_dir, "nonce64.hex", nh, 128);
+		}
 		free(rb);
 		free(mb);
 		free(cb);
@@ -460,10 +577,29 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 				"additional_evidence", "");
 	body = json_dumps(att, JSON_COMPACT);
 	json_decref(att);
+	if (o->race_port) {
+		/* the same /attest to two replicas at once: one nonce, one winner */
+		struct race ra[2] = {{port, cookie, body, 0}, {o->race_port, cookie, body, 0}};
+		pthread_t th[2];
+		for (int i = 0; i < 2; i++)
+			pthread_create(&th[i], NULL, race_one, &ra[i]);
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		fprintf(out, "race %d %d\n", ra[0].status, ra[1].status);
+		ret = 0;
+		goto out;
+	}
 	t0 = now_ms();
 	if (!body || http("POST", "/kbs/v0/attest", cookie, NULL, body, &r))
 		goto out;
 	srv += now_ms() - t0;
+	if (o->replay) {
+		struct http_resp r2;
+		if (http("POST", "/kbs/v0/attest", cookie, NULL, body, &r2) == 0) {
+			fprintf(out, "replay-http %d\n", r2.status);
+			free(r2.body);
+		}
+	}
 	res->http_attest = r.status;
 	if (!o->quiet)
 		fprintf(out, "http-attest %d\n", r.status);
@@ -652,7 +788,8 @@ int main(int argc, char **argv)
 	    {"bearer", 0, 0, 'B'},	  {"flip", 1, 0, 'F'},	       {"truncate", 1, 0, 'T'},
 	    {"guest-policy", 1, 0, 'g'},  {"vmpl", 1, 0, 'v'},	       {"measurement", 1, 0, 'm'},
 	    {"ek", 1, 0, 'e'},		  {"clients", 1, 0, 'n'},      {"seconds", 1, 0, 's'},
-	    {"version", 1, 0, 'V'},	  {0, 0, 0, 0},
+	    {"version", 1, 0, 'V'},	  {"vtpm", 1, 0, 'X'},	       {"dump", 1, 0, 'D'},
+	    {"replay", 0, 0, 'Y'},	  {"race-port", 1, 0, 'Z'},    {0, 0, 0, 0},
 	};
 	struct opts o = {.flip = -1};
 	int clients = 1, opt;
@@ -686,6 +823,10 @@ int main(int argc, char **argv)
 		case 'n': clients = atoi(optarg); break;
 		case 's': seconds = atof(optarg); break;
 		case 'V': o.version = optarg; break;
+		case 'X': o.vtpm_dir = optarg; break;
+		case 'D': o.dump_dir = optarg; break;
+		case 'Y': o.replay = true; break;
+		case 'Z': o.race_port = atoi(optarg); break;
 		default: return 2;
 		}
 	}
@@ -695,6 +836,11 @@ int main(int argc, char **argv)
 		die("%s/psp-keys.bin: cannot load the test chain's keys (make build/test-chain/psp-keys.bin)",
 		    chain_dir);
 	static uint8_t ek[4096];
+	char ekp[512];
+	if (!o.ek_file && o.vtpm_dir) {
+		snprintf(ekp, sizeof(ekp), "%s/ek.tpmt", o.vtpm_dir);
+		o.ek_file = ekp;
+	}
 	if (o.ek_file) {
 		FILE *f = fopen(o.ek_file, "rb");
 		if (!f)
