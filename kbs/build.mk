@@ -28,3 +28,25 @@ kbs-registry-test_LIBS := -lsqlite3 -lpq -lpthread
 $(BUILD)/kbs-registry-test: HOST_CFLAGS += $(PG_INC)
 
 TEST_SCRIPTS += tests/kbs/kbs.sh
+
+# libFuzzer over the request layer (tests/fuzz/fuzz_kbs_request.c), in `make fuzz`.
+KBS_FUZZ_TIME ?= 30
+KBS_FUZZ_CC   ?= clang
+FUZZ_KBS      := $(BUILD)/fuzz/fuzz_kbs_request
+FUZZ_KBS_SRCS := tests/fuzz/fuzz_kbs_request.c $(KBS_SRCS) attest/policy.c attest/snp_verify.c \
+                 attest/report.c attest/certtable.c attest/tpm_cred.c attest/manifest.c
+$(FUZZ_KBS): $(FUZZ_KBS_SRCS) kbs/kbs.h kbs/jose.h kbs/registry.h include/attest/policy.h
+	@mkdir -p $(dir $@)
+	$(KBS_FUZZ_CC) -std=gnu11 -O1 -g $(WARN) $(INCS) $(PG_INC) -DCSVSM_HOST \
+	  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	  -o $@ $(FUZZ_KBS_SRCS) $(KBS_LIBS)
+
+# Seeds: a Request to /auth, an Attestation of each shape and form to /attest
+# (with a fresh session's cookie), a resource path.
+fuzz-kbs: $(FUZZ_KBS)
+	@mkdir -p $(BUILD)/fuzz/corpus-kbs
+	@python3 tests/fuzz/kbs_seeds.py $(BUILD)/fuzz/corpus-kbs
+	$(FUZZ_KBS) -max_total_time=$(KBS_FUZZ_TIME) -max_len=16384 -print_final_stats=1 \
+	  -artifact_prefix=$(BUILD)/fuzz/kbs- $(BUILD)/fuzz/corpus-kbs
+
+.PHONY: fuzz-kbs
