@@ -139,7 +139,7 @@ qemu-trixie: deps-guests
 bench: deps
 	$(MAKE) all
 	bash bench/accept.sh
-	$(MAKE) bench-tpm verify-bench bench-svsm
+	$(MAKE) bench-tpm verify-bench bench-svsm bench-kbs
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

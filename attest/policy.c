@@ -294,13 +294,15 @@ static void parse_snp(struct pctx *c, json_t *o, struct appraisal_policy *p)
 			get_key_hashes(c, v, k, false, p->id_hash, &p->n_id_hash);
 		} else if (!strcmp(k, "product")) {
 			/* go-sev-guest SevProduct {name, machine_stepping} */
-			json_t *name = json_object_get(v, "name"), *st = json_object_get(v, "stepping");
+			json_t *name = json_object_get(v, "name"),
+			       *st = json_object_get(v, "stepping");
 			if (!json_is_object(v) || !json_is_string(name) ||
 			    !(p->product = product_by_name(json_string_value(name))) ||
 			    json_object_size(v) != 1u + (st != NULL))
 				perr(c, "product: {\"name\": \"Milan\"|\"Genoa\"|\"Turin\"[, "
 					"\"stepping\": N]}");
-			else if (st && (p->have_stepping = get_u64(c, st, "product.stepping", 255, &u)))
+			else if (st &&
+				 (p->have_stepping = get_u64(c, st, "product.stepping", 255, &u)))
 				p->stepping = (uint8_t)u;
 		} else {
 			perr(c, "snp: unknown field '%s' (docs/kbs.md \"Policy reference\")", k);
@@ -386,7 +388,8 @@ static void parse_svsm(struct pctx *c, json_t *o, struct appraisal_policy *p)
 			 * (docs/vtpm.md "PCR0").
 			 */
 			if (!json_is_object(v)) {
-				perr(c, "svsm.ovmf: expected {\"sha256\": \"hex\", \"sha384\": \"hex\"}");
+				perr(c, "svsm.ovmf: expected {\"sha256\": \"hex\", \"sha384\": "
+					"\"hex\"}");
 				return;
 			}
 			json_object_foreach(v, bk, bv)
@@ -464,7 +467,8 @@ int appraisal_policy_parse(const char *text, size_t len, struct appraisal_policy
 			else
 				perr(&c, "instance_identity: report_id, host_data or vtpm_ek");
 		} else if (strcmp(k, "comment")) {
-			perr(&c, "unknown field '%s' (version, snp, svsm, instance_identity, comment)",
+			perr(&c,
+			     "unknown field '%s' (version, snp, svsm, instance_identity, comment)",
 			     k);
 		}
 	}
@@ -507,7 +511,7 @@ int appraisal_policy_load(const char *path, struct appraisal_policy *p, char *er
 /* ---- appraisal ---- */
 
 static const char *const claim_names[EAR_NCLAIMS] = {
-    "instance-identity", "configuration", "executables",    "file-system",
+    "instance-identity", "configuration",  "executables",    "file-system",
     "hardware",		 "runtime-opaque", "storage-opaque", "sourced-data",
 };
 
@@ -539,14 +543,10 @@ static enum ear_claim claim_of(const char *name)
 		const char *name;
 		enum ear_claim claim;
 	} map[] = {
-	    {"parse", EAR_HARDWARE},
-	    {"signature", EAR_HARDWARE},
-	    {"chain", EAR_HARDWARE},
-	    {"tcb", EAR_HARDWARE},
-	    {"chip_id", EAR_HARDWARE},
-	    {"policy.min_tcb", EAR_HARDWARE},
-	    {"measurement", EAR_EXECUTABLES},
-	    {"report_data", EAR_INSTANCE_IDENTITY},
+	    {"parse", EAR_HARDWARE},	      {"signature", EAR_HARDWARE},
+	    {"chain", EAR_HARDWARE},	      {"tcb", EAR_HARDWARE},
+	    {"chip_id", EAR_HARDWARE},	      {"policy.min_tcb", EAR_HARDWARE},
+	    {"measurement", EAR_EXECUTABLES}, {"report_data", EAR_INSTANCE_IDENTITY},
 	    {"quote", EAR_INSTANCE_IDENTITY},
 	};
 	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
@@ -558,8 +558,8 @@ static enum ear_claim claim_of(const char *name)
 static struct appraisal_check *add(struct appraisal_result *r, const char *name,
 				   enum ear_claim claim)
 {
-	struct appraisal_check *c = &r->checks[r->n < APPRAISAL_MAX_CHECKS ? r->n++
-									   : APPRAISAL_MAX_CHECKS - 1];
+	struct appraisal_check *c =
+	    &r->checks[r->n < APPRAISAL_MAX_CHECKS ? r->n++ : APPRAISAL_MAX_CHECKS - 1];
 	memset(c, 0, sizeof(*c));
 	c->name = name;
 	c->claim = claim;
@@ -805,9 +805,10 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 			setd(c->detail, sizeof(c->detail),
 			     "guest POLICY allows DEBUG (bit 19); the owner's snp.policy does not");
 		else if (c->state == SNP_CHECK_FAIL && !strcmp(c->name, "policy.migrate_ma"))
-			setd(c->detail, sizeof(c->detail),
-			     "guest POLICY allows a migration agent (MIGRATE_MA, bit 18), which can "
-			     "export the guest's state; the owner's snp.policy does not");
+			setd(
+			    c->detail, sizeof(c->detail),
+			    "guest POLICY allows a migration agent (MIGRATE_MA, bit 18), which can "
+			    "export the guest's state; the owner's snp.policy does not");
 	}
 	for (size_t i = 0; i < r->n && o.have_report_data && !in->have_report_data; i++)
 		if (!strcmp(r->checks[i].name, "report_data"))
@@ -824,9 +825,8 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 	}
 
 	/* go-sev-guest Policy fields snp_verify_run has no option for. */
-	check(r, "policy.guest_svn", EAR_CONFIGURATION,
-	      rep->raw.guest_svn >= p->minimum_guest_svn, "GUEST_SVN %u, minimum %u",
-	      rep->raw.guest_svn, p->minimum_guest_svn);
+	check(r, "policy.guest_svn", EAR_CONFIGURATION, rep->raw.guest_svn >= p->minimum_guest_svn,
+	      "GUEST_SVN %u, minimum %u", rep->raw.guest_svn, p->minimum_guest_svn);
 	if (p->have_policy)
 		check_guest_policy(p, rep, r);
 	if (p->have_family_id)
@@ -840,8 +840,8 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 	if (p->have_min_launch_tcb) {
 		struct snp_tcb t, m;
 		snp_tcb_decode(rep->raw.launch_tcb, r->product, &t);
-		tcb_from_policy(p->min_launch_tcb_is_raw, p->min_launch_tcb_raw,
-				&p->min_launch_tcb, r->product, &m);
+		tcb_from_policy(p->min_launch_tcb_is_raw, p->min_launch_tcb_raw, &p->min_launch_tcb,
+				r->product, &m);
 		m.has_fmc = m.has_fmc && t.has_fmc;
 		check(r, "policy.min_launch_tcb", EAR_HARDWARE, snp_tcb_at_least(&t, &m),
 		      "LAUNCH_TCB bl=%u tee=%u snp=%u ucode=%u, minimum bl=%u tee=%u snp=%u "
@@ -868,8 +868,10 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 		for (size_t i = 0; i < p->n_id_hash; i++)
 			listed |= !memcmp(rep->raw.id_key_digest, p->id_hash[i], 48);
 		check(r, "policy.id_block", EAR_CONFIGURATION,
-		      listed || (!present && !p->require_id_block),
-		      "ID key digest %s", !present ? "absent" : listed ? "trusted" : "not trusted");
+		      listed || (!present && !p->require_id_block), "ID key digest %s",
+		      !present ? "absent"
+		      : listed ? "trusted"
+			       : "not trusted");
 	}
 	if (p->have_host_data)
 		check(r, "policy.host_data", EAR_CONFIGURATION,
@@ -921,9 +923,10 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 	/* csvsm's SVSM evidence: the manifest REPORT_DATA binds, its EK, the quote. */
 	if (p->require_svsm)
 		check(r, "svsm.manifest", EAR_INSTANCE_IDENTITY, in->manifest != NULL,
-		      in->manifest ? "services manifest bound by REPORT_DATA = SHA-512(nonce || "
-				     "manifest)"
-				   : "the policy requires csvsm's SVSM evidence (a services manifest)");
+		      in->manifest
+			  ? "services manifest bound by REPORT_DATA = SHA-512(nonce || "
+			    "manifest)"
+			  : "the policy requires csvsm's SVSM evidence (a services manifest)");
 	if (in->manifest && (p->require_vtpm_ek || p->instance == INSTANCE_FROM_VTPM_EK)) {
 		struct appraisal_check *c = add(r, "svsm.vtpm_ek", EAR_INSTANCE_IDENTITY);
 		struct tpm_public pub;
@@ -932,7 +935,8 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 		    tpm_public_parse(r->ek, r->ek_len, false, &pub, c->detail, sizeof(c->detail)) &&
 		    tpm_ek_check(&pub, c->detail, sizeof(c->detail))) {
 			c->state = SNP_CHECK_PASS;
-			setd(c->detail, sizeof(c->detail), "the manifest carries an RSA-2048 vTPM EK");
+			setd(c->detail, sizeof(c->detail),
+			     "the manifest carries an RSA-2048 vTPM EK");
 		} else {
 			r->ek = NULL;
 			r->ek_len = 0;
@@ -949,10 +953,10 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 		for (size_t i = 0; i < p->n_pcrs; i++) {
 			const struct appraisal_pcr *rp = &p->pcrs[i];
 			size_t dl = 0, want = rp->alg == TPM_ALG_SHA256 ? 32 : 48;
-			const uint8_t *val =
-			    quote_ok ? pcr_value(in->quote->pcrs, in->quote->pcrs_len, rp->alg,
-						 rp->index, &dl)
-				     : NULL;
+			const uint8_t *val = quote_ok
+						 ? pcr_value(in->quote->pcrs, in->quote->pcrs_len,
+							     rp->alg, rp->index, &dl)
+						 : NULL;
 			bool ok = val && dl == want && !memcmp(val, rp->value, want);
 			if (val && dl == want)
 				hexs(hx, val, want);
@@ -961,7 +965,7 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 			      !quote_ok ? "the quote did not verify"
 			      : !val	? "not in the quote"
 			      : ok	? "equals the reference"
-				      : "differs from the reference");
+					: "differs from the reference");
 			if (val && !ok)
 				setd(r->checks[r->n - 1].detail, SNP_DETAIL_LEN,
 				     "PCR%u %s %.96s differs from the reference", rp->index,

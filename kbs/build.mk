@@ -50,3 +50,14 @@ fuzz-kbs: $(FUZZ_KBS)
 	  -artifact_prefix=$(BUILD)/fuzz/kbs- $(BUILD)/fuzz/corpus-kbs
 
 .PHONY: fuzz-kbs
+
+# make run-kbs: the daemon with a test policy for csvsm's launch, on loopback.
+run-kbs: deps
+	$(MAKE) all
+	kbs/run-kbs.sh
+
+# make bench-kbs [KBS_BENCH_SECONDS=8]: exchanges/s, p50/p99, memory (bench/kbs.sh).
+bench-kbs: $(BUILD)/csvsm-kbs $(BUILD)/csvsm-kbs-client $(BUILD)/csvsm-verify $(CHAIN_DIR)/psp-keys.bin
+	bash bench/kbs.sh $(or $(KBS_BENCH_SECONDS),8)
+
+.PHONY: run-kbs bench-kbs

@@ -79,7 +79,8 @@ static void bytes(struct wr *w, json_t *o, const char *k, size_t off, size_t n)
 	}
 	json_array_foreach(v, i, x)
 	{
-		if (!json_is_integer(x) || json_integer_value(x) < 0 || json_integer_value(x) > 255) {
+		if (!json_is_integer(x) || json_integer_value(x) < 0 ||
+		    json_integer_value(x) > 255) {
 			w->bad = true;
 			w->what = k;
 			return;
@@ -141,7 +142,8 @@ static void version(struct wr *w, json_t *o, const char *k, size_t off)
 static int snp_form(json_t *ar, uint8_t rep[SNP_REPORT_SIZE], char *err, size_t n)
 {
 	struct wr w = {rep, false, NULL};
-	json_t *fam = json_object_get(ar, "cpuid_fam_id"), *mod = json_object_get(ar, "cpuid_mod_id");
+	json_t *fam = json_object_get(ar, "cpuid_fam_id"),
+	       *mod = json_object_get(ar, "cpuid_mod_id");
 
 	memset(rep, 0, SNP_REPORT_SIZE);
 	if (!json_is_object(ar) || !json_is_integer(fam) || !json_is_integer(mod)) {
@@ -150,12 +152,13 @@ static int snp_form(json_t *ar, uint8_t rep[SNP_REPORT_SIZE], char *err, size_t 
 		    "3)");
 		return -1;
 	}
-	bool turin = snp_report_product_from_cpuid((uint8_t)json_integer_value(fam),
-						   (uint8_t)json_integer_value(mod)) ==
-		     SNP_PRODUCT_TURIN;
+	bool turin =
+	    snp_report_product_from_cpuid((uint8_t)json_integer_value(fam),
+					  (uint8_t)json_integer_value(mod)) == SNP_PRODUCT_TURIN;
 	u(&w, ar, "version", 0x000, 4, UINT32_MAX);
 	u(&w, ar, "guest_svn", 0x004, 4, UINT32_MAX);
-	u(&w, ar, "policy", 0x008, 8, UINT64_MAX >> 1); /* GuestPolicy(u64) serialises as a number */
+	u(&w, ar, "policy", 0x008, 8,
+	  UINT64_MAX >> 1); /* GuestPolicy(u64) serialises as a number */
 	bytes(&w, ar, "family_id", 0x010, 16);
 	bytes(&w, ar, "image_id", 0x020, 16);
 	u(&w, ar, "vmpl", 0x030, 4, UINT32_MAX);
@@ -201,7 +204,7 @@ static int snp_form(json_t *ar, uint8_t rep[SNP_REPORT_SIZE], char *err, size_t 
 
 static int cert_type(const char *s)
 {
-	return !strcmp(s, "VCEK")  ? CERTTABLE_VCEK
+	return !strcmp(s, "VCEK")   ? CERTTABLE_VCEK
 	       : !strcmp(s, "VLEK") ? CERTTABLE_VLEK
 	       : !strcmp(s, "ASK")  ? CERTTABLE_ASK
 	       : !strcmp(s, "ARK")  ? CERTTABLE_ARK
@@ -241,8 +244,8 @@ static int snp_chain_form(json_t *cc, struct kbs_evidence *ev, char *err, size_t
 		if (json_is_object(t)) /* CertType::OTHER(uuid): not a certificate csvsm-kbs uses */
 			type = -1;
 		else if (!json_is_string(t) || ((type = cert_type(json_string_value(t))) < 0 &&
-						 strcmp(json_string_value(t), "CRL") &&
-						 strcmp(json_string_value(t), "Empty"))) {
+						strcmp(json_string_value(t), "CRL") &&
+						strcmp(json_string_value(t), "Empty"))) {
 			SET("cert_chain[%zu].cert_type: VCEK, VLEK, ASK, ARK, CRL or OTHER", i);
 			return -1;
 		}
@@ -264,8 +267,8 @@ static int snp_chain_form(json_t *cc, struct kbs_evidence *ev, char *err, size_t
 
 /* ---- (b) csvsm's SVSM form ---- */
 
-static uint8_t *b64_field(json_t *o, const char *k, size_t min, size_t max, size_t *len,
-			  char *err, size_t n)
+static uint8_t *b64_field(json_t *o, const char *k, size_t min, size_t max, size_t *len, char *err,
+			  size_t n)
 {
 	json_t *v = json_object_get(o, k);
 	uint8_t *b;
@@ -299,8 +302,8 @@ static int svsm_form(json_t *s, struct kbs_evidence *ev, char *err, size_t n)
 		return -1;
 	memcpy(ev->report, r, SNP_REPORT_SIZE);
 	free(r);
-	if (!(ev->manifest = b64_field(s, "manifest", 24, KBS_MANIFEST_MAX, &ev->manifest_len, err,
-				       n)))
+	if (!(ev->manifest =
+		  b64_field(s, "manifest", 24, KBS_MANIFEST_MAX, &ev->manifest_len, err, n)))
 		return -1;
 	if (json_object_get(s, "certs")) {
 		struct certtable_entry e[8];
@@ -328,8 +331,8 @@ static int svsm_form(json_t *s, struct kbs_evidence *ev, char *err, size_t n)
 			    "\"activated-secret\"}");
 			return -1;
 		}
-		if (sec && !(ev->q_secret = b64_field(q, "activated-secret", 32, 32, &ev->q_secret_len,
-						      err, n)))
+		if (sec && !(ev->q_secret = b64_field(q, "activated-secret", 32, 32,
+						      &ev->q_secret_len, err, n)))
 			return -1;
 		if (!(ev->q_msg = b64_field(q, "message", 1, 4096, &ev->q_msg_len, err, n)) ||
 		    !(ev->q_sig = b64_field(q, "signature", 1, 1024, &ev->q_sig_len, err, n)) ||
@@ -359,12 +362,14 @@ int kbs_evidence_decode(json_t *primary, struct kbs_evidence *ev, char *err, siz
 		json_t *cc = json_object_get(primary, "cert_chain");
 		if (json_object_size(primary) == 2 && !cc)
 			SET("SNP evidence: attestation_report and cert_chain only");
-		else if (snp_form(ar, ev->report, err, n) == 0 && snp_chain_form(cc, ev, err, n) == 0)
+		else if (snp_form(ar, ev->report, err, n) == 0 &&
+			 snp_chain_form(cc, ev, err, n) == 0)
 			return 0;
 	} else if (json_object_get(primary, "snp-report")) {
 		/* COCONUT-SVSM aproxy's form (tools/aproxy/src/backend/kbs.rs KbsEvidence):
 		 * refused, docs/kbs.md "Evidence forms" says why */
-		SET("tee-evidence: COCONUT aproxy's {\"snp-report\"} form binds SHA-512(challenge || "
+		SET("tee-evidence: COCONUT aproxy's {\"snp-report\"} form binds SHA-512(challenge "
+		    "|| "
 		    "x || y) with no manifest; csvsm-kbs takes Trustee's SNP form or csvsm's "
 		    "{\"svsm\"} form");
 	} else {

@@ -140,7 +140,8 @@ EVP_PKEY *jwk_to_pkey(json_t *jwk, char *err, size_t n)
 			snprintf(err, n, "tee-pubkey: RSA key needs alg RSA-OAEP-256");
 			goto out;
 		}
-		if (!jstr(jwk, "n") || !jstr(jwk, "e") || !(a = b64url_decode(jstr(jwk, "n"), &al)) ||
+		if (!jstr(jwk, "n") || !jstr(jwk, "e") ||
+		    !(a = b64url_decode(jstr(jwk, "n"), &al)) ||
 		    !(b = b64url_decode(jstr(jwk, "e"), &bl)) || al < 256 || al > 512 || bl < 1 ||
 		    bl > 4 || a[0] == 0) {
 			snprintf(err, n, "tee-pubkey: RSA n (2048..4096 bits) and e (base64url)");
@@ -179,7 +180,8 @@ EVP_PKEY *jwk_to_pkey(json_t *jwk, char *err, size_t n)
 			snprintf(err, n, "tee-pubkey: EC key alg must be ECDH-ES+A256KW");
 			goto out;
 		}
-		if (!jstr(jwk, "x") || !jstr(jwk, "y") || !(a = b64url_decode(jstr(jwk, "x"), &al)) ||
+		if (!jstr(jwk, "x") || !jstr(jwk, "y") ||
+		    !(a = b64url_decode(jstr(jwk, "x"), &al)) ||
 		    !(b = b64url_decode(jstr(jwk, "y"), &bl)) || al != cl || bl != cl) {
 			snprintf(err, n, "tee-pubkey: EC x and y, %zu bytes each (base64url)", cl);
 			goto out;
@@ -189,7 +191,8 @@ EVP_PKEY *jwk_to_pkey(json_t *jwk, char *err, size_t n)
 		memcpy(pt + 1, a, cl);
 		memcpy(pt + 1 + cl, b, cl);
 		if (!OSSL_PARAM_BLD_push_utf8_string(bld, OSSL_PKEY_PARAM_GROUP_NAME, group, 0) ||
-		    !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pt, 1 + 2 * cl) ||
+		    !OSSL_PARAM_BLD_push_octet_string(bld, OSSL_PKEY_PARAM_PUB_KEY, pt,
+						      1 + 2 * cl) ||
 		    !(params = OSSL_PARAM_BLD_to_param(bld)) ||
 		    !(ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) ||
 		    EVP_PKEY_fromdata_init(ctx) <= 0 ||
@@ -223,8 +226,8 @@ out:
 
 /* ---- JWE ---- */
 
-static bool aes256gcm(const uint8_t key[32], const uint8_t iv[12], const uint8_t *aad,
-		      size_t aadl, const uint8_t *in, size_t n, uint8_t *out, uint8_t tag[16])
+static bool aes256gcm(const uint8_t key[32], const uint8_t iv[12], const uint8_t *aad, size_t aadl,
+		      const uint8_t *in, size_t n, uint8_t *out, uint8_t tag[16])
 {
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
 	int l;
@@ -266,9 +269,9 @@ static json_t *ec_pub_jwk(EVP_PKEY *k, const char *crv, size_t cl)
 	    pl != 1 + 2 * cl)
 		return NULL;
 	char *x = b64url_encode(pt + 1, cl), *y = b64url_encode(pt + 1 + cl, cl);
-	json_t *j = x && y ? json_pack("{s:s, s:s, s:s, s:s}", "crv", crv, "kty", "EC", "x", x,
-				       "y", y)
-			   : NULL;
+	json_t *j = x && y
+			? json_pack("{s:s, s:s, s:s, s:s}", "crv", crv, "kty", "EC", "x", x, "y", y)
+			: NULL;
 	free(x);
 	free(y);
 	return j;
@@ -426,7 +429,8 @@ out:
 json_t *jws_es256_verify(EVP_PKEY *key, const char *token, size_t max_len)
 {
 	size_t tl = strnlen(token, max_len + 1), hl, cl, sl;
-	const char *d1 = memchr(token, '.', tl), *d2 = d1 ? memchr(d1 + 1, '.', tl - (size_t)(d1 + 1 - token)) : NULL;
+	const char *d1 = memchr(token, '.', tl),
+		   *d2 = d1 ? memchr(d1 + 1, '.', tl - (size_t)(d1 + 1 - token)) : NULL;
 	uint8_t *hdr = NULL, *cl_b = NULL, *sig = NULL, der[80];
 	json_t *h = NULL, *claims = NULL;
 	char part[8192];
@@ -458,7 +462,8 @@ json_t *jws_es256_verify(EVP_PKEY *key, const char *token, size_t max_len)
 		BN_free(s);
 		ECDSA_SIG_free(es);
 		EVP_MD_CTX *m = EVP_MD_CTX_new();
-		bool ok = dl > 0 && m && EVP_DigestVerifyInit(m, NULL, EVP_sha256(), NULL, key) == 1 &&
+		bool ok = dl > 0 && m &&
+			  EVP_DigestVerifyInit(m, NULL, EVP_sha256(), NULL, key) == 1 &&
 			  EVP_DigestVerify(m, der, (size_t)dl, (const uint8_t *)token,
 					   (size_t)(d2 - token)) == 1;
 		EVP_MD_CTX_free(m);
@@ -577,7 +582,8 @@ static void jcs(struct sbuf *b, json_t *v, int depth)
 		{
 			for (const char *c = k; *c; c++)
 				if ((unsigned char)*c > 0x7e)
-					b->bad = true; /* UTF-16 order = byte order only for ASCII */
+					b->bad =
+					    true; /* UTF-16 order = byte order only for ASCII */
 			keys[i++] = k;
 		}
 		qsort(keys, n, sizeof(*keys), keycmp);

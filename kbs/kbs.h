@@ -23,15 +23,15 @@
 
 #include "kbs/registry.h"
 
-#define KBS_BODY_MAX	    (256u * 1024u) /* a request body; larger: 413 */
-#define KBS_URL_MAX	    512
-#define KBS_HEADER_MAX	    8192
-#define KBS_SESSION_ID_LEN  32 /* hex of 16 random bytes */
-#define KBS_NONCE_BYTES	    32 /* Trustee backend.rs NONCE_SIZE_BYTES */
-#define KBS_EVIDENCE_CERTS  (16u * 1024u)
-#define KBS_MANIFEST_MAX    (64u * 1024u)
-#define KBS_RESOURCE_SEG    64 /* repository, type, tag: each at most this */
-#define KBS_ERROR_PREFIX    "https://github.com/confidential-containers/kbs/errors/"
+#define KBS_BODY_MAX	   (256u * 1024u) /* a request body; larger: 413 */
+#define KBS_URL_MAX	   512
+#define KBS_HEADER_MAX	   8192
+#define KBS_SESSION_ID_LEN 32 /* hex of 16 random bytes */
+#define KBS_NONCE_BYTES	   32 /* Trustee backend.rs NONCE_SIZE_BYTES */
+#define KBS_EVIDENCE_CERTS (16u * 1024u)
+#define KBS_MANIFEST_MAX   (64u * 1024u)
+#define KBS_RESOURCE_SEG   64 /* repository, type, tag: each at most this */
+#define KBS_ERROR_PREFIX   "https://github.com/confidential-containers/kbs/errors/"
 
 struct kbs {
 	struct registry *reg;
@@ -43,7 +43,7 @@ struct kbs {
 	size_t n_trusted_ark;
 	const char *kds_dir; /* offline certificate cache, KDS layout */
 	mbedtls_x509_crl *crl;
-	bool secure_cookie; /* HTTPS: the cookie gets Secure */
+	bool secure_cookie;	      /* HTTPS: the cookie gets Secure */
 	const uint8_t *trust_ark_der; /* the first test root stands in as the ARK */
 	size_t trust_ark_len;
 	int64_t (*now)(void);

@@ -43,11 +43,13 @@ static void usage(FILE *f)
 		"usage:\n"
 		"  csvsm-kbs serve --policy FILE --db URL [--listen ADDR:PORT]\n"
 		"                  (--tls-cert PEM --tls-key PEM | --insecure-http)\n"
-		"                  [--token-key PEM] [--trust-ark PEM]... [--kds-dir DIR] [--crl FILE]\n"
+		"                  [--token-key PEM] [--trust-ark PEM]... [--kds-dir DIR] [--crl "
+		"FILE]\n"
 		"                  [--nonce-ttl S] [--token-ttl S] [--threads N] [--port-file F]\n"
 		"                  [--max-seconds S] [--idle-timeout S]\n"
 		"  csvsm-kbs validate-policy FILE\n"
-		"  csvsm-kbs put-secret --db URL REPOSITORY/TYPE/TAG --rule affirming|warning --file F\n"
+		"  csvsm-kbs put-secret --db URL REPOSITORY/TYPE/TAG --rule affirming|warning "
+		"--file F\n"
 		"  csvsm-kbs list-instances --db URL [--json]\n"
 		"URL: sqlite:PATH (default backend) or postgresql://... (replicas share it)\n"
 		"--insecure-http serves plain HTTP, and only on 127.0.0.0/8 or ::1.\n");
@@ -129,7 +131,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		kbs_response_free(&rs);
 		return MHD_NO;
 	}
-	MHD_add_response_header(r, "Content-Type", rs.content_type ? rs.content_type : "text/plain");
+	MHD_add_response_header(r, "Content-Type",
+				rs.content_type ? rs.content_type : "text/plain");
 	MHD_add_response_header(r, "Cache-Control", "no-store");
 	if (rs.set_cookie[0])
 		MHD_add_response_header(r, "Set-Cookie", rs.set_cookie);
@@ -213,12 +216,23 @@ static EVP_PKEY *token_key(const char *path)
 static int serve(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"policy", 1, 0, 'p'},     {"db", 1, 0, 'd'},	   {"listen", 1, 0, 'l'},
-	    {"tls-cert", 1, 0, 'c'},   {"tls-key", 1, 0, 'k'},	   {"insecure-http", 0, 0, 'i'},
-	    {"token-key", 1, 0, 't'},  {"trust-ark", 1, 0, 'a'},   {"kds-dir", 1, 0, 'K'},
-	    {"crl", 1, 0, 'r'},	       {"nonce-ttl", 1, 0, 'n'},   {"token-ttl", 1, 0, 'T'},
-	    {"threads", 1, 0, 'j'},    {"port-file", 1, 0, 'P'},   {"max-seconds", 1, 0, 'm'},
-	    {"idle-timeout", 1, 0, 'I'}, {0, 0, 0, 0},
+	    {"policy", 1, 0, 'p'},
+	    {"db", 1, 0, 'd'},
+	    {"listen", 1, 0, 'l'},
+	    {"tls-cert", 1, 0, 'c'},
+	    {"tls-key", 1, 0, 'k'},
+	    {"insecure-http", 0, 0, 'i'},
+	    {"token-key", 1, 0, 't'},
+	    {"trust-ark", 1, 0, 'a'},
+	    {"kds-dir", 1, 0, 'K'},
+	    {"crl", 1, 0, 'r'},
+	    {"nonce-ttl", 1, 0, 'n'},
+	    {"token-ttl", 1, 0, 'T'},
+	    {"threads", 1, 0, 'j'},
+	    {"port-file", 1, 0, 'P'},
+	    {"max-seconds", 1, 0, 'm'},
+	    {"idle-timeout", 1, 0, 'I'},
+	    {0, 0, 0, 0},
 	};
 	const char *policy = NULL, *db = NULL, *listen = "127.0.0.1:8080", *cert = NULL,
 		   *keyf = NULL, *tokf = NULL, *kds = NULL, *crlf = NULL, *portf = NULL;
@@ -230,27 +244,59 @@ static int serve(int argc, char **argv)
 
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
-		case 'p': policy = optarg; break;
-		case 'd': db = optarg; break;
-		case 'l': listen = optarg; break;
-		case 'c': cert = optarg; break;
-		case 'k': keyf = optarg; break;
-		case 'i': insecure = true; break;
-		case 't': tokf = optarg; break;
+		case 'p':
+			policy = optarg;
+			break;
+		case 'd':
+			db = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'c':
+			cert = optarg;
+			break;
+		case 'k':
+			keyf = optarg;
+			break;
+		case 'i':
+			insecure = true;
+			break;
+		case 't':
+			tokf = optarg;
+			break;
 		case 'a':
 			if (n_arks >= SNP_MAX_TRUSTED_ARKS)
 				die("too many --trust-ark");
 			arks[n_arks++] = optarg;
 			break;
-		case 'K': kds = optarg; break;
-		case 'r': crlf = optarg; break;
-		case 'n': nonce_ttl = atol(optarg); break;
-		case 'T': token_ttl = atol(optarg); break;
-		case 'j': threads = atol(optarg); break;
-		case 'P': portf = optarg; break;
-		case 'm': max_seconds = atol(optarg); break;
-		case 'I': idle = atol(optarg); break;
-		default: usage(stderr); return 2;
+		case 'K':
+			kds = optarg;
+			break;
+		case 'r':
+			crlf = optarg;
+			break;
+		case 'n':
+			nonce_ttl = atol(optarg);
+			break;
+		case 'T':
+			token_ttl = atol(optarg);
+			break;
+		case 'j':
+			threads = atol(optarg);
+			break;
+		case 'P':
+			portf = optarg;
+			break;
+		case 'm':
+			max_seconds = atol(optarg);
+			break;
+		case 'I':
+			idle = atol(optarg);
+			break;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (!policy || !db || optind != argc) {
@@ -330,9 +376,10 @@ static int serve(int argc, char **argv)
 	struct MHD_Daemon *d;
 	if (cert)
 		d = MHD_start_daemon(
-		    flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
-		    MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, 512u,
-		    MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
+		    flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR,
+		    (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+		    MHD_OPTION_CONNECTION_LIMIT, 512u, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
 		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_NOTIFY_COMPLETED,
 		    completed, NULL, MHD_OPTION_HTTPS_MEM_CERT, certpem, MHD_OPTION_HTTPS_MEM_KEY,
 		    keypem, MHD_OPTION_END);
@@ -345,7 +392,8 @@ static int serve(int argc, char **argv)
 				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
 				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
 	if (!d)
-		die("cannot listen on %s%s", listen, cert ? " (HTTPS: check the key and certificate)" : "");
+		die("cannot listen on %s%s", listen,
+		    cert ? " (HTTPS: check the key and certificate)" : "");
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
 	unsigned port = info ? info->port : 0;
 	if (portf) {
@@ -355,8 +403,7 @@ static int serve(int argc, char **argv)
 		if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) || rename(tmp, portf))
 			die("%s: cannot write", portf);
 	}
-	fprintf(stderr,
-		"csvsm-kbs: %s on %s port %u, registry %s, policy %s (%s), %ld threads\n",
+	fprintf(stderr, "csvsm-kbs: %s on %s port %u, registry %s, policy %s (%s), %ld threads\n",
 		cert ? "HTTPS" : "HTTP (loopback, --insecure-http)", listen, port,
 		registry_backend(reg), policy, pol.id, threads);
 	signal(SIGINT, on_signal);
@@ -424,8 +471,9 @@ static int put_secret(int argc, char **argv)
 	const char *p = argv[optind];
 	for (int i = 0; i < 3; i++) {
 		size_t l = strcspn(p, "/");
-		if (l == 0 || l > KBS_RESOURCE_SEG || strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
-								"klmnopqrstuvwxyz0123456789._-") < l ||
+		if (l == 0 || l > KBS_RESOURCE_SEG ||
+		    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
+			      "klmnopqrstuvwxyz0123456789._-") < l ||
 		    (i < 2 && p[l] != '/') || (i == 2 && p[l]) || !strncmp(p, "..", l) ||
 		    !strncmp(p, ".", l))
 			die("REPOSITORY/TYPE/TAG, each [A-Za-z0-9._-]{1,%d}", KBS_RESOURCE_SEG);
@@ -445,7 +493,7 @@ static int put_secret(int argc, char **argv)
 	registry_close(reg);
 	if (rc != REG_OK)
 		die("registry: cannot store the resource");
-	printf("%s/%s/%s: %zu bytes, released on a %s appraisal\n", seg[0], seg[1], seg[2], len,
+	printf("%s/%s/%s: %zu bytes, released on an %s appraisal\n", seg[0], seg[1], seg[2], len,
 	       !strcmp(rule, "affirming") ? "affirming" : "affirming or warning");
 	return 0;
 }
@@ -454,20 +502,22 @@ static void print_instance(const struct reg_instance *in, void *ctx)
 {
 	bool json = *(bool *)ctx;
 	if (json)
-		printf("{\"id\": \"%s\", \"chip_id\": \"%s\", \"measurement\": \"%s\", "
-		       "\"first_attested\": %lld, \"last_attested\": %lld, \"attestations\": %lld, "
-		       "\"last_status\": \"%s\", \"state_version\": %llu, \"lease_holder\": \"%s\", "
-		       "\"lease_expires\": %lld}\n",
-		       in->id, in->chip_id, in->measurement, (long long)in->first_attested,
-		       (long long)in->last_attested, (long long)in->attestations, in->last_status,
-		       (unsigned long long)in->state_version, in->lease_holder,
-		       (long long)in->lease_expires);
+		printf(
+		    "{\"id\": \"%s\", \"chip_id\": \"%s\", \"measurement\": \"%s\", "
+		    "\"first_attested\": %lld, \"last_attested\": %lld, \"attestations\": %lld, "
+		    "\"last_status\": \"%s\", \"state_version\": %llu, \"lease_holder\": \"%s\", "
+		    "\"lease_expires\": %lld}\n",
+		    in->id, in->chip_id, in->measurement, (long long)in->first_attested,
+		    (long long)in->last_attested, (long long)in->attestations, in->last_status,
+		    (unsigned long long)in->state_version, in->lease_holder,
+		    (long long)in->lease_expires);
 	else
-		printf("%s  %s  attested %lld times (first %lld, last %lld)  state %llu  lease %s\n",
-		       in->id, in->last_status, (long long)in->attestations,
-		       (long long)in->first_attested, (long long)in->last_attested,
-		       (unsigned long long)in->state_version,
-		       in->lease_holder[0] ? in->lease_holder : "-");
+		printf(
+		    "%s  %s  attested %lld times (first %lld, last %lld)  state %llu  lease %s\n",
+		    in->id, in->last_status, (long long)in->attestations,
+		    (long long)in->first_attested, (long long)in->last_attested,
+		    (unsigned long long)in->state_version,
+		    in->lease_holder[0] ? in->lease_holder : "-");
 }
 
 static int list_instances(int argc, char **argv)

@@ -255,7 +255,8 @@ static void session_row(struct row *w, void *ctx)
 	cpy(s->vtpm, sizeof(s->vtpm), w->col[9]);
 }
 
-#define SESSION_COLS "id, nonce, hash_alg, state, expires, status, token, tee_pubkey, instance, vtpm"
+#define SESSION_COLS                                                                               \
+	"id, nonce, hash_alg, state, expires, status, token, tee_pubkey, instance, vtpm"
 
 int registry_session_begin_attest(struct registry *r, const char *id, int64_t now,
 				  struct reg_session *out)
@@ -374,8 +375,8 @@ static void list_row(struct row *w, void *ctx)
 	l->cb(&in, l->ctx);
 }
 
-int registry_instance_list(struct registry *r,
-			   void (*cb)(const struct reg_instance *in, void *ctx), void *ctx)
+int registry_instance_list(struct registry *r, void (*cb)(const struct reg_instance *in, void *ctx),
+			   void *ctx)
 {
 	struct list_ctx l = {cb, ctx};
 	return q(r, "SELECT " INSTANCE_COLS " FROM kbs_instances ORDER BY id", 0, NULL, list_row,
@@ -393,8 +394,7 @@ int registry_state_advance(struct registry *r, const char *id, uint64_t expected
 	snprintf(x, sizeof(x), "%llu", (unsigned long long)next);
 	const char *p[] = {id, e, x};
 	long ch;
-	if (q(r,
-	      "UPDATE kbs_instances SET state_version = ?3 WHERE id = ?1 AND state_version = ?2",
+	if (q(r, "UPDATE kbs_instances SET state_version = ?3 WHERE id = ?1 AND state_version = ?2",
 	      3, p, NULL, NULL, &ch) < 0)
 		return REG_ERR;
 	return ch == 1 ? REG_OK : REG_NO;
@@ -432,8 +432,8 @@ int registry_lease_release(struct registry *r, const char *id, const char *holde
 
 /* ---- resources ---- */
 
-int registry_resource_put(struct registry *r, const char *repo, const char *type,
-			  const char *tag, const char *rule, const uint8_t *val, size_t len)
+int registry_resource_put(struct registry *r, const char *repo, const char *type, const char *tag,
+			  const char *rule, const uint8_t *val, size_t len)
 {
 	static const char hx[] = "0123456789abcdef";
 	char *h;
@@ -489,8 +489,8 @@ static void res_row(struct row *w, void *ctx)
 	memset(w->col[1], 0, l);
 }
 
-int registry_resource_get(struct registry *r, const char *repo, const char *type,
-			  const char *tag, char rule[20], uint8_t **val, size_t *len)
+int registry_resource_get(struct registry *r, const char *repo, const char *type, const char *tag,
+			  char rule[20], uint8_t **val, size_t *len)
 {
 	struct res_ctx c = {rule, NULL, 0, false};
 	const char *p[] = {repo, type, tag};

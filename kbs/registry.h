@@ -76,8 +76,8 @@ struct reg_instance {
 int registry_instance_attested(struct registry *r, const char *id, const char *chip_id,
 			       const char *measurement, const char *status, int64_t now);
 int registry_instance_get(struct registry *r, const char *id, struct reg_instance *out);
-int registry_instance_list(struct registry *r,
-			   void (*cb)(const struct reg_instance *in, void *ctx), void *ctx);
+int registry_instance_list(struct registry *r, void (*cb)(const struct reg_instance *in, void *ctx),
+			   void *ctx);
 /* state_version == expected -> next (next > expected), once. */
 int registry_state_advance(struct registry *r, const char *id, uint64_t expected, uint64_t next);
 /* The lease if free, expired, or already this holder's; until > now. */
@@ -86,10 +86,10 @@ int registry_lease_acquire(struct registry *r, const char *id, const char *holde
 int registry_lease_release(struct registry *r, const char *id, const char *holder);
 
 /* ---- resources ---- */
-int registry_resource_put(struct registry *r, const char *repo, const char *type,
-			  const char *tag, const char *rule, const uint8_t *val, size_t len);
+int registry_resource_put(struct registry *r, const char *repo, const char *type, const char *tag,
+			  const char *rule, const uint8_t *val, size_t len);
 /* *val is malloc'd (the caller wipes and frees it). */
-int registry_resource_get(struct registry *r, const char *repo, const char *type,
-			  const char *tag, char rule[20], uint8_t **val, size_t *len);
+int registry_resource_get(struct registry *r, const char *repo, const char *type, const char *tag,
+			  char rule[20], uint8_t **val, size_t *len);
 
 #endif

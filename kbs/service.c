@@ -47,7 +47,7 @@ static void respond_json(struct kbs_response *rs, int status, json_t *body)
 }
 
 static void fail(struct kbs_response *rs, int status, const char *kind, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void fail(struct kbs_response *rs, int status, const char *kind, const char *fmt, ...)
 {
 	char type[128], detail[DETAIL_MAX];
@@ -137,8 +137,7 @@ static json_t *parse_body(const struct kbs_request *rq, struct kbs_response *rs)
 		fail(rs, 415, "SerdeError", "Content-Type must be application/json");
 		return NULL;
 	}
-	json_t *j = json_loadb((const char *)rq->body, rq->body_len,
-			       JSON_REJECT_DUPLICATES, &je);
+	json_t *j = json_loadb((const char *)rq->body, rq->body_len, JSON_REJECT_DUPLICATES, &je);
 	if (!j || !json_is_object(j)) {
 		fail(rs, 400, "SerdeError", "body is not a JSON object%s%s", j ? "" : ": ",
 		     j ? "" : je.text);
@@ -255,17 +254,19 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 		uint8_t *ak = a64 && strlen(a64) < 4096 ? b64_decode(a64, &al) : NULL;
 		struct tpm_public ekp, akp;
 		uint8_t name[TPM_NAME_MAX], secret[TPM_CRED_SECRET_LEN], cred[TPM_CRED_MAX], h[32];
-		char why[SNP_DETAIL_LEN] = "csvsm-vtpm: {\"ek\": base64 TPMT_PUBLIC, \"ak\": base64 "
-					   "TPM2B_PUBLIC}";
+		char why[SNP_DETAIL_LEN] =
+		    "csvsm-vtpm: {\"ek\": base64 TPMT_PUBLIC, \"ak\": base64 "
+		    "TPM2B_PUBLIC}";
 		size_t cl = 0;
 		bool ok = json_is_object(vt) && json_object_size(vt) == 2 && ek && ak &&
 			  tpm_public_parse(ek, el, false, &ekp, why, sizeof(why)) &&
 			  tpm_ek_check(&ekp, why, sizeof(why)) &&
 			  tpm_public_parse_any(ak, al, &akp, why, sizeof(why)) &&
-			  tpm_ak_check(&akp, why, sizeof(why)) && (nl = tpm_public_name(&akp, name)) &&
+			  tpm_ak_check(&akp, why, sizeof(why)) &&
+			  (nl = tpm_public_name(&akp, name)) &&
 			  RAND_bytes(secret, sizeof(secret)) == 1 &&
-			  (cl = tpm_make_credential(&ekp, name, nl, secret, sizeof(secret), kbs_rng, NULL,
-						    cred, sizeof(cred))) > 0;
+			  (cl = tpm_make_credential(&ekp, name, nl, secret, sizeof(secret), kbs_rng,
+						    NULL, cred, sizeof(cred))) > 0;
 		if (ok) {
 			char *p = vtpm;
 			mbedtls_sha256_ret(ek, el, h, 0);
@@ -298,7 +299,8 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 	hex(id, sid, sizeof(sid));
 	char *n64 = b64_encode(nonce, sizeof(nonce)); /* Trustee make_nonce: STANDARD base64 */
 	int64_t now = k->now();
-	if (!n64 || registry_session_new(k->reg, id, n64, alg, vtpm, now + k->nonce_ttl) != REG_OK) {
+	if (!n64 ||
+	    registry_session_new(k->reg, id, n64, alg, vtpm, now + k->nonce_ttl) != REG_OK) {
 		free(n64);
 		free(cred64);
 		fail(rs, 500, "AttestationError", "registry: cannot record the session");
@@ -448,7 +450,9 @@ static const struct snp_chain *chain_for(struct kbs *k, const struct certs3 *c,
 	if (!ch->have_leaf || !ch->have_ask || !ch->have_ark) {
 		snprintf(err, n,
 			 "no %s certificate: neither in the evidence nor in the offline cache",
-			 !ch->have_leaf ? what[0] : !ch->have_ask ? what[1] : what[2]);
+			 !ch->have_leaf	 ? what[0]
+			 : !ch->have_ask ? what[1]
+					 : what[2]);
 		snp_chain_free(ch);
 		return NULL;
 	}
@@ -479,34 +483,35 @@ static json_t *ear_claims(struct kbs *k, const struct appraisal_result *ar, json
 			json_object_set_new(reasons, ear_claim_name(c), json_string(ar->reason[c]));
 	}
 	for (size_t i = 0; i < ar->n; i++)
-		json_array_append_new(
-		    checks, json_pack("{s:s, s:s, s:b, s:s}", "name", ar->checks[i].name, "claim",
-				      ear_claim_name(ar->checks[i].claim), "ok",
-				      ar->checks[i].state != SNP_CHECK_FAIL, "detail",
-				      ar->checks[i].detail));
+		json_array_append_new(checks,
+				      json_pack("{s:s, s:s, s:b, s:s}", "name", ar->checks[i].name,
+						"claim", ear_claim_name(ar->checks[i].claim), "ok",
+						ar->checks[i].state != SNP_CHECK_FAIL, "detail",
+						ar->checks[i].detail));
 	hex(m, w->measurement, 48);
 	hex(rd, w->report_data, 64);
 	hex(hd, w->host_data, 32);
 	hex(cid, w->chip_id, 64);
 	snp_tcb_decode(w->reported_tcb, ar->product, &t);
-	snp = json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:i, s:{s:i, s:i, s:i, s:i}, s:b, s:b, "
-			"s:s}",
-			"measurement", m, "report_data", rd, "host_data", hd, "chip_id", cid,
-			"vmpl", (int)w->vmpl, "policy", (json_int_t)w->policy, "platform_info",
-			(json_int_t)w->platform_info, "version", (int)w->version, "reported_tcb",
-			"bootloader", t.bl, "tee", t.tee, "snp", t.snp, "microcode", t.ucode,
-			"policy_debug_allowed", ar->report.policy.debug, "policy_migrate_ma",
-			ar->report.policy.migrate_ma, "product", snp_product_name(ar->product));
+	snp =
+	    json_pack("{s:s, s:s, s:s, s:s, s:i, s:I, s:I, s:i, s:{s:i, s:i, s:i, s:i}, s:b, s:b, "
+		      "s:s}",
+		      "measurement", m, "report_data", rd, "host_data", hd, "chip_id", cid, "vmpl",
+		      (int)w->vmpl, "policy", (json_int_t)w->policy, "platform_info",
+		      (json_int_t)w->platform_info, "version", (int)w->version, "reported_tcb",
+		      "bootloader", t.bl, "tee", t.tee, "snp", t.snp, "microcode", t.ucode,
+		      "policy_debug_allowed", ar->report.policy.debug, "policy_migrate_ma",
+		      ar->report.policy.migrate_ma, "product", snp_product_name(ar->product));
 	json_t *annotated = json_pack("{s:o, s:O, s:s, s:s}", "snp", snp, "runtime_data_claims",
 				      runtime, "instance", instance, "evidence", kind);
 	return json_pack("{s:s, s:I, s:I, s:s, s:{s:s, s:s}, s:{s:{s:s, s:o, s:s, s:o, s:o, s:o}}}",
 			 "eat_profile", "tag:github.com,2023:veraison/ear", "iat", (json_int_t)now,
 			 "exp", (json_int_t)(now + k->token_ttl), "iss", k->issuer,
-			 "ear.verifier-id", "developer", "csvsm", "build", "csvsm-kbs 1",
-			 "submods", "cpu0", "ear.status", ear_status_name(ar->status),
-			 "ear.trustworthiness-vector", tv, "ear.appraisal-policy-id",
-			 k->policy.id, "ear.veraison.annotated-evidence", annotated,
-			 "csvsm.reasons", reasons, "csvsm.checks", checks);
+			 "ear.verifier-id", "developer", "csvsm", "build", "csvsm-kbs 1", "submods",
+			 "cpu0", "ear.status", ear_status_name(ar->status),
+			 "ear.trustworthiness-vector", tv, "ear.appraisal-policy-id", k->policy.id,
+			 "ear.veraison.annotated-evidence", annotated, "csvsm.reasons", reasons,
+			 "csvsm.checks", checks);
 }
 
 /* ---- /kbs/v0/attest ---- */
@@ -534,15 +539,17 @@ static int decode_attestation(json_t *j, struct attest_in *a, char *err, size_t 
 		json_t *rd = json_object_get(j, "runtime-data");
 		json_t *idata = json_object_get(j, "init-data");
 		if (json_object_size(j) != 2u + (idata != NULL) || !json_is_object(te)) {
-			snprintf(err, n, "Attestation: \"runtime-data\", \"tee-evidence\" and an "
-					 "optional \"init-data\"");
+			snprintf(err, n,
+				 "Attestation: \"runtime-data\", \"tee-evidence\" and an "
+				 "optional \"init-data\"");
 			return -1;
 		}
 		if (idata && !json_is_null(idata)) {
 			/* Trustee binds init-data through HOST_DATA (snp/mod.rs); csvsm's
 			 * HOST_DATA is the owner's (policy host_data): not taken */
-			snprintf(err, n, "init-data is not taken by csvsm-kbs (use the policy's "
-					 "host_data)");
+			snprintf(err, n,
+				 "init-data is not taken by csvsm-kbs (use the policy's "
+				 "host_data)");
 			return -1;
 		}
 		if (!json_is_object(rd) || json_object_size(rd) != 2 ||
@@ -557,23 +564,26 @@ static int decode_attestation(json_t *j, struct attest_in *a, char *err, size_t 
 		json_t *add = json_object_get(te, "additional_evidence");
 		if (!primary || json_object_size(te) != 1u + (add != NULL) ||
 		    (add && !json_is_string(add))) {
-			snprintf(err, n, "tee-evidence: \"primary_evidence\" and "
-					 "\"additional_evidence\" (a string)");
+			snprintf(err, n,
+				 "tee-evidence: \"primary_evidence\" and "
+				 "\"additional_evidence\" (a string)");
 			return -1;
 		}
 		a->additional = add ? json_string_value(add) : "";
 		if (*a->additional) {
-			snprintf(err, n, "additional_evidence (devices) is not appraised by "
-					 "csvsm-kbs: send it empty");
+			snprintf(err, n,
+				 "additional_evidence (devices) is not appraised by "
+				 "csvsm-kbs: send it empty");
 			return -1;
 		}
 	} else {
 		a->pubkey = json_object_get(j, "tee-pubkey");
 		primary = te;
 		if (json_object_size(j) != 2 || !json_is_object(a->pubkey) || !te) {
-			snprintf(err, n, "Attestation: \"runtime-data\" and \"tee-evidence\" "
-					 "(protocol 0.4), or \"tee-pubkey\" and \"tee-evidence\" "
-					 "(0.1)");
+			snprintf(err, n,
+				 "Attestation: \"runtime-data\" and \"tee-evidence\" "
+				 "(protocol 0.4), or \"tee-pubkey\" and \"tee-evidence\" "
+				 "(0.1)");
 			return -1;
 		}
 	}
@@ -604,10 +614,10 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		goto out;
 	}
 	/* The binding: Trustee's runtime data, canonical JSON (RFC 8785). */
-	a.runtime = a.nonce_claimed ? json_pack("{s:s, s:s, s:O}", "additional-evidence",
-						a.additional, "nonce", a.nonce_claimed,
-						"tee-pubkey", a.pubkey)
-				    : NULL;
+	a.runtime = a.nonce_claimed
+			? json_pack("{s:s, s:s, s:O}", "additional-evidence", a.additional, "nonce",
+				    a.nonce_claimed, "tee-pubkey", a.pubkey)
+			: NULL;
 
 	/* act: the session's nonce, once (a replayed /attest stops here) */
 	int64_t now = k->now();
@@ -635,9 +645,10 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	struct snp_report rep;
 	snp_report_decode(a.ev.report, SNP_REPORT_SIZE, &rep);
 	for (size_t i = 0; i < a.ev.n_certs; i++) {
-		int slot = a.ev.certs[i].type == CERTTABLE_VCEK || a.ev.certs[i].type == CERTTABLE_VLEK ? 0
-			   : a.ev.certs[i].type == CERTTABLE_ASK				    ? 1
-												    : 2;
+		int slot =
+		    a.ev.certs[i].type == CERTTABLE_VCEK || a.ev.certs[i].type == CERTTABLE_VLEK ? 0
+		    : a.ev.certs[i].type == CERTTABLE_ASK					 ? 1
+							  : 2;
 		if (!c3.der[slot]) {
 			c3.der[slot] = a.ev.certs[i].der;
 			c3.len[slot] = a.ev.certs[i].len;
@@ -648,9 +659,10 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	mbedtls_x509_crt trust;
 	mbedtls_x509_crt_init(&trust);
 	/* the first test root (--trust-ark) may stand in as the ARK */
-	bool have_trust = k->trust_ark_der &&
-			  snp_cert_parse(&trust, k->trust_ark_der, k->trust_ark_len) == 0;
-	const struct snp_chain *ch = chain_for(k, &c3, have_trust ? &trust : NULL, err, sizeof(err));
+	bool have_trust =
+	    k->trust_ark_der && snp_cert_parse(&trust, k->trust_ark_der, k->trust_ark_len) == 0;
+	const struct snp_chain *ch =
+	    chain_for(k, &c3, have_trust ? &trust : NULL, err, sizeof(err));
 	mbedtls_x509_crt_free(&trust);
 	struct snp_chain empty;
 	snp_chain_init(&empty);
@@ -729,25 +741,27 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 			mbedtls_sha256_ret(a.ev.q_secret, a.ev.q_secret_len, h, 0);
 			sec_ok = !CRYPTO_memcmp(h, v_sec, 32);
 		}
-		appraisal_add_check(&ar, "svsm.ek_bound", EAR_INSTANCE_IDENTITY, ek_ok, "%s",
-				    ek_ok ? "the credential's EK is the manifest's vTPM EK"
-				    : ar.ek ? "EK not the manifest's: the credential was made for "
-					      "another EK than the manifest's vTPM EK"
-					    : "the manifest carries no vTPM EK to bind the credential to");
+		appraisal_add_check(
+		    &ar, "svsm.ek_bound", EAR_INSTANCE_IDENTITY, ek_ok, "%s",
+		    ek_ok   ? "the credential's EK is the manifest's vTPM EK"
+		    : ar.ek ? "EK not the manifest's: the credential was made for "
+			      "another EK than the manifest's vTPM EK"
+			    : "the manifest carries no vTPM EK to bind the credential to");
 		appraisal_add_check(&ar, "svsm.ak_activated", EAR_INSTANCE_IDENTITY, sec_ok, "%s",
 				    sec_ok ? "the AK's credential was activated under that EK"
 				    : a.ev.q_secret ? "the activated secret is not the credential's"
 						    : "no activated secret with the quote");
 	} else if (a.ev.have_quote) {
-		appraisal_add_check(&ar, "svsm.ak_activated", EAR_INSTANCE_IDENTITY, false,
-				    "a quote without credential activation: its AK is not bound to the "
-				    "manifest's EK (send csvsm-vtpm in /auth's extra-params)");
+		appraisal_add_check(
+		    &ar, "svsm.ak_activated", EAR_INSTANCE_IDENTITY, false,
+		    "a quote without credential activation: its AK is not bound to the "
+		    "manifest's EK (send csvsm-vtpm in /auth's extra-params)");
 	}
 	if (k->crl && ch) {
 		int rl = mbedtls_x509_crt_is_revoked(&ch->leaf, k->crl);
 		int ra = mbedtls_x509_crt_is_revoked(&ch->ask, k->crl);
 		appraisal_add_check(&ar, "chain.crl", EAR_HARDWARE, !rl && !ra, "%s",
-				    rl   ? "the VCEK/VLEK is revoked by the CRL"
+				    rl	 ? "the VCEK/VLEK is revoked by the CRL"
 				    : ra ? "the ASK/ASVK is revoked by the CRL"
 					 : "neither the VCEK/VLEK nor the ASK is on the CRL");
 	}
@@ -814,7 +828,8 @@ static bool segment_ok(const char *s, size_t l)
 	if (l == 0 || l > KBS_RESOURCE_SEG || (l <= 2 && s[0] == '.' && (l == 1 || s[1] == '.')))
 		return false;
 	for (size_t i = 0; i < l; i++)
-		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-", s[i]))
+		if (!strchr("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-",
+			    s[i]))
 			return false;
 	return true;
 }
@@ -851,10 +866,10 @@ static void handle_resource(struct kbs *k, const struct kbs_request *rq, const c
 		json_t *exp = json_object_get(claims, "exp"),
 		       *sub = json_object_get(json_object_get(claims, "submods"), "cpu0");
 		json_t *st = json_object_get(sub, "ear.status");
-		json_t *pk = json_object_get(json_object_get(json_object_get(sub,
-									       "ear.veraison.annotated-evidence"),
-							     "runtime_data_claims"),
-					     "tee-pubkey");
+		json_t *pk = json_object_get(
+		    json_object_get(json_object_get(sub, "ear.veraison.annotated-evidence"),
+				    "runtime_data_claims"),
+		    "tee-pubkey");
 		if (!claims || !json_is_integer(exp) || json_integer_value(exp) <= now ||
 		    !json_is_string(st) || !pk) {
 			fail(rs, 401, "TokenVerifierError",
@@ -885,8 +900,8 @@ static void handle_resource(struct kbs *k, const struct kbs_request *rq, const c
 	int rc = registry_resource_get(k->reg, seg[0], seg[1], seg[2], rule, &val, &vlen);
 	if (rc != REG_OK) {
 		if (rc == REG_NO)
-			fail(rs, 404, "PluginNotFound", "Resource %s/%s/%s not found", seg[0], seg[1],
-			     seg[2]);
+			fail(rs, 404, "PluginNotFound", "Resource %s/%s/%s not found", seg[0],
+			     seg[1], seg[2]);
 		else
 			fail(rs, 500, "PluginInternalError", "registry failure");
 		goto out;
@@ -898,8 +913,8 @@ static void handle_resource(struct kbs *k, const struct kbs_request *rq, const c
 	if (need < 0 || !ok) {
 		fail(rs, 403, "PolicyDeny",
 		     "Access denied by policy: %s/%s/%s needs an appraisal %s; this one is %s",
-		     seg[0], seg[1], seg[2], need == EAR_STATUS_WARNING ? "affirming or warning"
-									  : "affirming",
+		     seg[0], seg[1], seg[2],
+		     need == EAR_STATUS_WARNING ? "affirming or warning" : "affirming",
 		     ear_status_name(status >= 0 ? (enum ear_status)status : EAR_STATUS_NONE));
 		goto out;
 	}
@@ -929,7 +944,8 @@ void kbs_handle(struct kbs *k, const struct kbs_request *rq, struct kbs_response
 	memset(rs, 0, sizeof(*rs));
 	if (strlen(u) > KBS_URL_MAX || strchr(u, '?') || strchr(u, '%')) {
 		fail(rs, 404, "InvalidRequestPath",
-		     "Request path is invalid (longer than %d, or a query or escapes)", KBS_URL_MAX);
+		     "Request path is invalid (longer than %d, or a query or escapes)",
+		     KBS_URL_MAX);
 		return;
 	}
 	if (!strcmp(u, "/kbs/v0/auth") || !strcmp(u, "/kbs/v0/attest")) {

@@ -164,7 +164,7 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 void appraisal_add_check(struct appraisal_result *r, const char *name, enum ear_claim claim,
 			 bool pass, const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 
-const char *ear_claim_name(enum ear_claim c);	 /* "instance-identity", ... */
+const char *ear_claim_name(enum ear_claim c);	/* "instance-identity", ... */
 const char *ear_status_name(enum ear_status s); /* "affirming", ... */
 /* "affirming" / "warning" / "contraindicated" / "none" -> status; -1 if unknown. */
 int ear_status_parse(const char *s);

@@ -27,8 +27,9 @@ static struct registry *reg;
 static void setup(void)
 {
 	static const char pol[] =
-	    "{\"version\":1,\"snp\":{\"policy\":\"0x30000\",\"measurement\":\"" 
-	    "c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5"
+	    "{\"version\":1,\"snp\":{\"policy\":\"0x30000\",\"measurement\":\""
+	    "c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5c5"
+	    "c5c5c5c5c5"
 	    "\"},\"svsm\":{}}";
 	struct appraisal_policy p;
 	char err[256];
@@ -44,9 +45,11 @@ static void setup(void)
 static void new_session(char out[KBS_SESSION_ID_LEN + 1])
 {
 	static const char body[] = "{\"version\":\"0.4.0\",\"tee\":\"snp\",\"extra-params\":{}}";
-	struct kbs_request rq = {.method = "POST", .url = "/kbs/v0/auth",
+	struct kbs_request rq = {.method = "POST",
+				 .url = "/kbs/v0/auth",
 				 .content_type = "application/json",
-				 .body = (const uint8_t *)body, .body_len = sizeof(body) - 1};
+				 .body = (const uint8_t *)body,
+				 .body_len = sizeof(body) - 1};
 	struct kbs_response rs;
 	kbs_handle(&k, &rq, &rs);
 	const char *c = strstr(rs.set_cookie, "kbs-session-id=");
@@ -72,9 +75,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	url[ul] = 0;
 	if (strlen(url) != ul) /* the server hands over C strings */
 		return 0;
-	struct kbs_request rq = {.method = methods[data[0] & 3], .url = url,
+	struct kbs_request rq = {.method = methods[data[0] & 3],
+				 .url = url,
 				 .content_type = types[data[1] & 3],
-				 .body = data + 4 + ul, .body_len = size - 4 - ul};
+				 .body = data + 4 + ul,
+				 .body_len = size - 4 - ul};
 	switch (data[2] & 3) {
 	case 1:
 		new_session(sid);

@@ -81,14 +81,15 @@ static int launch(const struct evgen_opts *o)
 {
 	uint8_t vmpck[32];
 	if (rng(NULL, vmpck, 32) ||
-	    psp_model_init(vmpck, &keys, o->measurement, o->policy ? o->policy : PSP_MODEL_DEFAULT_POLICY,
-			   rng, NULL))
+	    psp_model_init(vmpck, &keys, o->measurement,
+			   o->policy ? o->policy : PSP_MODEL_DEFAULT_POLICY, rng, NULL))
 		return -1;
 	psp_model_set_shared_pages((gpa_t)(uintptr_t)&req_page, (gpa_t)(uintptr_t)&resp_page,
 				   (gpa_t)(uintptr_t)data_pages, 8);
 	guest_req_disable();
 	if (guest_req_init(vmpck, &req_page, (gpa_t)(uintptr_t)&req_page, &resp_page,
-			   (gpa_t)(uintptr_t)&resp_page, data_pages, (gpa_t)(uintptr_t)data_pages, 8))
+			   (gpa_t)(uintptr_t)&resp_page, data_pages, (gpa_t)(uintptr_t)data_pages,
+			   8))
 		return -1;
 	attest_set_services(o->ek, o->ek_len, NULL, 0);
 	return 0;

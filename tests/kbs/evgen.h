@@ -15,10 +15,10 @@
 #include <stdint.h>
 
 struct evgen_opts {
-	uint64_t policy;	/* guest POLICY (default PSP_MODEL_DEFAULT_POLICY) */
+	uint64_t policy; /* guest POLICY (default PSP_MODEL_DEFAULT_POLICY) */
 	uint8_t measurement[48];
-	unsigned vmpl;		/* 0: SVSM_ATTEST_SERVICES; else a guest's report at this VMPL */
-	const uint8_t *ek;	/* the manifest's vTPM EK (TPMT_PUBLIC) */
+	unsigned vmpl;	   /* 0: SVSM_ATTEST_SERVICES; else a guest's report at this VMPL */
+	const uint8_t *ek; /* the manifest's vTPM EK (TPMT_PUBLIC) */
 	size_t ek_len;
 };
 

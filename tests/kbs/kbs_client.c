@@ -84,13 +84,14 @@ static int http_to(int to_port, const char *method, const char *path, const char
 	if (bearer && strlen(bearer) < sizeof(au) - 32)
 		snprintf(au, sizeof(au), "Authorization: Bearer %s\r\n", bearer);
 	char *hp = NULL;
-	int hl = asprintf(&hp,
-			  "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s%s"
-			  "Content-Length: %zu\r\n\r\n",
-			  method, path, body ? "Content-Type: application/json\r\n" : "", ck, au,
-			  bl);
+	int hl =
+	    asprintf(&hp,
+		     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s%s"
+		     "Content-Length: %zu\r\n\r\n",
+		     method, path, body ? "Content-Type: application/json\r\n" : "", ck, au, bl);
 	(void)hdr;
-	if (hl <= 0 || write(fd, hp, (size_t)hl) != hl || (bl && write(fd, body, bl) != (ssize_t)bl)) {
+	if (hl <= 0 || write(fd, hp, (size_t)hl) != hl ||
+	    (bl && write(fd, body, bl) != (ssize_t)bl)) {
 		free(hp);
 		close(fd);
 		return -1;
@@ -191,7 +192,8 @@ static char *jwk_of(EVP_PKEY *k)
 		EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_RSA_E, &e);
 		int nl = BN_bn2bin(n, nb), el = BN_bn2bin(e, eb);
 		char *n64 = b64url_encode(nb, (size_t)nl), *e64 = b64url_encode(eb, (size_t)el);
-		if (asprintf(&out, "{\"alg\":\"RSA-OAEP-256\",\"e\":\"%s\",\"kty\":\"RSA\",\"n\":\"%s\"}",
+		if (asprintf(&out,
+			     "{\"alg\":\"RSA-OAEP-256\",\"e\":\"%s\",\"kty\":\"RSA\",\"n\":\"%s\"}",
 			     e64, n64) < 0)
 			out = NULL;
 		free(n64);
@@ -203,10 +205,11 @@ static char *jwk_of(EVP_PKEY *k)
 		size_t pl = 0;
 		EVP_PKEY_get_octet_string_param(k, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof(pt), &pl);
 		char *x = b64url_encode(pt + 1, 32), *y = b64url_encode(pt + 33, 32);
-		if (asprintf(&out,
-			     "{\"alg\":\"ECDH-ES+A256KW\",\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\","
-			     "\"y\":\"%s\"}",
-			     x, y) < 0)
+		if (asprintf(
+			&out,
+			"{\"alg\":\"ECDH-ES+A256KW\",\"crv\":\"P-256\",\"kty\":\"EC\",\"x\":\"%s\","
+			"\"y\":\"%s\"}",
+			x, y) < 0)
 			out = NULL;
 		free(x);
 		free(y);
@@ -220,9 +223,11 @@ static uint8_t *jwe_open(EVP_PKEY *k, json_t *j, size_t *len)
 {
 	const char *ph = json_string_value(json_object_get(j, "protected"));
 	size_t ekl, ivl, ctl, tl, hl, cekl = 0;
-	uint8_t *ek = b64url_decode(json_string_value(json_object_get(j, "encrypted_key")) ?: "!", &ekl);
+	uint8_t *ek =
+	    b64url_decode(json_string_value(json_object_get(j, "encrypted_key")) ?: "!", &ekl);
 	uint8_t *iv = b64url_decode(json_string_value(json_object_get(j, "iv")) ?: "!", &ivl);
-	uint8_t *ct = b64url_decode(json_string_value(json_object_get(j, "ciphertext")) ?: "!", &ctl);
+	uint8_t *ct =
+	    b64url_decode(json_string_value(json_object_get(j, "ciphertext")) ?: "!", &ctl);
 	uint8_t *tag = b64url_decode(json_string_value(json_object_get(j, "tag")) ?: "!", &tl);
 	uint8_t *h = ph ? b64url_decode(ph, &hl) : NULL, cek[512], *out = NULL;
 	json_t *hj = h ? json_loadb((char *)h, hl, 0, NULL) : NULL;
@@ -322,8 +327,8 @@ static uint64_t le(const uint8_t *p, size_t n)
 /* virtee/sev TcbVersion, Milan/Genoa layout (the test chain is Milan). */
 static json_t *tcb_json(const uint8_t *t)
 {
-	return json_pack("{s:n, s:i, s:i, s:i, s:i}", "fmc", "bootloader", t[0], "tee", t[1],
-			 "snp", t[6], "microcode", t[7]);
+	return json_pack("{s:n, s:i, s:i, s:i, s:i}", "fmc", "bootloader", t[0], "tee", t[1], "snp",
+			 t[6], "microcode", t[7]);
 }
 
 /* The report as virtee/sev serialises AttestationReport (serde), as the
@@ -354,10 +359,12 @@ static json_t *sev_serde(const uint8_t *r)
 	json_object_set_new(o, "cpuid_step", json_integer(r[0x18A]));
 	json_object_set_new(o, "chip_id", bytes_json(r + 0x1A0, 64));
 	json_object_set_new(o, "committed_tcb", tcb_json(r + 0x1E0));
-	json_object_set_new(o, "current", json_pack("{s:i, s:i, s:i}", "major", r[0x1EA], "minor",
-						    r[0x1E9], "build", r[0x1E8]));
-	json_object_set_new(o, "committed", json_pack("{s:i, s:i, s:i}", "major", r[0x1EE], "minor",
-						      r[0x1ED], "build", r[0x1EC]));
+	json_object_set_new(
+	    o, "current",
+	    json_pack("{s:i, s:i, s:i}", "major", r[0x1EA], "minor", r[0x1E9], "build", r[0x1E8]));
+	json_object_set_new(
+	    o, "committed",
+	    json_pack("{s:i, s:i, s:i}", "major", r[0x1EE], "minor", r[0x1ED], "build", r[0x1EC]));
 	json_object_set_new(o, "launch_tcb", tcb_json(r + 0x1F0));
 	json_object_set_new(o, "launch_mit_vector", json_null());
 	json_object_set_new(o, "current_mit_vector", json_null());
@@ -385,8 +392,9 @@ static json_t *cert_chain_json(const uint8_t *t, size_t n)
 			break;
 		for (size_t j = 0; j < 3; j++)
 			if (!strcmp(hx, g[j].guid) && off + (size_t)len <= n)
-				json_array_append_new(a, json_pack("{s:s, s:o}", "cert_type", g[j].name,
-								   "data", bytes_json(t + off, len)));
+				json_array_append_new(a, json_pack("{s:s, s:o}", "cert_type",
+								   g[j].name, "data",
+								   bytes_json(t + off, len)));
 	}
 	return a;
 }
@@ -396,11 +404,14 @@ static json_t *cert_chain_json(const uint8_t *t, size_t n)
 struct opts {
 	bool rsa, snp_form, legacy, no_certs, wrong_key, bearer, quiet;
 	const char *claim_nonce, *resource, *version;
-	const char *vtpm_dir; /* EK/AK files and the scripts that use the TPM */
-	const char *dump_dir; /* write the evidence and the 64-byte nonce here */
-	bool replay;	      /* POST the same /attest again: must be refused */
-	int race_port;	      /* POST /attest to this replica at the same time */
-	long flip; /* report byte to flip, or -1 */
+	const char *vtpm_dir;  /* EK/AK files and the scripts that use the TPM */
+	const char *dump_dir;  /* write the evidence and the 64-byte nonce here */
+	const char *auth_only; /* stop after /auth: the session, key and 64-byte nonce here */
+	const char *resume;    /* go on from an auth-only state, evidence from --evidence-dir */
+	const char *evidence_dir;
+	bool replay;   /* POST the same /attest again: must be refused */
+	int race_port; /* POST /attest to this replica at the same time */
+	long flip;     /* report byte to flip, or -1 */
 	long truncate;
 	struct evgen_opts ev;
 	const char *ek_file;
@@ -414,8 +425,6 @@ struct result {
 };
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
-
-
 
 static double now_ms(void)
 {
@@ -443,7 +452,8 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		snprintf(p2, sizeof(p2), "%s/ak.pub", o->vtpm_dir);
 		uint8_t *e = slurp_file(p1, &el), *a = slurp_file(p2, &al);
 		char *e64 = e ? b64_encode(e, el) : NULL, *a64 = a ? b64_encode(a, al) : NULL;
-		if (!e64 || !a64 || asprintf(&vt, ",\"csvsm-vtpm\":{\"ek\":\"%s\",\"ak\":\"%s\"}", e64, a64) < 0)
+		if (!e64 || !a64 ||
+		    asprintf(&vt, ",\"csvsm-vtpm\":{\"ek\":\"%s\",\"ak\":\"%s\"}", e64, a64) < 0)
 			die("%s: ek.tpmt and ak.pub", o->vtpm_dir);
 		free(e), free(a), free(e64), free(a64);
 	}
@@ -453,20 +463,33 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		     ver, vt ? vt : "") < 0)
 		return -1;
 	free(vt);
-	t0 = now_ms();
-	if (http("POST", "/kbs/v0/auth", NULL, NULL, body, &r))
-		goto out;
-	srv += now_ms() - t0;
+	char cookie[64];
+	if (o->resume) {
+		/* the session an earlier `--auth-only` opened (the SNP machine ran since) */
+		char p[512];
+		size_t l;
+		snprintf(p, sizeof(p), "%s/challenge.json", o->resume);
+		uint8_t *c = slurp_file(p, &l);
+		ch = c ? json_loadb((char *)c, l, 0, NULL) : NULL;
+		free(c);
+		snprintf(cookie, sizeof(cookie), "%s",
+			 json_string_value(json_object_get(ch, "cookie")) ?: "");
+		r.status = 200;
+	} else {
+		t0 = now_ms();
+		if (http("POST", "/kbs/v0/auth", NULL, NULL, body, &r))
+			goto out;
+		srv += now_ms() - t0;
+		ch = json_loads(r.body, 0, NULL);
+		free(r.body);
+		snprintf(cookie, sizeof(cookie), "%s", r.cookie);
+	}
 	free(body);
 	body = NULL;
 	res->http_auth = r.status;
-	ch = json_loads(r.body, 0, NULL);
-	free(r.body);
-	char cookie[64];
-	snprintf(cookie, sizeof(cookie), "%s", r.cookie);
 	const char *nonce = json_string_value(json_object_get(ch, "nonce"));
-	const char *alg =
-	    json_string_value(json_object_get(json_object_get(ch, "extra-params"), "selected-hash-algorithm"));
+	const char *alg = json_string_value(
+	    json_object_get(json_object_get(ch, "extra-params"), "selected-hash-algorithm"));
 	if (r.status != 200 || !nonce || !*cookie) {
 		if (!o->quiet)
 			fprintf(out, "http-auth %d\n", r.status);
@@ -474,8 +497,8 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 	}
 	if (!alg)
 		alg = "sha384";
-	const char *cred =
-	    json_string_value(json_object_get(json_object_get(ch, "extra-params"), "csvsm-vtpm-credential"));
+	const char *cred = json_string_value(
+	    json_object_get(json_object_get(ch, "extra-params"), "csvsm-vtpm-credential"));
 	if (o->vtpm_dir) {
 		/* TPM2_ActivateCredential by the test's script (tpm2-tools on the vTPM) */
 		size_t cl;
@@ -485,11 +508,23 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 			die("no csvsm-vtpm-credential in the challenge");
 		spit(o->vtpm_dir, "cred.bin", cb, cl);
 		free(cb);
-		snprintf(cmd, sizeof(cmd), "%s/activate.sh >%s/activate.log 2>&1", o->vtpm_dir, o->vtpm_dir);
+		snprintf(cmd, sizeof(cmd), "%s/activate.sh >%s/activate.log 2>&1", o->vtpm_dir,
+			 o->vtpm_dir);
 		if (system(cmd))
 			die("%s/activate.sh failed", o->vtpm_dir);
 	}
-	k = tee_key(o->rsa);
+	if (o->resume) {
+		char p[512];
+		snprintf(p, sizeof(p), "%s/tee-key.pem", o->resume);
+		FILE *f = fopen(p, "r");
+		k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+		if (f)
+			fclose(f);
+		if (!k)
+			die("%s: no TEE key", p);
+	} else {
+		k = tee_key(o->rsa);
+	}
 	other = o->wrong_key ? tee_key(o->rsa) : NULL;
 	jwk = jwk_of(k);
 	char *bound_jwk = other ? jwk_of(other) : strdup(jwk);
@@ -506,6 +541,24 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 	uint8_t d[64] = {0};
 	if (!canon || !kbs_hash(alg, canon, strlen(canon), d))
 		goto out;
+	if (o->auth_only) {
+		/* the 64 bytes the guest binds (its SVSM attestation nonce), the session, the key
+		 */
+		char nh[129], p[512];
+		hexs(nh, d, 64);
+		spit(o->auth_only, "nonce64.hex", nh, 128);
+		json_object_set_new(ch, "cookie", json_string(cookie));
+		char *cj = json_dumps(ch, 0);
+		spit(o->auth_only, "challenge.json", cj, strlen(cj));
+		free(cj);
+		snprintf(p, sizeof(p), "%s/tee-key.pem", o->auth_only);
+		FILE *f = fopen(p, "w");
+		if (!f || !PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) || fclose(f))
+			die("%s: cannot write", p);
+		fprintf(out, "nonce64 %s\n", nh);
+		ret = 0;
+		goto out;
+	}
 
 	static struct evgen_out ev;
 	json_t *primary, *quote = NULL;
@@ -518,7 +571,8 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		if (system(cmd))
 			die("%s/quote.sh failed", o->vtpm_dir);
 		const char *f[5] = {"quote.msg", "quote.sig", "quote.pcrs", "ak.pub", "secret.bin"};
-		const char *k5[5] = {"message", "signature", "pcrs", "ak-public", "activated-secret"};
+		const char *k5[5] = {"message", "signature", "pcrs", "ak-public",
+				     "activated-secret"};
 		quote = json_object();
 		for (int i = 0; i < 5; i++) {
 			char pth[512];
@@ -534,7 +588,27 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		}
 	}
 	pthread_mutex_lock(&ev_lock);
-	int erc = o->snp_form ? evgen_snp(&o->ev, d, &ev) : evgen_svsm(&o->ev, d, &ev);
+	int erc;
+	if (o->evidence_dir) {
+		/* evidence from elsewhere (the SNP machine's probe): files */
+		const char *nm[3] = {"report.bin", "manifest.bin", "certs.bin"};
+		uint8_t *dst[3] = {ev.report, ev.manifest, ev.certs};
+		size_t cap[3] = {sizeof(ev.report), sizeof(ev.manifest), sizeof(ev.certs)}, got[3];
+		erc = 0;
+		for (int i = 0; i < 3; i++) {
+			char p[512];
+			snprintf(p, sizeof(p), "%s/%s", o->evidence_dir, nm[i]);
+			FILE *f = fopen(p, "rb");
+			got[i] = f ? fread(dst[i], 1, cap[i], f) : 0;
+			if (f)
+				fclose(f);
+			erc |= !got[i];
+		}
+		ev.manifest_len = got[1];
+		ev.certs_len = got[2];
+	} else {
+		erc = o->snp_form ? evgen_snp(&o->ev, d, &ev) : evgen_svsm(&o->ev, d, &ev);
+	}
 	if (erc) {
 		pthread_mutex_unlock(&ev_lock);
 		fprintf(stderr, "evidence generation failed\n");
@@ -544,15 +618,17 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		ev.report[o->flip] ^= 0x01;
 	size_t rlen = o->truncate > 0 && o->truncate < 1184 ? (size_t)o->truncate : 1184;
 	if (o->snp_form) {
-		primary = json_pack("{s:o, s:o}", "attestation_report", sev_serde(ev.report),
-				    "cert_chain",
-				    o->no_certs ? json_null() : cert_chain_json(ev.certs, ev.certs_len));
+		primary = json_pack(
+		    "{s:o, s:o}", "attestation_report", sev_serde(ev.report), "cert_chain",
+		    o->no_certs ? json_null() : cert_chain_json(ev.certs, ev.certs_len));
 	} else {
-		char *rb = b64_encode(ev.report, rlen), *mb = b64_encode(ev.manifest, ev.manifest_len),
+		char *rb = b64_encode(ev.report, rlen),
+		     *mb = b64_encode(ev.manifest, ev.manifest_len),
 		     *cb = b64_encode(ev.certs, ev.certs_len);
-		primary = o->no_certs ? json_pack("{s:{s:s, s:s}}", "svsm", "report", rb, "manifest", mb)
-				      : json_pack("{s:{s:s, s:s, s:s}}", "svsm", "report", rb,
-						  "manifest", mb, "certs", cb);
+		primary = o->no_certs
+			      ? json_pack("{s:{s:s, s:s}}", "svsm", "report", rb, "manifest", mb)
+			      : json_pack("{s:{s:s, s:s, s:s}}", "svsm", "report", rb, "manifest",
+					  mb, "certs", cb);
 		if (quote)
 			json_object_set_new(json_object_get(primary, "svsm"), "quote", quote);
 		if (o->dump_dir) {
@@ -634,16 +710,17 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		    fprintf(out, "claim %s %lld\n", kk, (long long)json_integer_value(v));
 		json_object_foreach(json_object_get(sub, "csvsm.reasons"), kk, v)
 		    fprintf(out, "reason %s %s\n", kk, json_string_value(v));
-		json_array_foreach(json_object_get(sub, "csvsm.checks"), i, v) if (!json_is_true(
-		    json_object_get(v, "ok"))) fprintf(out, "fail %s: %s\n",
-						       json_string_value(json_object_get(v, "name")),
-						       json_string_value(json_object_get(v, "detail")));
-		json_t *rk = json_object_get(json_object_get(json_object_get(sub,
-									       "ear.veraison.annotated-evidence"),
-							     "runtime_data_claims"),
-					     "tee-pubkey");
+		json_array_foreach(json_object_get(sub, "csvsm.checks"), i,
+				   v) if (!json_is_true(json_object_get(v, "ok")))
+		    fprintf(out, "fail %s: %s\n", json_string_value(json_object_get(v, "name")),
+			    json_string_value(json_object_get(v, "detail")));
+		json_t *rk = json_object_get(
+		    json_object_get(json_object_get(sub, "ear.veraison.annotated-evidence"),
+				    "runtime_data_claims"),
+		    "tee-pubkey");
 		char *rks = rk ? json_dumps(rk, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-		fprintf(out, "token-tee-pubkey %s\n", rks && !strcmp(rks, jwk) ? "is ours" : "differs");
+		fprintf(out, "token-tee-pubkey %s\n",
+			rks && !strcmp(rks, jwk) ? "is ours" : "differs");
 		free(rks);
 	}
 	json_decref(claims);
@@ -651,7 +728,8 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 		char path[512];
 		snprintf(path, sizeof(path), "/kbs/v0/resource/%s", o->resource);
 		t0 = now_ms();
-		if (http("GET", path, o->bearer ? NULL : cookie, o->bearer ? token : NULL, NULL, &r))
+		if (http("GET", path, o->bearer ? NULL : cookie, o->bearer ? token : NULL, NULL,
+			 &r))
 			goto out;
 		srv += now_ms() - t0;
 		res->http_resource = r.status;
@@ -692,7 +770,7 @@ struct worker {
 	pthread_t t;
 	const struct opts *o;
 	double until;
-	long done, errors;
+	long done, errors, attested;
 	double *lat;
 	size_t nlat, cap;
 	char first_error[200];
@@ -704,15 +782,18 @@ static void *work(void *arg)
 	while (now_ms() < w->until) {
 		struct result r;
 		int rc = rcar(w->o, &r, stdout);
-		bool ok = rc == 0 && r.http_auth == 200 && r.http_attest == 200 &&
-			  !strcmp(r.status, "affirming") &&
-			  (!w->o->resource || (r.http_resource == 200 && !strcmp(r.secret, "s3cret")));
+		w->attested += r.http_attest == 200 && !strcmp(r.status, "affirming");
+		bool ok =
+		    rc == 0 && r.http_auth == 200 && r.http_attest == 200 &&
+		    !strcmp(r.status, "affirming") &&
+		    (!w->o->resource || (r.http_resource == 200 && !strcmp(r.secret, "s3cret")));
 		if (!ok) {
 			if (!w->errors)
-				snprintf(w->first_error, sizeof(w->first_error),
-					 "rc %d auth %d attest %d status %s resource %d secret '%.40s'",
-					 rc, r.http_auth, r.http_attest, r.status, r.http_resource,
-					 r.secret);
+				snprintf(
+				    w->first_error, sizeof(w->first_error),
+				    "rc %d auth %d attest %d status %s resource %d secret '%.40s'",
+				    rc, r.http_auth, r.http_attest, r.status, r.http_resource,
+				    r.secret);
 			w->errors++;
 			continue;
 		}
@@ -736,7 +817,7 @@ static int load(const struct opts *o, int clients, double seconds)
 {
 	struct worker *w = calloc((size_t)clients, sizeof(*w));
 	double t0 = now_ms();
-	long done = 0, errors = 0;
+	long done = 0, errors = 0, attested = 0;
 	size_t n = 0;
 	for (int i = 0; i < clients; i++) {
 		w[i].o = o;
@@ -747,6 +828,7 @@ static int load(const struct opts *o, int clients, double seconds)
 		pthread_join(w[i].t, NULL);
 		done += w[i].done;
 		errors += w[i].errors;
+		attested += w[i].attested;
 		n += w[i].nlat;
 	}
 	double el = (now_ms() - t0) / 1e3;
@@ -761,9 +843,9 @@ static int load(const struct opts *o, int clients, double seconds)
 	}
 	qsort(all, n, sizeof(double), dcmp);
 	printf("clients %d seconds %.1f exchanges %ld errors %ld rate %.1f/s p50 %.1f ms p99 %.1f "
-	       "ms\n",
+	       "ms attested %ld\n",
 	       clients, el, done, errors, (double)done / el, n ? all[n / 2] : 0.0,
-	       n ? all[(n * 99) / 100] : 0.0);
+	       n ? all[(n * 99) / 100] : 0.0, attested);
 	free(all);
 	free(w);
 	return errors ? 1 : 0;
@@ -782,14 +864,15 @@ static int hexbytes(const char *s, uint8_t *out, size_t n)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"port", 1, 0, 'p'},	  {"chain", 1, 0, 'c'},	       {"rsa", 0, 0, 'R'},
-	    {"snp-form", 0, 0, 'S'},	  {"legacy", 0, 0, 'L'},       {"no-certs", 0, 0, 'N'},
-	    {"wrong-key", 0, 0, 'W'},	  {"claim-nonce", 1, 0, 'C'},  {"resource", 1, 0, 'r'},
-	    {"bearer", 0, 0, 'B'},	  {"flip", 1, 0, 'F'},	       {"truncate", 1, 0, 'T'},
-	    {"guest-policy", 1, 0, 'g'},  {"vmpl", 1, 0, 'v'},	       {"measurement", 1, 0, 'm'},
-	    {"ek", 1, 0, 'e'},		  {"clients", 1, 0, 'n'},      {"seconds", 1, 0, 's'},
-	    {"version", 1, 0, 'V'},	  {"vtpm", 1, 0, 'X'},	       {"dump", 1, 0, 'D'},
-	    {"replay", 0, 0, 'Y'},	  {"race-port", 1, 0, 'Z'},    {0, 0, 0, 0},
+	    {"port", 1, 0, 'p'},	 {"chain", 1, 0, 'c'},	      {"rsa", 0, 0, 'R'},
+	    {"snp-form", 0, 0, 'S'},	 {"legacy", 0, 0, 'L'},	      {"no-certs", 0, 0, 'N'},
+	    {"wrong-key", 0, 0, 'W'},	 {"claim-nonce", 1, 0, 'C'},  {"resource", 1, 0, 'r'},
+	    {"bearer", 0, 0, 'B'},	 {"flip", 1, 0, 'F'},	      {"truncate", 1, 0, 'T'},
+	    {"guest-policy", 1, 0, 'g'}, {"vmpl", 1, 0, 'v'},	      {"measurement", 1, 0, 'm'},
+	    {"ek", 1, 0, 'e'},		 {"clients", 1, 0, 'n'},      {"seconds", 1, 0, 's'},
+	    {"version", 1, 0, 'V'},	 {"vtpm", 1, 0, 'X'},	      {"dump", 1, 0, 'D'},
+	    {"replay", 0, 0, 'Y'},	 {"race-port", 1, 0, 'Z'},    {"auth-only", 1, 0, 'A'},
+	    {"resume", 1, 0, 'U'},	 {"evidence-dir", 1, 0, 'E'}, {0, 0, 0, 0},
 	};
 	struct opts o = {.flip = -1};
 	int clients = 1, opt;
@@ -801,39 +884,94 @@ int main(int argc, char **argv)
 	optind = 2;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {
-		case 'p': port = atoi(optarg); break;
-		case 'c': chain_dir = optarg; break;
-		case 'R': o.rsa = true; break;
-		case 'S': o.snp_form = true; break;
-		case 'L': o.legacy = true; break;
-		case 'N': o.no_certs = true; break;
-		case 'W': o.wrong_key = true; break;
-		case 'C': o.claim_nonce = optarg; break;
-		case 'r': o.resource = optarg; break;
-		case 'B': o.bearer = true; break;
-		case 'F': o.flip = strtol(optarg, NULL, 0); break;
-		case 'T': o.truncate = strtol(optarg, NULL, 0); break;
-		case 'g': o.ev.policy = strtoull(optarg, NULL, 0); break;
-		case 'v': o.ev.vmpl = (unsigned)atoi(optarg); break;
+		case 'p':
+			port = atoi(optarg);
+			break;
+		case 'c':
+			chain_dir = optarg;
+			break;
+		case 'R':
+			o.rsa = true;
+			break;
+		case 'S':
+			o.snp_form = true;
+			break;
+		case 'L':
+			o.legacy = true;
+			break;
+		case 'N':
+			o.no_certs = true;
+			break;
+		case 'W':
+			o.wrong_key = true;
+			break;
+		case 'C':
+			o.claim_nonce = optarg;
+			break;
+		case 'r':
+			o.resource = optarg;
+			break;
+		case 'B':
+			o.bearer = true;
+			break;
+		case 'F':
+			o.flip = strtol(optarg, NULL, 0);
+			break;
+		case 'T':
+			o.truncate = strtol(optarg, NULL, 0);
+			break;
+		case 'g':
+			o.ev.policy = strtoull(optarg, NULL, 0);
+			break;
+		case 'v':
+			o.ev.vmpl = (unsigned)atoi(optarg);
+			break;
 		case 'm':
 			if (hexbytes(optarg, o.ev.measurement, 48))
 				die("--measurement: 96 hex digits");
 			break;
-		case 'e': o.ek_file = optarg; break;
-		case 'n': clients = atoi(optarg); break;
-		case 's': seconds = atof(optarg); break;
-		case 'V': o.version = optarg; break;
-		case 'X': o.vtpm_dir = optarg; break;
-		case 'D': o.dump_dir = optarg; break;
-		case 'Y': o.replay = true; break;
-		case 'Z': o.race_port = atoi(optarg); break;
-		default: return 2;
+		case 'e':
+			o.ek_file = optarg;
+			break;
+		case 'n':
+			clients = atoi(optarg);
+			break;
+		case 's':
+			seconds = atof(optarg);
+			break;
+		case 'V':
+			o.version = optarg;
+			break;
+		case 'X':
+			o.vtpm_dir = optarg;
+			break;
+		case 'D':
+			o.dump_dir = optarg;
+			break;
+		case 'Y':
+			o.replay = true;
+			break;
+		case 'Z':
+			o.race_port = atoi(optarg);
+			break;
+		case 'A':
+			o.auth_only = optarg;
+			break;
+		case 'U':
+			o.resume = optarg;
+			break;
+		case 'E':
+			o.evidence_dir = optarg;
+			break;
+		default:
+			return 2;
 		}
 	}
 	if (port <= 0 || port > 65535)
 		die("--port");
 	if (evgen_init(chain_dir))
-		die("%s/psp-keys.bin: cannot load the test chain's keys (make build/test-chain/psp-keys.bin)",
+		die("%s/psp-keys.bin: cannot load the test chain's keys (make "
+		    "build/test-chain/psp-keys.bin)",
 		    chain_dir);
 	static uint8_t ek[4096];
 	char ekp[512];

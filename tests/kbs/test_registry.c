@@ -64,8 +64,8 @@ static void *race(void *arg)
 		x->won = registry_session_begin_attest(r, x->sid, 1000, &s) == REG_OK;
 	else if (x->kind == 1) {
 		for (int i = 0; i < 100; i++)
-			x->won += registry_instance_attested(r, x->inst, "c", "m", "affirming", 1000 + i) ==
-				  REG_OK;
+			x->won += registry_instance_attested(r, x->inst, "c", "m", "affirming",
+							     1000 + i) == REG_OK;
 	} else {
 		x->won = registry_state_advance(r, x->inst, 0, 1) == REG_OK;
 	}
@@ -83,7 +83,8 @@ static int unit(void)
 
 	snprintf(sid, sizeof(sid), "s-%lx", tag);
 	snprintf(iid, sizeof(iid), "i-%lx", tag);
-	tap(registry_session_new(r, sid, sid, "sha384", "", 2000) == REG_OK, "%s: a session", registry_backend(r));
+	tap(registry_session_new(r, sid, sid, "sha384", "", 2000) == REG_OK, "%s: a session",
+	    registry_backend(r));
 	struct racer t[8];
 	int wins = 0;
 	for (int i = 0; i < 8; i++) {
@@ -95,14 +96,16 @@ static int unit(void)
 		wins += t[i].won;
 	}
 	tap(wins == 1, "8 connections race to use one nonce: %d won (want 1)", wins);
-	tap(registry_session_begin_attest(r, sid, 1000, &s) == REG_NO, "the used nonce is refused after");
+	tap(registry_session_begin_attest(r, sid, 1000, &s) == REG_NO,
+	    "the used nonce is refused after");
 	tap(registry_session_finish(r, sid, 1, "tok", "{}", iid, 3000) == REG_OK &&
 		registry_session_get(r, sid, 2999, &s) == REG_OK && !strcmp(s.token, "tok") &&
 		registry_session_get(r, sid, 3000, &s) == REG_NO,
 	    "an attested session is read until it expires, not after");
 	snprintf(sid, sizeof(sid), "e-%lx", tag);
 	registry_session_new(r, sid, sid, "sha384", "", 1500);
-	tap(registry_session_begin_attest(r, sid, 1500, &s) == REG_NO, "an expired nonce is refused");
+	tap(registry_session_begin_attest(r, sid, 1500, &s) == REG_NO,
+	    "an expired nonce is refused");
 	for (int i = 0; i < 8; i++) {
 		t[i] = (struct racer){.inst = iid, .kind = 1};
 		pthread_create(&t[i].t, NULL, race, &t[i]);
@@ -139,7 +142,8 @@ static int unit(void)
 		registry_lease_release(r, iid, "A") == REG_NO &&
 		registry_lease_release(r, iid, "B") == REG_OK &&
 		registry_lease_acquire(r, iid, "A", 270, 280) == REG_OK,
-	    "a lease: one holder, renewed by it, taken over only once expired, released only by it");
+	    "a lease: one holder, renewed by it, taken over only once expired, released only by "
+	    "it");
 	tap(registry_lease_acquire(r, "no-such-instance", "A", 1, 2) == REG_NO,
 	    "no lease on an instance the registry does not know");
 	uint8_t v[300], *got = NULL;
