@@ -19,6 +19,8 @@
 #include <attest/report.h>
 #include <attest/tpm_cred.h>
 
+#include <mbedtls/md.h>
+#include <mbedtls/pk.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
 #include <openssl/crypto.h>
@@ -758,14 +760,26 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		    "manifest's EK (send csvsm-vtpm in /auth's extra-params)");
 	}
 	if (k->crl && ch) {
-		int rl = mbedtls_x509_crt_is_revoked(&ch->leaf, k->crl);
-		int ra = mbedtls_x509_crt_is_revoked(&ch->ask, k->crl);
-		appraisal_add_check(&ar, "chain.crl", EAR_HARDWARE, !rl && !ra, "%s",
-				    rl	 ? "the VCEK/VLEK is revoked by the CRL"
-				    : ra ? "the ASK/ASVK is revoked by the CRL"
-					 : "neither the VCEK/VLEK nor the ASK is on the CRL");
+		/* The CRL counts only if the chain's ARK issued and signed it (AMD's
+		 * KDS crl endpoint: RSASSA-PSS by the ARK, as the certificates). */
+		const mbedtls_x509_crl *crl = k->crl;
+		uint8_t h[64];
+		const mbedtls_md_info_t *mi = mbedtls_md_info_from_type(crl->sig_md);
+		bool signed_ok =
+		    mi && crl->issuer_raw.len == ch->ark.subject_raw.len &&
+		    !memcmp(crl->issuer_raw.p, ch->ark.subject_raw.p, crl->issuer_raw.len) &&
+		    !mbedtls_md(mi, crl->tbs.p, crl->tbs.len, h) &&
+		    !mbedtls_pk_verify_ext(crl->sig_pk, crl->sig_opts, (mbedtls_pk_context *)&ch->ark.pk,
+					   crl->sig_md, h, mbedtls_md_get_size(mi), crl->sig.p,
+					   crl->sig.len);
+		int rl = signed_ok && mbedtls_x509_crt_is_revoked(&ch->leaf, crl);
+		int ra = signed_ok && mbedtls_x509_crt_is_revoked(&ch->ask, crl);
+		appraisal_add_check(&ar, "chain.crl", EAR_HARDWARE, signed_ok && !rl && !ra, "%s",
+				    !signed_ok ? "the CRL is not issued and signed by this chain's ARK"
+				    : rl	? "the VCEK/VLEK is revoked by the CRL"
+				    : ra	? "the ASK/ASVK is revoked by the CRL"
+					    : "neither the VCEK/VLEK nor the ASK is on the ARK's CRL");
 	}
-
 	/* the instance: the registry's key for this VM */
 	char instance[REG_ID_MAX];
 	const struct snp_report_raw *w = &ar.report.raw;

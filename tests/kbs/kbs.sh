@@ -164,6 +164,41 @@ start K "$T/main.json" "sqlite:$T/k.db" --trust-ark "$CHAIN/ark.pem" --kds-dir "
 LAST=$T/k1; rcar K "$LAST" --measurement "$M" --no-certs
 D="no certificates in the evidence, VCEK/ASK/ARK from the offline cache (KDS layout): affirming"; check_ok affirmed "$LAST"
 
+# a CRL given, but not the ARK's: refused, never silently ignored
+mkdir -p "$T/ca"
+: >"$T/ca/index.txt"; echo 01 >"$T/ca/crlnumber"
+printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s\ncrlnumber=%s\ndefault_md=sha384\ndefault_crl_days=30\n' \
+	"$T/ca/index.txt" "$T/ca/crlnumber" >"$T/ca/ca.cnf"
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca/k.pem" -out "$T/ca/c.pem" -subj /CN=not-the-ark -days 1 >/dev/null 2>&1 &&
+	openssl ca -config "$T/ca/ca.cnf" -gencrl -keyfile "$T/ca/k.pem" -cert "$T/ca/c.pem" -out "$T/ca/crl.pem" >/dev/null 2>&1
+put "sqlite:$T/c.db"
+start C "$T/main.json" "sqlite:$T/c.db" --trust-ark "$CHAIN/ark.pem" --crl "$T/ca/crl.pem"
+LAST=$T/crl1; rcar C "$LAST" --measurement "$M"
+D="a CRL that another CA issued: contraindicated, reason 'chain.crl'"; check_ok contra "$LAST" chain.crl
+
+# HTTPS with a key and certificate; plain HTTP refused off loopback
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/tls.key" -out "$T/tls.crt" \
+	-subj /CN=127.0.0.1 -days 1 >/dev/null 2>&1
+rm -f "$T/tls.port"
+"$KBS" serve --policy "$T/main.json" --db "sqlite:$T/tls.db" --listen 127.0.0.1:0 --tls-cert "$T/tls.crt" \
+	--tls-key "$T/tls.key" --port-file "$T/tls.port" --max-seconds 60 2>"$T/tls.log" &
+PIDS+=("$!")
+for _ in $(seq 1 100); do [ -s "$T/tls.port" ] && break; sleep 0.05; done
+python3 - "$(cat "$T/tls.port" 2>/dev/null || echo 0)" "$T/tls.crt" >"$T/tls.out" 2>&1 <<'EOF2'
+import http.client, ssl, sys
+ctx = ssl.create_default_context(cafile=sys.argv[2]); ctx.check_hostname = False
+c = http.client.HTTPSConnection("127.0.0.1", int(sys.argv[1]), context=ctx, timeout=10)
+c.request("POST", "/kbs/v0/auth", '{"version":"0.4.0","tee":"snp","extra-params":{}}', {"Content-Type": "application/json"})
+r = c.getresponse()
+print(r.status, r.getheader("Set-Cookie"))
+EOF2
+LAST=$T/tls.out; D="HTTPS (--tls-cert/--tls-key): /auth answers 200 over TLS, the cookie marked Secure"
+check_ok grep -q '^200 kbs-session-id=.*; Secure' "$T/tls.out"
+"$KBS" serve --policy "$T/main.json" --db "sqlite:$T/off.db" --listen 0.0.0.0:0 --insecure-http --max-seconds 1 >"$T/off.log" 2>&1
+rc=$?
+LAST=$T/off.log; D="--insecure-http on 0.0.0.0 is refused (exit $rc: $(cut -c1-80 "$T/off.log"))"
+check_ok eval "[ $rc -eq 2 ] && grep -q 'loopback address only' $T/off.log"
+
 # --- csvsm-verify --policy: the same verdict offline -----------------------------------------
 mkdir -p "$T/dump" "$T/dump2"
 rcar A "$T/v1" --measurement "$M" --dump "$T/dump" >/dev/null
