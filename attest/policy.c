@@ -829,14 +829,6 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 	      "GUEST_SVN %u, minimum %u", rep->raw.guest_svn, p->minimum_guest_svn);
 	if (p->have_policy)
 		check_guest_policy(p, rep, r);
-	if (p->have_family_id)
-		check(r, "policy.family_id", EAR_CONFIGURATION,
-		      !memcmp(rep->raw.family_id, p->family_id, 16), "FAMILY_ID %s",
-		      !memcmp(rep->raw.family_id, p->family_id, 16) ? "matches" : "differs");
-	if (p->have_image_id)
-		check(r, "policy.image_id", EAR_CONFIGURATION,
-		      !memcmp(rep->raw.image_id, p->image_id, 16), "IMAGE_ID %s",
-		      !memcmp(rep->raw.image_id, p->image_id, 16) ? "matches" : "differs");
 	if (p->have_min_launch_tcb) {
 		struct snp_tcb t, m;
 		snp_tcb_decode(rep->raw.launch_tcb, r->product, &t);
@@ -873,23 +865,33 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 		      : listed ? "trusted"
 			       : "not trusted");
 	}
-	if (p->have_host_data)
-		check(r, "policy.host_data", EAR_CONFIGURATION,
-		      !memcmp(rep->raw.host_data, p->host_data, 32), "HOST_DATA %s",
-		      !memcmp(rep->raw.host_data, p->host_data, 32) ? "matches" : "differs");
-	if (p->have_report_id)
-		check(r, "policy.report_id", EAR_CONFIGURATION,
-		      !memcmp(rep->raw.report_id, p->report_id, 32), "REPORT_ID %s",
-		      !memcmp(rep->raw.report_id, p->report_id, 32) ? "matches" : "differs");
-	if (p->have_report_id_ma)
-		check(r, "policy.report_id_ma", EAR_CONFIGURATION,
-		      !memcmp(rep->raw.report_id_ma, p->report_id_ma, 32), "REPORT_ID_MA %s",
-		      !memcmp(rep->raw.report_id_ma, p->report_id_ma, 32) ? "matches" : "differs");
-	if (p->have_chip_id)
-		check(r, "policy.chip_id", EAR_HARDWARE, !memcmp(rep->raw.chip_id, p->chip_id, 64),
-		      "CHIP_ID %s",
-		      !memcmp(rep->raw.chip_id, p->chip_id, 64) ? "is the pinned chip"
-								: "is not the pinned chip");
+	/* The fields the policy pins to one value (go-sev-guest: equal if set). */
+	const struct {
+		bool have;
+		const char *name, *label;
+		enum ear_claim claim;
+		const uint8_t *got, *want;
+		size_t len;
+	} pinned[] = {
+	    {p->have_family_id, "policy.family_id", "FAMILY_ID", EAR_CONFIGURATION,
+	     rep->raw.family_id, p->family_id, 16},
+	    {p->have_image_id, "policy.image_id", "IMAGE_ID", EAR_CONFIGURATION, rep->raw.image_id,
+	     p->image_id, 16},
+	    {p->have_host_data, "policy.host_data", "HOST_DATA", EAR_CONFIGURATION,
+	     rep->raw.host_data, p->host_data, 32},
+	    {p->have_report_id, "policy.report_id", "REPORT_ID", EAR_CONFIGURATION,
+	     rep->raw.report_id, p->report_id, 32},
+	    {p->have_report_id_ma, "policy.report_id_ma", "REPORT_ID_MA", EAR_CONFIGURATION,
+	     rep->raw.report_id_ma, p->report_id_ma, 32},
+	    {p->have_chip_id, "policy.chip_id", "CHIP_ID (the pinned chip)", EAR_HARDWARE,
+	     rep->raw.chip_id, p->chip_id, 64},
+	};
+	for (size_t i = 0; i < sizeof(pinned) / sizeof(pinned[0]); i++)
+		if (pinned[i].have) {
+			bool eq = !memcmp(pinned[i].got, pinned[i].want, pinned[i].len);
+			check(r, pinned[i].name, pinned[i].claim, eq, "%s %s", pinned[i].label,
+			      eq ? "matches" : "differs");
+		}
 	if (p->minimum_build)
 		check(r, "policy.minimum_build", EAR_HARDWARE,
 		      rep->raw.current_build >= p->minimum_build, "firmware build %u, minimum %u",
