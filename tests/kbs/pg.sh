@@ -21,16 +21,17 @@ pg_start() {
 		PG_USER=postgres
 		PG_AS=(runuser -u postgres --)
 	fi
-	"${PG_AS[@]}" "$bin/initdb" -D "$PG_DIR/data" --auth=trust --username="$PG_USER" -E UTF8 \
-		--no-sync >"$PG_DIR/initdb.log" 2>&1 || { sed 's/^/# initdb: /' "$PG_DIR/initdb.log" | tail -5; return 1; }
-	"${PG_AS[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
-		-o "-k $PG_DIR -c listen_addresses= -c fsync=off -c max_connections=200" start \
+	# from /: the postgres user may not enter the checkout (a CI clone under /root)
+	(cd / && "${PG_AS[@]}" "$bin/initdb" -D "$PG_DIR/data" --auth=trust --username="$PG_USER" -E UTF8 \
+		--no-sync) >"$PG_DIR/initdb.log" 2>&1 || { sed 's/^/# initdb: /' "$PG_DIR/initdb.log" | tail -5; return 1; }
+	(cd / && "${PG_AS[@]}" "$bin/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
+		-o "-k $PG_DIR -c listen_addresses= -c fsync=off -c max_connections=200" start) \
 		>"$PG_DIR/pg_ctl.log" 2>&1 || { sed 's/^/# pg_ctl: /' "$PG_DIR/pg_ctl.log" "$PG_DIR/server.log" | tail -8; return 1; }
 	PGURL="postgresql:///postgres?host=$PG_DIR&user=$PG_USER"
 }
 pg_stop() {
 	[ -n "$PG_DIR" ] || return 0
-	[ -d "$PG_DIR/data" ] && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w -t 30 stop >/dev/null 2>&1
+	[ -d "$PG_DIR/data" ] && (cd / && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w -t 30 stop) >/dev/null 2>&1
 	rm -rf "$PG_DIR"
 	PG_DIR=
 }
