@@ -81,6 +81,9 @@ static long run(struct registry *r, const char *sql, int np, const char *const *
 		for (const char *s = sql; *s && o + 2 < sizeof(buf); s++)
 			buf[o++] = *s == '?' ? '$' : *s;
 		buf[o] = 0;
+		/* a dropped connection (the server restarted) is re-opened once */
+		if (PQstatus(r->pc) == CONNECTION_BAD)
+			PQreset(r->pc);
 		PGresult *res = PQexecParams(r->pc, buf, np, NULL, p, NULL, NULL, 0);
 		ExecStatusType st = PQresultStatus(res);
 		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
