@@ -55,7 +55,7 @@ HOST_LIB     := $(BUILD)/libcsvsm-host.a
 all:
 
 include base/build.mk src/build.mk mm/build.mk tpm/build.mk attest/build.mk tools/build.mk \
-        tests/build.mk tests/snpm/model/build.mk bench/build.mk
+        tests/build.mk tests/snpm/model/build.mk bench/build.mk kbs/build.mk
 # Optional fragments of areas that build their own artefacts.
 include $(wildcard attest/measure.mk attest/attest.mk base/libc.mk tests/guest/build.mk tests/fuzz/fuzz.mk \
                    attest/igvm.mk tests/linux/linux.mk tests/snpm/snpm.mk)
@@ -139,7 +139,7 @@ qemu-trixie: deps-guests
 bench: deps
 	$(MAKE) all
 	bash bench/accept.sh
-	$(MAKE) bench-tpm verify-bench bench-svsm
+	$(MAKE) bench-tpm verify-bench bench-svsm bench-kbs
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -4,11 +4,13 @@
 CORE_SRCS += attest/report.c attest/certtable.c
 # Verification on mbedTLS X.509: host library only.
 HOST_SRCS += attest/snp_verify.c attest/tpm_cred.c
+# Appraisal against a policy file (csvsm-kbs and csvsm-verify --policy): JSON via jansson.
+HOST_SRCS += attest/policy.c
 
 # csvsm-verify: the SNP evidence verifier.
 TOOLS += csvsm-verify
 csvsm-verify_SRCS := tools/csvsm-verify.c
-csvsm-verify_LIBS := -lmbedx509 -lmbedcrypto
+csvsm-verify_LIBS := -ljansson -lmbedx509 -lmbedcrypto
 # csvsm-cred: the verifier's side of TPM credential activation (EK -> AK).
 TOOLS += csvsm-cred
 csvsm-cred_SRCS := tools/csvsm-cred.c

@@ -9,6 +9,7 @@
  * See docs/verify.md.
  */
 #include <attest/certtable.h>
+#include <attest/policy.h>
 #include <attest/report.h>
 #include <attest/snp_verify.h>
 #include <attest/tpm_cred.h>
@@ -75,7 +76,11 @@ static void usage(FILE *f)
 		"                ak-name: the activated AK)\n"
 		"vTPM EK (with --nonce/--manifest):\n"
 		"  --manifest-ek F write the EK (TPMT_PUBLIC) from the manifest's vTPM entry\n"
-		"                to F, only if every check passed (check 'manifest.ek')\n");
+		"                to F, only if every check passed (check 'manifest.ek')\n"
+		"appraisal (docs/kbs.md \"Policy reference\"; the verdict csvsm-kbs gives):\n"
+		"  --policy FILE  appraise against the policy file instead of the policy options;\n"
+		"                 prints the EAR status and each claim's reason; exit 0 only if\n"
+		"                 affirming\n");
 }
 
 static uint8_t *read_all(const char *path, size_t *len)
@@ -565,6 +570,44 @@ static void write_manifest_ek(const char *out)
 	}
 }
 
+/*
+ * --policy: the appraisal csvsm-kbs makes (attest/policy.c), offline. The
+ * REPORT_DATA binding and the quote come from the options as without it.
+ */
+static int policy_verdict(const char *path, const struct snp_verify_opts *o, const uint8_t *rbuf,
+			  size_t rlen, const struct snp_chain *ch, const uint8_t *manifest,
+			  size_t manifest_len, bool json)
+{
+	static struct appraisal_policy pol;
+	static struct appraisal_result ar;
+	struct appraisal_input in = {0};
+	char err[256];
+
+	if (o->allow_debug || o->allow_migrate_ma || o->vmpl || o->have_min_tcb ||
+	    o->have_measurement)
+		die2("--policy replaces --allow-debug, --allow-migrate-ma, --vmpl, --min-tcb and "
+		     "--measurement");
+	if (appraisal_policy_load(path, &pol, err, sizeof(err)))
+		die2("%s", err);
+	in.report = rbuf;
+	in.report_len = rlen;
+	in.chain = ch;
+	in.at = o->at;
+	in.trusted_ark = o->trusted_ark;
+	in.n_trusted_ark = o->n_trusted_ark;
+	in.have_report_data = o->have_report_data;
+	memcpy(in.report_data, o->report_data, 64);
+	in.manifest = manifest;
+	in.manifest_len = manifest_len;
+	in.quote = o->quote;
+	appraise(&pol, &in, &ar);
+	if (json)
+		appraisal_print_json(stdout, &ar);
+	else
+		appraisal_print_human(stdout, &ar);
+	return ar.status == EAR_STATUS_AFFIRMING ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	enum {
@@ -599,6 +642,7 @@ int main(int argc, char **argv)
 		O_AKPUB,
 		O_AKNAME,
 		O_MANIFEST_EK,
+		O_POLICY,
 	};
 	static const struct option lo[] = {
 	    {"report", 1, 0, O_REPORT},
@@ -632,13 +676,16 @@ int main(int argc, char **argv)
 	    {"ak-name", 1, 0, O_AKNAME},
 	    {"manifest-ek", 1, 0, O_MANIFEST_EK},
 	    {"allow-migrate-ma", 0, 0, O_MIGRATE_MA},
+	    {"policy", 1, 0, O_POLICY},
 	    {0, 0, 0, 0},
 	};
 	struct inputs in = {0};
 	struct snp_verify_opts o;
 	const char *report_path = NULL, *nonce_hex = NULL, *manifest = NULL, *rdata_hex = NULL;
 	const char *qmsg = NULL, *qsig = NULL, *qpcrs = NULL, *qak = NULL, *qnonce = NULL;
-	const char *qakpub = NULL, *manifest_ek = NULL, *akname_hex = NULL;
+	const char *qakpub = NULL, *manifest_ek = NULL, *akname_hex = NULL, *policy_path = NULL;
+	uint8_t *manifest_buf = NULL; /* kept for --policy: read once */
+	size_t manifest_len = 0;
 	bool json = false, have_time = false;
 	unsigned long repeat = 0;
 	int opt;
@@ -752,6 +799,9 @@ int main(int argc, char **argv)
 		case O_MANIFEST_EK:
 			manifest_ek = optarg;
 			break;
+		case O_POLICY:
+			policy_path = optarg;
+			break;
 		default:
 			usage(stderr);
 			return 2;
@@ -791,7 +841,8 @@ int main(int argc, char **argv)
 		mbedtls_sha512_update_ret(&ctx, m, ml);
 		mbedtls_sha512_finish_ret(&ctx, o.report_data);
 		mbedtls_sha512_free(&ctx);
-		free(m);
+		manifest_buf = m;
+		manifest_len = ml;
 		o.have_report_data = true;
 	}
 
@@ -892,6 +943,10 @@ int main(int argc, char **argv)
 		die2("the ARK and ASK/ASVK are required (--ark/--ask, --certs, --cert-table, "
 		     "--roots or --trust-ark); csvsm-verify embeds only AMD's ARK fingerprints");
 
+	if (policy_path)
+		return policy_verdict(policy_path, &o, rbuf, rlen, &ch, manifest_buf, manifest_len,
+				      json);
+
 	struct snp_verify_result res;
 	if (repeat) {
 		/* Warm path for benchmarks: the chain is parsed once, each round
@@ -923,6 +978,7 @@ int main(int argc, char **argv)
 		print_human(&rep, &res);
 	snp_chain_free(&ch);
 	free(rbuf);
+	free(manifest_buf);
 	if (o.quote) {
 		free((void *)quote.msg);
 		free((void *)quote.sig);

@@ -44,7 +44,7 @@ fuzz-core: $(FUZZ_CORE)
 # fragment sets (deferred, so the include order does not matter).
 FUZZ_TARGETS = fuzz-core $(if $(FUZZ_OVMF_META),fuzz-ovmf-meta) $(if $(FUZZ_VERIFY),fuzz-verify) \
                $(if $(VTPM_FUZZ_FLAGS),fuzz-vtpm) $(if $(FUZZ_ATTEST),fuzz-attest) \
-               $(if $(FUZZ_IGVM),fuzz-igvm)
+               $(if $(FUZZ_IGVM),fuzz-igvm) $(if $(FUZZ_KBS),fuzz-kbs)
 fuzz:
 	@for t in $(FUZZ_TARGETS); do echo "== make $$t"; $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$t || exit 1; done
 

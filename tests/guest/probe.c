@@ -979,10 +979,53 @@ static int rdrand64(u64 *v)
 	return ok;
 }
 
+/*
+ * A relying party's nonce (csvsm-kbs, tests/snpm/attest.sh): csvsm.nonce=<128
+ * hex digits> on the probe's command line (QEMU's -append, which OVMF's
+ * kernel loader hands over as the image's LoadOptions: OvmfPkg
+ * X86QemuLoadImageLib QemuLoadKernelImage). The probe then attests to it
+ * instead of a nonce of its own.
+ */
+static u8 g_given_nonce[ATT_NONCE_LEN];
+static BOOLEAN g_have_given_nonce;
+
+static void read_load_options(EFI_HANDLE image)
+{
+	EFI_LOADED_IMAGE *li = NULL;
+	static const CHAR16 key[] = L"csvsm.nonce=";
+	const UINTN kl = sizeof(key) / sizeof(key[0]) - 1;
+
+	if (EFI_ERROR(uefi_call_wrapper(g_st->BootServices->HandleProtocol, 3, image,
+					&LoadedImageProtocol, (void **)&li)) ||
+	    !li || !li->LoadOptions)
+		return;
+	const CHAR16 *o = li->LoadOptions;
+	UINTN n = li->LoadOptionsSize / sizeof(CHAR16);
+	for (UINTN i = 0; i + kl + 2 * ATT_NONCE_LEN <= n; i++) {
+		if (CompareMem(o + i, key, kl * sizeof(CHAR16)) != 0)
+			continue;
+		for (UINTN j = 0; j < 2 * ATT_NONCE_LEN; j++) {
+			CHAR16 c = o[i + kl + j];
+			int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+			if (v < 0)
+				return;
+			g_given_nonce[j / 2] = (u8)(g_given_nonce[j / 2] << 4 | v);
+		}
+		g_have_given_nonce = TRUE;
+		Print(L"# nonce from the command line (csvsm.nonce=): the relying party's\n");
+		return;
+	}
+}
+
 /* 64 fresh nonce bytes from RDRAND (CPUID.1:ECX[30]), retried as Intel's DRNG guide advises. */
 static BOOLEAN make_nonce(u8 *nonce)
 {
 	u32 a = 1, b, c = 0, d;
+
+	if (g_have_given_nonce) {
+		CopyMem(nonce, g_given_nonce, ATT_NONCE_LEN);
+		return TRUE;
+	}
 
 	__asm__ volatile("cpuid" : "+a"(a), "=b"(b), "+c"(c), "=d"(d));
 	if (!(c & (1u << 30)))
@@ -1452,6 +1495,7 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 
 	InitializeLib(image, st);
 	g_st = st;
+	read_load_options(image);
 	/* OVMF's terminal emits escape sequences first: start on a clean line. */
 	Print(L"\n# csvsm probe: SVSM client conformance suite (TAP)\n");
 

@@ -32,10 +32,40 @@ done
 if ! command -v python3 >/dev/null; then echo "ok 1 # SKIP no python3"; exit 0; fi
 QEMU_TIMEOUT=${QEMU_TIMEOUT_ATTEST:-300}
 
+# The relying party (docs/kbs.md "In the SNP machine"): csvsm-kbs on
+# loopback with a policy for this launch (csvsm-measure --igvm) hands out
+# the challenge before the machine starts; the client keeps the session and
+# the TEE key, and the 64 bytes the runtime data hashes to reach the probe
+# as csvsm.nonce= on its command line, so the SVSM evidence the probe
+# prints answers csvsm-kbs's nonce and binds the client's key.
+KBS=build/csvsm-kbs KBSC=build/csvsm-kbs-client KPID=
+trap '[ -n "$KPID" ] && kill "$KPID" 2>/dev/null; wait "$KPID" 2>/dev/null; rm -rf "$tmp"' EXIT
+kbs_meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+mkdir -p "$tmp/kbs"
+printf '{"version": 1, "snp": {"policy": "0x30000", "vmpl": 0, "measurement": "%s"}, "svsm": {}}\n' \
+	"$kbs_meas" >"$tmp/kbs/policy.json"
+printf 'probe-secret' >"$tmp/kbs/secret"
+kbs_nonce=
+if [ -x "$KBS" ] && [ -x "$KBSC" ] &&
+	"$KBS" put-secret --db "sqlite:$tmp/kbs/r.db" default/probe/secret --rule affirming --file "$tmp/kbs/secret" >/dev/null; then
+	"$KBS" serve --policy "$tmp/kbs/policy.json" --db "sqlite:$tmp/kbs/r.db" --listen 127.0.0.1:0 \
+		--insecure-http --trust-ark "$CHAIN/ark.pem" --port-file "$tmp/kbs/port" --nonce-ttl 900 \
+		--max-seconds 900 2>"$tmp/kbs/log" &
+	KPID=$!
+	for _ in $(seq 1 100); do [ -s "$tmp/kbs/port" ] && break; sleep 0.05; done
+	mkdir -p "$tmp/kbs/state"
+	"$KBSC" rcar --port "$(cat "$tmp/kbs/port" 2>/dev/null || echo 0)" --chain "$CHAIN" \
+		--auth-only "$tmp/kbs/state" >"$tmp/kbs/auth.out" 2>&1 &&
+		kbs_nonce=$(cat "$tmp/kbs/state/nonce64.hex")
+fi
+tap_check "csvsm-kbs on loopback handed out a challenge; the client's runtime data hashes to the probe's nonce (${kbs_nonce:0:16}...)" \
+	test ${#kbs_nonce} -eq 128
+
 # snpm_args (lib.sh) gives the machine $PSP_KEYS for its PSP model.
 PSP_KEYS=$CHAIN/psp-keys.bin
 # shellcheck disable=SC2046
-snpm_qemu "$tmp/p.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE")
+snpm_qemu "$tmp/p.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
+	${kbs_nonce:+-fw_cfg name=opt/csvsm/linux/cmdline,string=csvsm.nonce=$kbs_nonce}
 log=$tmp/p.log
 summary=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1)
 # The probe's attestation lines and failures, as comments.
@@ -125,6 +155,15 @@ tap_check "evidence extracted from the console: nonce 64, report 1184, manifest 
 [ "$erc" -eq 0 ] || { echo "# no usable evidence: stopping"; exit 1; }
 nonce=$(xxd -p -c 256 "$tmp/nonce.bin")
 tap_check "report file is the raw 1184-byte ATTESTATION_REPORT" test "$(stat -c %s "$tmp/report.bin")" -eq 1184
+
+# The evidence back to csvsm-kbs: the session's /attest, then the resource.
+tap_check "the probe attested to csvsm-kbs's nonce (its command line's csvsm.nonce=)" \
+	test -n "$kbs_nonce" -a "$nonce" = "$kbs_nonce"
+"$KBSC" rcar --port "$(cat "$tmp/kbs/port" 2>/dev/null || echo 0)" --chain "$CHAIN" --resume "$tmp/kbs/state" \
+	--evidence-dir "$tmp" --resource default/probe/secret >"$tmp/kbs/attest.out" 2>&1
+sed 's/^/# csvsm-kbs: /' "$tmp/kbs/attest.out" | grep -v '^# csvsm-kbs: claim ' | head -n 12
+tap_check "csvsm-kbs appraised the machine's SVSM evidence: affirming, the token names the client's key, the secret opened with it" \
+	eval "grep -qx 'status affirming' $tmp/kbs/attest.out && grep -qx 'token-tee-pubkey is ours' $tmp/kbs/attest.out && grep -qx 'secret probe-secret' $tmp/kbs/attest.out"
 
 # The vTPM EK in the manifest: an RSA-2048 TPMT_PUBLIC (TPM 2.0 Part 2 §12.2.4).
 python3 - "$tmp/manifest.bin" >"$tmp/ek.out" 2>&1 <<'EOF'

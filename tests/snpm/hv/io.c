@@ -320,17 +320,19 @@ void sim_io_init(const struct sim_io_config *c)
 	synth_add(FW_SETUP_ADDR, &u32_zero, 4);
 	synth_add(FW_SETUP_SIZE, &u32_zero, 4);
 	synth_add(FW_SETUP_DATA, NULL, 0);
+	/* The command line (QEMU's -append) for either kernel: Linux, or the probe,
+	 * which OVMF's loader hands it to as LoadOptions (csvsm.nonce=, attest.sh). */
+	uint32_t cn = lx.cmdline_file_size < LINUX_CMDLINE_MAX ? lx.cmdline_file_size
+							       : LINUX_CMDLINE_MAX;
+	if (lx.cmdline_key)
+		fw_cfg_read(lx.cmdline_key, lx.cmdline, cn);
+	lx.cmdline[cn] = 0;
+	while (cn && (lx.cmdline[cn - 1] == '\n' || lx.cmdline[cn - 1] == 0))
+		lx.cmdline[--cn] = 0;
+	lx.cmdline_le = cn ? cn + 1 : 0; /* QEMU counts the NUL; OVMF checks it */
 	if (lx.kernel_key) {
-		uint32_t n = lx.cmdline_file_size < LINUX_CMDLINE_MAX ? lx.cmdline_file_size
-								      : LINUX_CMDLINE_MAX;
-		if (lx.cmdline_key)
-			fw_cfg_read(lx.cmdline_key, lx.cmdline, n);
-		lx.cmdline[n] = 0;
-		while (n && (lx.cmdline[n - 1] == '\n' || lx.cmdline[n - 1] == 0))
-			lx.cmdline[--n] = 0;
 		lx.kernel_le = lx.kernel_size;
 		lx.initrd_le = lx.initrd_key ? lx.initrd_size : 0;
-		lx.cmdline_le = n ? n + 1 : 0; /* QEMU counts the NUL; OVMF checks it */
 		synth_add(FW_KERNEL_SIZE, &lx.kernel_le, 4);
 		synth_pass(FW_KERNEL_DATA, lx.kernel_key, lx.kernel_size);
 		synth_add(FW_INITRD_SIZE, &lx.initrd_le, 4);
@@ -346,8 +348,8 @@ void sim_io_init(const struct sim_io_config *c)
 		synth_add(FW_KERNEL_DATA, cfg.probe, cfg.probe_size);
 		synth_add(FW_INITRD_SIZE, &u32_zero, 4);
 		synth_add(FW_INITRD_DATA, NULL, 0);
-		synth_add(FW_CMDLINE_SIZE, &u32_zero, 4);
-		synth_add(FW_CMDLINE_DATA, NULL, 0);
+		synth_add(FW_CMDLINE_SIZE, &lx.cmdline_le, 4);
+		synth_add(FW_CMDLINE_DATA, lx.cmdline, lx.cmdline_le);
 	}
 	synth_add(FW_FILE_DIR, fw_dir, fw_dir_len);
 	(void)u32_one;

@@ -1,0 +1,104 @@
+/*
+ * csvsm-kbs, the relying party's service: the KBS protocol's request layer
+ * (kbs/service.c), independent of the HTTP server so that the fuzzer and
+ * the tests drive it directly; kbs/main.c puts it behind libmicrohttpd.
+ *
+ * Protocol: Trustee kbs/docs/kbs_attestation_protocol.md (2026-08) and the
+ * kbs_types crate (virtee/kbs-types src/lib.rs: Request, Challenge,
+ * Attestation, TeePubKey, Response, ErrorInformation); docs/kbs.md says
+ * which forms csvsm-kbs takes and why.
+ */
+#ifndef KBS_KBS_H
+#define KBS_KBS_H
+
+#include <attest/policy.h>
+#include <attest/snp_verify.h>
+
+#include <jansson.h>
+#include <mbedtls/x509_crl.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kbs/registry.h"
+
+#define KBS_BODY_MAX	   (256u * 1024u) /* a request body; larger: 413 */
+#define KBS_URL_MAX	   512
+#define KBS_HEADER_MAX	   8192
+#define KBS_SESSION_ID_LEN 32 /* hex of 16 random bytes */
+#define KBS_NONCE_BYTES	   32 /* Trustee backend.rs NONCE_SIZE_BYTES */
+#define KBS_EVIDENCE_CERTS (16u * 1024u)
+#define KBS_MANIFEST_MAX   (64u * 1024u)
+#define KBS_RESOURCE_SEG   64 /* repository, type, tag: each at most this */
+#define KBS_ERROR_PREFIX   "https://github.com/confidential-containers/kbs/errors/"
+
+struct kbs {
+	struct registry *reg;
+	struct appraisal_policy policy;
+	EVP_PKEY *token_key; /* ES256 (P-256): signs the EAR tokens */
+	const char *issuer;
+	int64_t nonce_ttl, token_ttl;
+	uint8_t trusted_ark[SNP_MAX_TRUSTED_ARKS][SNP_FP_LEN]; /* test roots (--trust-ark) */
+	size_t n_trusted_ark;
+	const char *kds_dir; /* offline certificate cache, KDS layout */
+	mbedtls_x509_crl *crl;
+	bool secure_cookie;	      /* HTTPS: the cookie gets Secure */
+	const uint8_t *trust_ark_der; /* the first test root stands in as the ARK */
+	size_t trust_ark_len;
+	int64_t (*now)(void);
+	/* parsed chains are kept per worker thread (kbs/service.c chain_for) */
+	uint64_t cache_hits, cache_misses;
+	uint64_t sweep_at;
+};
+
+struct kbs_request {
+	const char *method, *url;
+	const char *content_type, *cookie, *authorization; /* NULL if absent */
+	const uint8_t *body;
+	size_t body_len;
+	bool body_too_large; /* the server stopped reading at KBS_BODY_MAX */
+};
+
+struct kbs_response {
+	int status;
+	char *body; /* malloc'd */
+	size_t len;
+	const char *content_type;
+	char set_cookie[160];
+	const char *allow; /* 405: the methods the path takes */
+};
+
+int kbs_init(struct kbs *k, struct registry *reg, const struct appraisal_policy *pol,
+	     EVP_PKEY *token_key);
+void kbs_fini(struct kbs *k);
+void kbs_handle(struct kbs *k, const struct kbs_request *rq, struct kbs_response *rs);
+void kbs_response_free(struct kbs_response *rs);
+
+/* ---- evidence (kbs/evidence.c) ---- */
+enum kbs_evidence_kind { KBS_EV_SNP = 1, KBS_EV_SVSM };
+
+struct kbs_cert {
+	int type; /* CERTTABLE_VCEK, ... */
+	const uint8_t *der;
+	size_t len;
+};
+
+struct kbs_evidence {
+	enum kbs_evidence_kind kind;
+	uint8_t report[SNP_REPORT_SIZE];
+	uint8_t *certbuf; /* owned: the certificates' bytes */
+	struct kbs_cert certs[8];
+	size_t n_certs;
+	uint8_t *manifest; /* SVSM */
+	size_t manifest_len;
+	bool have_quote;
+	uint8_t *q_msg, *q_sig, *q_pcrs, *q_ak, *q_secret;
+	size_t q_msg_len, q_sig_len, q_pcrs_len, q_ak_len, q_secret_len;
+};
+
+/* Decode tee-evidence's primary evidence; 0, or -1 with a reason. */
+int kbs_evidence_decode(json_t *primary, struct kbs_evidence *ev, char *err, size_t n);
+void kbs_evidence_free(struct kbs_evidence *ev);
+
+#endif

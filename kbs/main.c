@@ -1,0 +1,571 @@
+/*
+ * csvsm-kbs: the relying party's service (docs/kbs.md). `serve` runs the
+ * KBS protocol (kbs/service.c) behind Debian's libmicrohttpd: HTTPS with
+ * the given key and certificate, or plain HTTP only with --insecure-http
+ * and only on a loopback address. The owners' commands work on the same
+ * registry: validate-policy, put-secret, list-instances.
+ *
+ * Limits: a request body of KBS_BODY_MAX (then 413, the rest is read and
+ * dropped), the connection's memory (headers) 64 KiB (libmicrohttpd
+ * answers 431/413 itself), 10 s idle per connection (slow and half-open
+ * clients are dropped), at most 512 connections, 256 from one address.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <microhttpd.h>
+#include <openssl/pem.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kbs/jose.h"
+#include "kbs/kbs.h"
+
+static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	fprintf(stderr, "csvsm-kbs: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+	va_end(ap);
+	exit(2);
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage:\n"
+		"  csvsm-kbs serve --policy FILE --db URL [--listen ADDR:PORT]\n"
+		"                  (--tls-cert PEM --tls-key PEM | --insecure-http)\n"
+		"                  [--token-key PEM] [--trust-ark PEM]... [--kds-dir DIR] [--crl "
+		"FILE]\n"
+		"                  [--nonce-ttl S] [--token-ttl S] [--threads N] [--port-file F]\n"
+		"                  [--max-seconds S] [--idle-timeout S]\n"
+		"  csvsm-kbs validate-policy FILE\n"
+		"  csvsm-kbs put-secret --db URL REPOSITORY/TYPE/TAG --rule affirming|warning "
+		"--file F\n"
+		"  csvsm-kbs list-instances --db URL [--json]\n"
+		"URL: sqlite:PATH (default backend) or postgresql://... (replicas share it)\n"
+		"--insecure-http serves plain HTTP, and only on 127.0.0.0/8 or ::1.\n");
+}
+
+static uint8_t *slurp(const char *path, size_t max, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	uint8_t *b;
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	b = malloc(max + 1);
+	*len = b ? fread(b, 1, max + 1, f) : 0;
+	fclose(f);
+	if (!b || *len > max)
+		die("%s: larger than %zu bytes", path, max);
+	b[*len] = 0;
+	return b;
+}
+
+/* ---- HTTP glue ---- */
+
+struct conn {
+	uint8_t *body;
+	size_t len;
+	bool too_large;
+};
+
+static struct kbs K;
+static volatile sig_atomic_t stop;
+
+static void on_signal(int s)
+{
+	(void)s;
+	stop = 1;
+}
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *upload,
+			      size_t *upload_size, void **con_cls)
+{
+	struct conn *st = *con_cls;
+	if (!st) {
+		if (!(st = calloc(1, sizeof(*st))))
+			return MHD_NO;
+		*con_cls = st;
+		return MHD_YES;
+	}
+	if (*upload_size) {
+		/* copy once, bounded; past the limit the rest is dropped */
+		if (!st->too_large && *upload_size <= KBS_BODY_MAX - st->len) {
+			uint8_t *nb = realloc(st->body, st->len + *upload_size);
+			if (!nb)
+				return MHD_NO;
+			st->body = nb;
+			memcpy(st->body + st->len, upload, *upload_size);
+			st->len += *upload_size;
+		} else {
+			st->too_large = true;
+		}
+		*upload_size = 0;
+		return MHD_YES;
+	}
+	struct kbs_request rq = {
+	    .method = method,
+	    .url = url,
+	    .content_type = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type"),
+	    .cookie = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Cookie"),
+	    .authorization = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
+	    .body = st->body,
+	    .body_len = st->len,
+	    .body_too_large = st->too_large,
+	};
+	struct kbs_response rs;
+	kbs_handle(&K, &rq, &rs);
+	struct MHD_Response *r =
+	    MHD_create_response_from_buffer(rs.len, rs.body, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		kbs_response_free(&rs);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, "Content-Type",
+				rs.content_type ? rs.content_type : "text/plain");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	if (rs.set_cookie[0])
+		MHD_add_response_header(r, "Set-Cookie", rs.set_cookie);
+	if (rs.allow)
+		MHD_add_response_header(r, "Allow", rs.allow);
+	enum MHD_Result ret = MHD_queue_response(c, (unsigned)rs.status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	struct conn *st = *con_cls;
+	if (st) {
+		if (st->body)
+			OPENSSL_cleanse(st->body, st->len);
+		free(st->body);
+		free(st);
+	}
+	*con_cls = NULL;
+}
+
+static bool loopback(const struct sockaddr_storage *ss)
+{
+	if (ss->ss_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)ss)->sin_addr.s_addr) >> 24) == 127;
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_LOOPBACK(&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return false;
+}
+
+static void parse_listen(const char *s, struct sockaddr_storage *ss)
+{
+	char host[128];
+	const char *colon = strrchr(s, ':');
+	memset(ss, 0, sizeof(*ss));
+	if (!colon || (size_t)(colon - s) >= sizeof(host))
+		die("--listen: ADDR:PORT ([::1]:PORT for IPv6)");
+	char *end;
+	unsigned long port = strtoul(colon + 1, &end, 10);
+	if (*end || port > 65535)
+		die("--listen: port 0..65535");
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+		host[strlen(host) - 1] = 0;
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET6, host + 1, &a->sin6_addr) != 1)
+			die("--listen: not an IPv6 address");
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+		a->sin_family = AF_INET;
+		a->sin_port = htons((uint16_t)port);
+		if (inet_pton(AF_INET, host, &a->sin_addr) != 1)
+			die("--listen: not an IPv4 address");
+	}
+}
+
+static EVP_PKEY *token_key(const char *path)
+{
+	EVP_PKEY *k = NULL;
+	if (!path)
+		return EVP_EC_gen("prime256v1"); /* tokens die with the process */
+	FILE *f = fopen(path, "r");
+	if (!f)
+		die("%s: %s", path, strerror(errno));
+	k = PEM_read_PrivateKey(f, NULL, NULL, NULL);
+	fclose(f);
+	char grp[32];
+	size_t gl;
+	if (!k || !EVP_PKEY_is_a(k, "EC") ||
+	    !EVP_PKEY_get_utf8_string_param(k, "group", grp, sizeof(grp), &gl) ||
+	    strcmp(grp, "prime256v1"))
+		die("%s: the token key must be an EC P-256 private key (ES256), PEM", path);
+	return k;
+}
+
+static int serve(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"policy", 1, 0, 'p'},
+	    {"db", 1, 0, 'd'},
+	    {"listen", 1, 0, 'l'},
+	    {"tls-cert", 1, 0, 'c'},
+	    {"tls-key", 1, 0, 'k'},
+	    {"insecure-http", 0, 0, 'i'},
+	    {"token-key", 1, 0, 't'},
+	    {"trust-ark", 1, 0, 'a'},
+	    {"kds-dir", 1, 0, 'K'},
+	    {"crl", 1, 0, 'r'},
+	    {"nonce-ttl", 1, 0, 'n'},
+	    {"token-ttl", 1, 0, 'T'},
+	    {"threads", 1, 0, 'j'},
+	    {"port-file", 1, 0, 'P'},
+	    {"max-seconds", 1, 0, 'm'},
+	    {"idle-timeout", 1, 0, 'I'},
+	    {0, 0, 0, 0},
+	};
+	const char *policy = NULL, *db = NULL, *listen = "127.0.0.1:8080", *cert = NULL,
+		   *keyf = NULL, *tokf = NULL, *kds = NULL, *crlf = NULL, *portf = NULL;
+	const char *arks[SNP_MAX_TRUSTED_ARKS];
+	size_t n_arks = 0;
+	bool insecure = false;
+	long nonce_ttl = 300, token_ttl = 300, threads = 4, max_seconds = 0, idle = 10;
+	int o;
+
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (o) {
+		case 'p':
+			policy = optarg;
+			break;
+		case 'd':
+			db = optarg;
+			break;
+		case 'l':
+			listen = optarg;
+			break;
+		case 'c':
+			cert = optarg;
+			break;
+		case 'k':
+			keyf = optarg;
+			break;
+		case 'i':
+			insecure = true;
+			break;
+		case 't':
+			tokf = optarg;
+			break;
+		case 'a':
+			if (n_arks >= SNP_MAX_TRUSTED_ARKS)
+				die("too many --trust-ark");
+			arks[n_arks++] = optarg;
+			break;
+		case 'K':
+			kds = optarg;
+			break;
+		case 'r':
+			crlf = optarg;
+			break;
+		case 'n':
+			nonce_ttl = atol(optarg);
+			break;
+		case 'T':
+			token_ttl = atol(optarg);
+			break;
+		case 'j':
+			threads = atol(optarg);
+			break;
+		case 'P':
+			portf = optarg;
+			break;
+		case 'm':
+			max_seconds = atol(optarg);
+			break;
+		case 'I':
+			idle = atol(optarg);
+			break;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!policy || !db || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (nonce_ttl < 1 || nonce_ttl > 86400 || token_ttl < 1 || token_ttl > 86400)
+		die("--nonce-ttl and --token-ttl: 1..86400 seconds");
+	if (threads < 1 || threads > 64)
+		die("--threads: 1..64");
+	if (idle < 1 || idle > 300)
+		die("--idle-timeout: 1..300 seconds");
+	if (!!cert != !!keyf)
+		die("--tls-cert and --tls-key go together");
+	if (!cert && !insecure)
+		die("HTTPS needs --tls-cert and --tls-key; plain HTTP needs --insecure-http "
+		    "(loopback only)");
+	if (cert && insecure)
+		die("--insecure-http and --tls-cert exclude each other");
+	struct sockaddr_storage ss;
+	parse_listen(listen, &ss);
+	if (insecure && !loopback(&ss))
+		die("--insecure-http listens on a loopback address only (127.0.0.0/8, ::1), not %s",
+		    listen);
+
+	struct appraisal_policy pol;
+	char err[512];
+	if (appraisal_policy_load(policy, &pol, err, sizeof(err)))
+		die("%s", err);
+	if (pol.have_report_data)
+		die("%s: snp.report_data is set per exchange from the nonce and the TEE key; "
+		    "remove it",
+		    policy);
+	struct registry *reg;
+	if (registry_open(db, &reg, err, sizeof(err)))
+		die("%s", err);
+	EVP_PKEY *tk = token_key(tokf);
+	if (!tk)
+		die("cannot make a token key");
+	kbs_init(&K, reg, &pol, tk);
+	K.nonce_ttl = nonce_ttl;
+	K.token_ttl = token_ttl;
+	K.kds_dir = kds;
+	K.secure_cookie = cert != NULL;
+	for (size_t i = 0; i < n_arks; i++) {
+		size_t l;
+		uint8_t *b = slurp(arks[i], 65536, &l);
+		mbedtls_x509_crt c;
+		mbedtls_x509_crt_init(&c);
+		if (snp_cert_parse(&c, b, l + (b[0] == '-')))
+			die("%s: not a certificate", arks[i]);
+		snp_cert_fingerprint(&c, K.trusted_ark[K.n_trusted_ark++]);
+		if (i == 0) {
+			K.trust_ark_der = b;
+			K.trust_ark_len = l + (b[0] == '-');
+		} else {
+			free(b);
+		}
+		mbedtls_x509_crt_free(&c);
+	}
+	static mbedtls_x509_crl crl;
+	if (crlf) {
+		size_t l;
+		uint8_t *b = slurp(crlf, 1 << 20, &l);
+		mbedtls_x509_crl_init(&crl);
+		if (mbedtls_x509_crl_parse(&crl, b, l + (b[0] == '-')))
+			die("%s: not a CRL (DER or PEM)", crlf);
+		free(b);
+		K.crl = &crl;
+	}
+
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
+			 (ss.ss_family == AF_INET6 ? MHD_USE_IPv6 : 0) | (cert ? MHD_USE_TLS : 0);
+	size_t cl = 0, kl = 0;
+	char *certpem = cert ? (char *)slurp(cert, 1 << 20, &cl) : NULL;
+	char *keypem = keyf ? (char *)slurp(keyf, 1 << 20, &kl) : NULL;
+	struct MHD_Daemon *d;
+	if (cert)
+		d = MHD_start_daemon(
+		    flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR,
+		    (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
+		    MHD_OPTION_CONNECTION_LIMIT, 512u, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
+		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
+		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_NOTIFY_COMPLETED,
+		    completed, NULL, MHD_OPTION_HTTPS_MEM_CERT, certpem, MHD_OPTION_HTTPS_MEM_KEY,
+		    keypem, MHD_OPTION_END);
+	else
+		d = MHD_start_daemon(flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR,
+				     (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
+				     (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, 512u,
+				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
+				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
+				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
+				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	if (!d)
+		die("cannot listen on %s%s", listen,
+		    cert ? " (HTTPS: check the key and certificate)" : "");
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	unsigned port = info ? info->port : 0;
+	if (portf) {
+		char tmp[4096];
+		snprintf(tmp, sizeof(tmp), "%s.tmp", portf);
+		FILE *f = fopen(tmp, "w");
+		if (!f || fprintf(f, "%u\n", port) < 0 || fclose(f) || rename(tmp, portf))
+			die("%s: cannot write", portf);
+	}
+	fprintf(stderr, "csvsm-kbs: %s on %s port %u, registry %s, policy %s (%s), %ld threads\n",
+		cert ? "HTTPS" : "HTTP (loopback, --insecure-http)", listen, port,
+		registry_backend(reg), policy, pol.id, threads);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	time_t t0 = time(NULL);
+	while (!stop && (!max_seconds || time(NULL) - t0 < max_seconds))
+		usleep(100 * 1000);
+	MHD_stop_daemon(d);
+	fprintf(stderr, "csvsm-kbs: stopped (chain cache: %llu hits, %llu parses)\n",
+		(unsigned long long)K.cache_hits, (unsigned long long)K.cache_misses);
+	registry_close(reg);
+	EVP_PKEY_free(tk);
+	free(certpem);
+	free(keypem);
+	return 0;
+}
+
+/* ---- owners' commands ---- */
+
+static int validate_policy(int argc, char **argv)
+{
+	struct appraisal_policy p;
+	char err[512];
+	if (argc != 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (appraisal_policy_load(argv[1], &p, err, sizeof(err))) {
+		fprintf(stderr, "csvsm-kbs: %s\n", err);
+		return 1;
+	}
+	printf("%s: valid, id %s; %zu measurement(s), %zu reference PCR value(s)%s%s\n", argv[1],
+	       p.id, p.n_meas, p.n_pcrs, p.require_svsm ? ", csvsm's SVSM evidence required" : "",
+	       p.have_report_data ? "; report_data is csvsm-verify's only (csvsm-kbs refuses it)"
+				  : "");
+	return 0;
+}
+
+static int put_secret(int argc, char **argv)
+{
+	static const struct option lo[] = {
+	    {"db", 1, 0, 'd'}, {"rule", 1, 0, 'r'}, {"file", 1, 0, 'f'}, {0, 0, 0, 0}};
+	const char *db = NULL, *rule = NULL, *file = NULL;
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (o == 'd')
+			db = optarg;
+		else if (o == 'r')
+			rule = optarg;
+		else if (o == 'f')
+			file = optarg;
+		else
+			return 2;
+	}
+	if (!db || !rule || !file || optind + 1 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (strcmp(rule, "affirming") && strcmp(rule, "warning"))
+		die("--rule: affirming (released only on an affirming appraisal) or warning "
+		    "(affirming or warning)");
+	char seg[3][KBS_RESOURCE_SEG + 1];
+	const char *p = argv[optind];
+	for (int i = 0; i < 3; i++) {
+		size_t l = strcspn(p, "/");
+		if (l == 0 || l > KBS_RESOURCE_SEG ||
+		    strspn(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij"
+			      "klmnopqrstuvwxyz0123456789._-") < l ||
+		    (i < 2 && p[l] != '/') || (i == 2 && p[l]) || !strncmp(p, "..", l) ||
+		    !strncmp(p, ".", l))
+			die("REPOSITORY/TYPE/TAG, each [A-Za-z0-9._-]{1,%d}", KBS_RESOURCE_SEG);
+		memcpy(seg[i], p, l);
+		seg[i][l] = 0;
+		p += l + 1;
+	}
+	size_t len;
+	uint8_t *val = slurp(file, REG_VALUE_MAX, &len);
+	struct registry *reg;
+	char err[512];
+	if (registry_open(db, &reg, err, sizeof(err)))
+		die("%s", err);
+	int rc = registry_resource_put(reg, seg[0], seg[1], seg[2], rule, val, len);
+	OPENSSL_cleanse(val, len);
+	free(val);
+	registry_close(reg);
+	if (rc != REG_OK)
+		die("registry: cannot store the resource");
+	printf("%s/%s/%s: %zu bytes, released on an %s appraisal\n", seg[0], seg[1], seg[2], len,
+	       !strcmp(rule, "affirming") ? "affirming" : "affirming or warning");
+	return 0;
+}
+
+static void print_instance(const struct reg_instance *in, void *ctx)
+{
+	bool json = *(bool *)ctx;
+	if (json)
+		printf(
+		    "{\"id\": \"%s\", \"chip_id\": \"%s\", \"measurement\": \"%s\", "
+		    "\"first_attested\": %lld, \"last_attested\": %lld, \"attestations\": %lld, "
+		    "\"last_status\": \"%s\", \"state_version\": %llu, \"lease_holder\": \"%s\", "
+		    "\"lease_expires\": %lld}\n",
+		    in->id, in->chip_id, in->measurement, (long long)in->first_attested,
+		    (long long)in->last_attested, (long long)in->attestations, in->last_status,
+		    (unsigned long long)in->state_version, in->lease_holder,
+		    (long long)in->lease_expires);
+	else
+		printf(
+		    "%s  %s  attested %lld times (first %lld, last %lld)  state %llu  lease %s\n",
+		    in->id, in->last_status, (long long)in->attestations,
+		    (long long)in->first_attested, (long long)in->last_attested,
+		    (unsigned long long)in->state_version,
+		    in->lease_holder[0] ? in->lease_holder : "-");
+}
+
+static int list_instances(int argc, char **argv)
+{
+	static const struct option lo[] = {{"db", 1, 0, 'd'}, {"json", 0, 0, 'j'}, {0, 0, 0, 0}};
+	const char *db = NULL;
+	bool json = false;
+	int o;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (o == 'd')
+			db = optarg;
+		else if (o == 'j')
+			json = true;
+		else
+			return 2;
+	}
+	if (!db || optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	struct registry *reg;
+	char err[512];
+	if (registry_open(db, &reg, err, sizeof(err)))
+		die("%s", err);
+	int rc = registry_instance_list(reg, print_instance, &json);
+	registry_close(reg);
+	return rc == REG_OK ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "serve"))
+		return serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "validate-policy"))
+		return validate_policy(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "put-secret"))
+		return put_secret(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "list-instances"))
+		return list_instances(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,513 @@
+/*
+ * The registry (kbs/registry.h) on SQLite or PostgreSQL. Both backends run
+ * the same SQL (SQLite >= 3.35 and PostgreSQL >= 9.5 share INSERT ... ON
+ * CONFLICT and UPDATE ... RETURNING); parameters are written ?1, ?2, ...
+ * and become $1, $2 for libpq. Every value travels as text (binary values
+ * as hex), so one row reader serves both.
+ *
+ * Crash safety: SQLite in WAL mode with synchronous=FULL (sqlite.org/wal.html
+ * "durability": FULL syncs the WAL at every commit), so a statement that
+ * returned is on disk and a SIGKILL leaves the last committed state;
+ * PostgreSQL commits each statement (autocommit).
+ * Concurrency: one connection per registry handle behind a mutex; across
+ * processes (replicas) the compare-and-set statements decide.
+ */
+#include "kbs/registry.h"
+
+#include <libpq-fe.h>
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define REG_MAX_COLS 10
+#define REG_MAX_ROWS 1 /* single-row reads; lists use a callback */
+
+struct registry {
+	bool pg;
+	sqlite3 *db;
+	PGconn *pc;
+	pthread_mutex_t lock;
+};
+
+static const char *const schema[] = {
+    "CREATE TABLE IF NOT EXISTS kbs_sessions (id TEXT PRIMARY KEY, nonce TEXT NOT NULL UNIQUE,"
+    " hash_alg TEXT NOT NULL, state TEXT NOT NULL, expires BIGINT NOT NULL,"
+    " status INTEGER NOT NULL DEFAULT 0, token TEXT NOT NULL DEFAULT '',"
+    " tee_pubkey TEXT NOT NULL DEFAULT '', instance TEXT NOT NULL DEFAULT '',"
+    " vtpm TEXT NOT NULL DEFAULT '')",
+    "CREATE TABLE IF NOT EXISTS kbs_instances (id TEXT PRIMARY KEY, chip_id TEXT NOT NULL,"
+    " measurement TEXT NOT NULL, first_attested BIGINT NOT NULL, last_attested BIGINT NOT "
+    "NULL,"
+    " attestations BIGINT NOT NULL, last_status TEXT NOT NULL,"
+    " state_version BIGINT NOT NULL DEFAULT 0, lease_holder TEXT NOT NULL DEFAULT '',"
+    " lease_expires BIGINT NOT NULL DEFAULT 0)",
+    "CREATE TABLE IF NOT EXISTS kbs_resources (repository TEXT NOT NULL, type TEXT NOT NULL,"
+    " tag TEXT NOT NULL, rule TEXT NOT NULL, value TEXT NOT NULL,"
+    " PRIMARY KEY (repository, type, tag))",
+};
+
+/* One result row as strings (copied out before the statement is freed). */
+struct row {
+	int ncols;
+	char *col[REG_MAX_COLS];
+};
+
+static void row_free(struct row *w)
+{
+	for (int i = 0; i < w->ncols; i++)
+		free(w->col[i]);
+	w->ncols = 0;
+}
+
+/*
+ * Run sql with text parameters. Each result row goes to cb (if any);
+ * returns the number of rows, or -1. For a statement without RETURNING,
+ * *changed gets the rows it changed.
+ */
+static long run(struct registry *r, const char *sql, int np, const char *const *p,
+		void (*cb)(struct row *w, void *ctx), void *ctx, long *changed)
+{
+	long rows = 0;
+	struct row w = {0};
+
+	if (changed)
+		*changed = 0;
+	if (r->pg) {
+		char buf[2048];
+		size_t o = 0;
+		for (const char *s = sql; *s && o + 2 < sizeof(buf); s++)
+			buf[o++] = *s == '?' ? '$' : *s;
+		buf[o] = 0;
+		/* a dropped connection (the server restarted) is re-opened once */
+		if (PQstatus(r->pc) == CONNECTION_BAD)
+			PQreset(r->pc);
+		PGresult *res = PQexecParams(r->pc, buf, np, NULL, p, NULL, NULL, 0);
+		ExecStatusType st = PQresultStatus(res);
+		if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+			fprintf(stderr, "csvsm-kbs: registry: %s", PQerrorMessage(r->pc));
+			PQclear(res);
+			return -1;
+		}
+		if (changed && *PQcmdTuples(res))
+			*changed = atol(PQcmdTuples(res));
+		for (int i = 0; i < PQntuples(res); i++) {
+			w.ncols = PQnfields(res) < REG_MAX_COLS ? PQnfields(res) : REG_MAX_COLS;
+			for (int c = 0; c < w.ncols; c++)
+				w.col[c] = strdup(PQgetvalue(res, i, c));
+			if (cb)
+				cb(&w, ctx);
+			row_free(&w);
+			rows++;
+		}
+		PQclear(res);
+		return rows;
+	}
+	sqlite3_stmt *st;
+	if (sqlite3_prepare_v2(r->db, sql, -1, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "csvsm-kbs: registry: %s\n", sqlite3_errmsg(r->db));
+		return -1;
+	}
+	for (int i = 0; i < np; i++)
+		sqlite3_bind_text(st, i + 1, p[i], -1, SQLITE_STATIC);
+	int rc;
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		w.ncols = sqlite3_column_count(st) < REG_MAX_COLS ? sqlite3_column_count(st)
+								  : REG_MAX_COLS;
+		for (int c = 0; c < w.ncols; c++) {
+			const unsigned char *t = sqlite3_column_text(st, c);
+			w.col[c] = strdup(t ? (const char *)t : "");
+		}
+		if (cb)
+			cb(&w, ctx);
+		row_free(&w);
+		rows++;
+	}
+	if (rc != SQLITE_DONE) {
+		fprintf(stderr, "csvsm-kbs: registry: %s\n", sqlite3_errmsg(r->db));
+		sqlite3_finalize(st);
+		return -1;
+	}
+	if (changed)
+		*changed = sqlite3_changes(r->db);
+	sqlite3_finalize(st);
+	return rows;
+}
+
+/* Locked wrapper: every registry call is one statement under the lock. */
+static long q(struct registry *r, const char *sql, int np, const char *const *p,
+	      void (*cb)(struct row *w, void *ctx), void *ctx, long *changed)
+{
+	pthread_mutex_lock(&r->lock);
+	long n = run(r, sql, np, p, cb, ctx, changed);
+	pthread_mutex_unlock(&r->lock);
+	return n;
+}
+
+int registry_open(const char *url, struct registry **out, char *err, size_t n)
+{
+	struct registry *r = calloc(1, sizeof(*r));
+
+	*out = NULL;
+	if (!r)
+		return REG_ERR;
+	pthread_mutex_init(&r->lock, NULL);
+	if (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgres:", 9)) {
+		r->pg = true;
+		r->pc = PQconnectdb(!strncmp(url, "postgres:", 9) ? url + 9 : url);
+		if (PQstatus(r->pc) != CONNECTION_OK) {
+			snprintf(err, n, "PostgreSQL: %s", PQerrorMessage(r->pc));
+			registry_close(r);
+			return REG_ERR;
+		}
+		PQclear(PQexec(r->pc, "SET client_min_messages TO warning"));
+		/* Replicas create the tables at once: serialise the DDL. */
+		PGresult *lk = PQexec(r->pc, "SELECT pg_advisory_lock(4242)");
+		PQclear(lk);
+	} else {
+		const char *path = !strncmp(url, "sqlite:", 7) ? url + 7 : url;
+		if (sqlite3_open_v2(path, &r->db,
+				    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE |
+					SQLITE_OPEN_FULLMUTEX,
+				    NULL) != SQLITE_OK) {
+			snprintf(err, n, "SQLite %s: %s", path,
+				 r->db ? sqlite3_errmsg(r->db) : "out of memory");
+			registry_close(r);
+			return REG_ERR;
+		}
+		sqlite3_busy_timeout(r->db, 5000);
+		if (sqlite3_exec(r->db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL;", NULL,
+				 NULL, NULL) != SQLITE_OK) {
+			snprintf(err, n, "SQLite %s: %s", path, sqlite3_errmsg(r->db));
+			registry_close(r);
+			return REG_ERR;
+		}
+	}
+	for (size_t i = 0; i < sizeof(schema) / sizeof(schema[0]); i++)
+		if (run(r, schema[i], 0, NULL, NULL, NULL, NULL) < 0) {
+			snprintf(err, n, "registry: cannot create its tables");
+			registry_close(r);
+			return REG_ERR;
+		}
+	if (r->pg)
+		PQclear(PQexec(r->pc, "SELECT pg_advisory_unlock(4242)"));
+	*out = r;
+	return REG_OK;
+}
+
+void registry_close(struct registry *r)
+{
+	if (!r)
+		return;
+	if (r->db)
+		sqlite3_close(r->db);
+	if (r->pc)
+		PQfinish(r->pc);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+const char *registry_backend(const struct registry *r)
+{
+	return r->pg ? "postgresql" : "sqlite";
+}
+
+static void i64s(char *b, int64_t v)
+{
+	snprintf(b, 24, "%lld", (long long)v);
+}
+
+static void cpy(char *dst, size_t n, const char *src)
+{
+	snprintf(dst, n, "%s", src ? src : "");
+}
+
+/* ---- sessions ---- */
+
+int registry_session_new(struct registry *r, const char *id, const char *nonce,
+			 const char *hash_alg, const char *vtpm, int64_t expires)
+{
+	char e[24];
+	i64s(e, expires);
+	const char *p[] = {id, nonce, hash_alg, e, vtpm ? vtpm : ""};
+	long ch;
+	if (q(r,
+	      "INSERT INTO kbs_sessions (id, nonce, hash_alg, state, expires, vtpm) "
+	      "VALUES (?1, ?2, ?3, 'authed', ?4, ?5)",
+	      5, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_ERR;
+}
+
+static void session_row(struct row *w, void *ctx)
+{
+	struct reg_session *s = ctx;
+	if (w->ncols < 10)
+		return;
+	cpy(s->id, sizeof(s->id), w->col[0]);
+	cpy(s->nonce, sizeof(s->nonce), w->col[1]);
+	cpy(s->hash_alg, sizeof(s->hash_alg), w->col[2]);
+	cpy(s->state, sizeof(s->state), w->col[3]);
+	s->expires = atoll(w->col[4]);
+	s->status = atoi(w->col[5]);
+	cpy(s->token, sizeof(s->token), w->col[6]);
+	cpy(s->tee_pubkey, sizeof(s->tee_pubkey), w->col[7]);
+	cpy(s->instance, sizeof(s->instance), w->col[8]);
+	cpy(s->vtpm, sizeof(s->vtpm), w->col[9]);
+}
+
+#define SESSION_COLS                                                                               \
+	"id, nonce, hash_alg, state, expires, status, token, tee_pubkey, instance, vtpm"
+
+int registry_session_begin_attest(struct registry *r, const char *id, int64_t now,
+				  struct reg_session *out)
+{
+	char t[24];
+	i64s(t, now);
+	const char *p[] = {id, t};
+	memset(out, 0, sizeof(*out));
+	long n = q(r,
+		   "UPDATE kbs_sessions SET state = 'attesting' WHERE id = ?1 AND state = 'authed' "
+		   "AND expires > ?2 RETURNING " SESSION_COLS,
+		   2, p, session_row, out, NULL);
+	return n < 0 ? REG_ERR : n == 1 ? REG_OK : REG_NO;
+}
+
+int registry_session_finish(struct registry *r, const char *id, int status, const char *token,
+			    const char *tee_pubkey, const char *instance, int64_t expires)
+{
+	char st[24], e[24];
+	i64s(st, status);
+	i64s(e, expires);
+	const char *p[] = {id, st, token, tee_pubkey, instance, e};
+	long ch;
+	if (q(r,
+	      "UPDATE kbs_sessions SET state = 'attested', status = ?2, token = ?3, "
+	      "tee_pubkey = ?4, instance = ?5, expires = ?6 WHERE id = ?1 AND state = 'attesting'",
+	      6, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_NO;
+}
+
+int registry_session_get(struct registry *r, const char *id, int64_t now, struct reg_session *out)
+{
+	char t[24];
+	i64s(t, now);
+	const char *p[] = {id, t};
+	memset(out, 0, sizeof(*out));
+	long n = q(r,
+		   "SELECT " SESSION_COLS " FROM kbs_sessions WHERE id = ?1 AND state = 'attested' "
+		   "AND expires > ?2",
+		   2, p, session_row, out, NULL);
+	return n < 0 ? REG_ERR : n == 1 ? REG_OK : REG_NO;
+}
+
+int registry_session_sweep(struct registry *r, int64_t now)
+{
+	char t[24];
+	i64s(t, now);
+	const char *p[] = {t};
+	return q(r, "DELETE FROM kbs_sessions WHERE expires <= ?1", 1, p, NULL, NULL, NULL) < 0
+		   ? REG_ERR
+		   : REG_OK;
+}
+
+/* ---- instances ---- */
+
+int registry_instance_attested(struct registry *r, const char *id, const char *chip_id,
+			       const char *measurement, const char *status, int64_t now)
+{
+	char t[24];
+	i64s(t, now);
+	const char *p[] = {id, chip_id, measurement, t, status};
+	long ch;
+	/* One statement: concurrent attestations of one instance all count. */
+	if (q(r,
+	      "INSERT INTO kbs_instances (id, chip_id, measurement, first_attested, last_attested,"
+	      " attestations, last_status) VALUES (?1, ?2, ?3, ?4, ?4, 1, ?5) "
+	      "ON CONFLICT (id) DO UPDATE SET chip_id = excluded.chip_id, measurement = "
+	      "excluded.measurement, last_attested = excluded.last_attested, attestations = "
+	      "kbs_instances.attestations + 1, last_status = excluded.last_status",
+	      5, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_ERR;
+}
+
+#define INSTANCE_COLS                                                                              \
+	"id, chip_id, measurement, first_attested, last_attested, attestations, last_status, "     \
+	"state_version, lease_holder, lease_expires"
+
+static void instance_row(struct row *w, void *ctx)
+{
+	struct reg_instance *in = ctx;
+	if (w->ncols < 10)
+		return;
+	cpy(in->id, sizeof(in->id), w->col[0]);
+	cpy(in->chip_id, sizeof(in->chip_id), w->col[1]);
+	cpy(in->measurement, sizeof(in->measurement), w->col[2]);
+	in->first_attested = atoll(w->col[3]);
+	in->last_attested = atoll(w->col[4]);
+	in->attestations = atoll(w->col[5]);
+	cpy(in->last_status, sizeof(in->last_status), w->col[6]);
+	in->state_version = strtoull(w->col[7], NULL, 10);
+	cpy(in->lease_holder, sizeof(in->lease_holder), w->col[8]);
+	in->lease_expires = atoll(w->col[9]);
+}
+
+int registry_instance_get(struct registry *r, const char *id, struct reg_instance *out)
+{
+	const char *p[] = {id};
+	memset(out, 0, sizeof(*out));
+	long n = q(r, "SELECT " INSTANCE_COLS " FROM kbs_instances WHERE id = ?1", 1, p,
+		   instance_row, out, NULL);
+	return n < 0 ? REG_ERR : n == 1 ? REG_OK : REG_NO;
+}
+
+struct list_ctx {
+	void (*cb)(const struct reg_instance *in, void *ctx);
+	void *ctx;
+};
+
+static void list_row(struct row *w, void *ctx)
+{
+	struct list_ctx *l = ctx;
+	struct reg_instance in = {0};
+	instance_row(w, &in);
+	l->cb(&in, l->ctx);
+}
+
+int registry_instance_list(struct registry *r, void (*cb)(const struct reg_instance *in, void *ctx),
+			   void *ctx)
+{
+	struct list_ctx l = {cb, ctx};
+	return q(r, "SELECT " INSTANCE_COLS " FROM kbs_instances ORDER BY id", 0, NULL, list_row,
+		 &l, NULL) < 0
+		   ? REG_ERR
+		   : REG_OK;
+}
+
+int registry_state_advance(struct registry *r, const char *id, uint64_t expected, uint64_t next)
+{
+	char e[24], x[24];
+	if (next <= expected || next > INT64_MAX)
+		return REG_NO;
+	snprintf(e, sizeof(e), "%llu", (unsigned long long)expected);
+	snprintf(x, sizeof(x), "%llu", (unsigned long long)next);
+	const char *p[] = {id, e, x};
+	long ch;
+	if (q(r, "UPDATE kbs_instances SET state_version = ?3 WHERE id = ?1 AND state_version = ?2",
+	      3, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_NO;
+}
+
+int registry_lease_acquire(struct registry *r, const char *id, const char *holder, int64_t now,
+			   int64_t until)
+{
+	char t[24], u[24];
+	if (until <= now || !*holder)
+		return REG_NO;
+	i64s(t, now);
+	i64s(u, until);
+	const char *p[] = {id, holder, t, u};
+	long ch;
+	if (q(r,
+	      "UPDATE kbs_instances SET lease_holder = ?2, lease_expires = ?4 WHERE id = ?1 AND "
+	      "(lease_holder = '' OR lease_holder = ?2 OR lease_expires <= ?3)",
+	      4, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_NO;
+}
+
+int registry_lease_release(struct registry *r, const char *id, const char *holder)
+{
+	const char *p[] = {id, holder};
+	long ch;
+	if (q(r,
+	      "UPDATE kbs_instances SET lease_holder = '', lease_expires = 0 WHERE id = ?1 AND "
+	      "lease_holder = ?2",
+	      2, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_NO;
+}
+
+/* ---- resources ---- */
+
+int registry_resource_put(struct registry *r, const char *repo, const char *type, const char *tag,
+			  const char *rule, const uint8_t *val, size_t len)
+{
+	static const char hx[] = "0123456789abcdef";
+	char *h;
+	long ch;
+
+	if (len > REG_VALUE_MAX || !(h = malloc(2 * len + 1)))
+		return REG_ERR;
+	for (size_t i = 0; i < len; i++) {
+		h[2 * i] = hx[val[i] >> 4];
+		h[2 * i + 1] = hx[val[i] & 15];
+	}
+	h[2 * len] = 0;
+	const char *p[] = {repo, type, tag, rule, h};
+	long n = q(r,
+		   "INSERT INTO kbs_resources (repository, type, tag, rule, value) VALUES "
+		   "(?1, ?2, ?3, ?4, ?5) ON CONFLICT (repository, type, tag) DO UPDATE SET "
+		   "rule = excluded.rule, value = excluded.value",
+		   5, p, NULL, NULL, &ch);
+	memset(h, 0, 2 * len);
+	free(h);
+	return n < 0 ? REG_ERR : REG_OK;
+}
+
+struct res_ctx {
+	char *rule;
+	uint8_t *val;
+	size_t len;
+	bool bad;
+};
+
+static int hv(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static void res_row(struct row *w, void *ctx)
+{
+	struct res_ctx *c = ctx;
+	size_t l = w->ncols == 2 ? strlen(w->col[1]) : 1;
+	if (w->ncols != 2 || l % 2 || l / 2 > REG_VALUE_MAX ||
+	    !(c->val = malloc(l / 2 ? l / 2 : 1))) {
+		c->bad = true;
+		return;
+	}
+	snprintf(c->rule, 20, "%s", w->col[0]);
+	for (size_t i = 0; i < l / 2; i++) {
+		int a = hv(w->col[1][2 * i]), b = hv(w->col[1][2 * i + 1]);
+		if (a < 0 || b < 0)
+			c->bad = true;
+		c->val[i] = (uint8_t)(a << 4 | (b & 15));
+	}
+	c->len = l / 2;
+	memset(w->col[1], 0, l);
+}
+
+int registry_resource_get(struct registry *r, const char *repo, const char *type, const char *tag,
+			  char rule[20], uint8_t **val, size_t *len)
+{
+	struct res_ctx c = {rule, NULL, 0, false};
+	const char *p[] = {repo, type, tag};
+	long n = q(r,
+		   "SELECT rule, value FROM kbs_resources WHERE repository = ?1 AND type = ?2 AND "
+		   "tag = ?3",
+		   3, p, res_row, &c, NULL);
+	if (n < 0 || c.bad) {
+		free(c.val);
+		return REG_ERR;
+	}
+	if (n == 0)
+		return REG_NO;
+	*val = c.val;
+	*len = c.len;
+	return REG_OK;
+}

@@ -1,0 +1,202 @@
+/*
+ * The registry's guarantees (kbs/registry.h) on either backend, run by
+ * tests/kbs/kbs.sh against SQLite and a throw-away PostgreSQL cluster:
+ *
+ *   kbs-registry-test unit URL        TAP: a nonce is used once even when 8
+ *                                     threads race for it, expired sessions
+ *                                     refuse, concurrent attestations of one
+ *                                     instance all count, the state version
+ *                                     advances once per expected value, a
+ *                                     lease has one holder, resources keep
+ *                                     their bytes
+ *   kbs-registry-test race-setup URL N    N sessions and N instances to race for
+ *   kbs-registry-test race URL N WHO      try each; print "nonce I" / "lease I" won
+ * Two `race` processes on one database (two replicas) must win disjoint sets.
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <unistd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kbs/registry.h"
+
+static int n, failed;
+static const char *url;
+
+static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tap(int ok, const char *fmt, ...)
+{
+	va_list ap;
+	printf("%s %d - ", ok ? "ok" : "not ok", ++n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	failed += !ok;
+}
+
+static struct registry *open_or_die(void)
+{
+	struct registry *r;
+	char err[512];
+	if (registry_open(url, &r, err, sizeof(err))) {
+		printf("not ok 1 - registry_open %s: %s\n", url, err);
+		exit(1);
+	}
+	return r;
+}
+
+struct racer {
+	pthread_t t;
+	const char *sid, *inst;
+	int kind, won;
+};
+
+static void *race(void *arg)
+{
+	struct racer *x = arg;
+	struct registry *r = open_or_die(); /* its own connection, as another replica's */
+	struct reg_session s;
+	if (x->kind == 0)
+		x->won = registry_session_begin_attest(r, x->sid, 1000, &s) == REG_OK;
+	else if (x->kind == 1) {
+		for (int i = 0; i < 100; i++)
+			x->won += registry_instance_attested(r, x->inst, "c", "m", "affirming",
+							     1000 + i) == REG_OK;
+	} else {
+		x->won = registry_state_advance(r, x->inst, 0, 1) == REG_OK;
+	}
+	registry_close(r);
+	return NULL;
+}
+
+static int unit(void)
+{
+	struct registry *r = open_or_die();
+	struct reg_session s;
+	struct reg_instance in;
+	char sid[64], iid[64];
+	long tag = (long)time(NULL) ^ (long)getpid() << 16;
+
+	snprintf(sid, sizeof(sid), "s-%lx", tag);
+	snprintf(iid, sizeof(iid), "i-%lx", tag);
+	tap(registry_session_new(r, sid, sid, "sha384", "", 2000) == REG_OK, "%s: a session",
+	    registry_backend(r));
+	struct racer t[8];
+	int wins = 0;
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct racer){.sid = sid, .kind = 0};
+		pthread_create(&t[i].t, NULL, race, &t[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i].t, NULL);
+		wins += t[i].won;
+	}
+	tap(wins == 1, "8 connections race to use one nonce: %d won (want 1)", wins);
+	tap(registry_session_begin_attest(r, sid, 1000, &s) == REG_NO,
+	    "the used nonce is refused after");
+	tap(registry_session_finish(r, sid, 1, "tok", "{}", iid, 3000) == REG_OK &&
+		registry_session_get(r, sid, 2999, &s) == REG_OK && !strcmp(s.token, "tok") &&
+		registry_session_get(r, sid, 3000, &s) == REG_NO,
+	    "an attested session is read until it expires, not after");
+	snprintf(sid, sizeof(sid), "e-%lx", tag);
+	registry_session_new(r, sid, sid, "sha384", "", 1500);
+	tap(registry_session_begin_attest(r, sid, 1500, &s) == REG_NO,
+	    "an expired nonce is refused");
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct racer){.inst = iid, .kind = 1};
+		pthread_create(&t[i].t, NULL, race, &t[i]);
+	}
+	wins = 0;
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i].t, NULL);
+		wins += t[i].won;
+	}
+	bool got800 = registry_instance_get(r, iid, &in) == REG_OK && in.attestations == 800;
+	tap(got800 && wins == 800,
+	    "8 connections x 100 attestations of one instance: %lld counted (want 800)",
+	    (long long)in.attestations);
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct racer){.inst = iid, .kind = 2};
+		pthread_create(&t[i].t, NULL, race, &t[i]);
+	}
+	wins = 0;
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i].t, NULL);
+		wins += t[i].won;
+	}
+	tap(wins == 1, "8 connections advance state version 0 -> 1: %d won (want 1)", wins);
+	tap(registry_state_advance(r, iid, 0, 2) == REG_NO &&
+		registry_state_advance(r, iid, 1, 1) == REG_NO &&
+		registry_state_advance(r, iid, 1, 5) == REG_OK &&
+		registry_instance_get(r, iid, &in) == REG_OK && in.state_version == 5,
+	    "a stale expected version, or a version not above it, is refused; 1 -> 5 taken");
+	tap(registry_lease_acquire(r, iid, "A", 100, 200) == REG_OK &&
+		registry_lease_acquire(r, iid, "B", 150, 250) == REG_NO &&
+		registry_lease_acquire(r, iid, "A", 150, 260) == REG_OK &&
+		registry_lease_acquire(r, iid, "B", 259, 300) == REG_NO &&
+		registry_lease_acquire(r, iid, "B", 260, 300) == REG_OK &&
+		registry_lease_release(r, iid, "A") == REG_NO &&
+		registry_lease_release(r, iid, "B") == REG_OK &&
+		registry_lease_acquire(r, iid, "A", 270, 280) == REG_OK,
+	    "a lease: one holder, renewed by it, taken over only once expired, released only by "
+	    "it");
+	tap(registry_lease_acquire(r, "no-such-instance", "A", 1, 2) == REG_NO,
+	    "no lease on an instance the registry does not know");
+	uint8_t v[300], *got = NULL;
+	size_t gl = 0;
+	char rule[20];
+	for (int i = 0; i < 300; i++)
+		v[i] = (uint8_t)(i * 7);
+	tap(registry_resource_put(r, "repo", iid, "tag", "affirming", v, sizeof(v)) == REG_OK &&
+		registry_resource_get(r, "repo", iid, "tag", rule, &got, &gl) == REG_OK &&
+		gl == sizeof(v) && !memcmp(got, v, gl) && !strcmp(rule, "affirming"),
+	    "a resource keeps its bytes and rule");
+	free(got);
+	tap(registry_resource_get(r, "repo", iid, "none", rule, &got, &gl) == REG_NO,
+	    "an unknown resource is not found");
+	registry_close(r);
+	printf("%d passed, %d failed\n", n - failed, failed);
+	return failed ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "unit")) {
+		url = argv[2];
+		return unit();
+	}
+	if (argc == 4 && !strcmp(argv[1], "race-setup")) {
+		url = argv[2];
+		struct registry *r = open_or_die();
+		for (int i = 0; i < atoi(argv[3]); i++) {
+			char id[32];
+			snprintf(id, sizeof(id), "race-%d", i);
+			if (registry_session_new(r, id, id, "sha384", "", 4000000000LL) != REG_OK ||
+			    registry_instance_attested(r, id, "c", "m", "affirming", 1) != REG_OK)
+				return 1;
+		}
+		registry_close(r);
+		return 0;
+	}
+	if (argc == 5 && !strcmp(argv[1], "race")) {
+		url = argv[2];
+		struct registry *r = open_or_die();
+		struct reg_session s;
+		for (int i = 0; i < atoi(argv[3]); i++) {
+			char id[32];
+			snprintf(id, sizeof(id), "race-%d", i);
+			if (registry_session_begin_attest(r, id, 1000, &s) == REG_OK)
+				printf("nonce %d\n", i);
+			if (registry_lease_acquire(r, id, argv[4], 1000, 2000) == REG_OK)
+				printf("lease %d\n", i);
+		}
+		registry_close(r);
+		return 0;
+	}
+	fprintf(stderr, "usage: kbs-registry-test unit URL | race-setup URL N | race URL N WHO\n");
+	return 2;
+}
