@@ -8,13 +8,13 @@ HOST_SRCS += attest/snp_verify.c attest/tpm_cred.c
 # csvsm-verify: the SNP evidence verifier.
 TOOLS += csvsm-verify
 csvsm-verify_SRCS := tools/csvsm-verify.c
-csvsm-verify_LIBS := -lmbedx509 -lmbedcrypto
+csvsm-verify_LIBS := -lmbedx509 -lmbedcrypto -lcrypto
 # csvsm-cred: the verifier's side of TPM credential activation (EK -> AK).
 TOOLS += csvsm-cred
 csvsm-cred_SRCS := tools/csvsm-cred.c
 csvsm-cred_LIBS := -lmbedx509 -lmbedcrypto
 
-test_report_LIBS := -lmbedx509 -lmbedcrypto
+test_report_LIBS := -lmbedx509 -lmbedcrypto -lcrypto
 test_certtable_LIBS :=
 test_tpm_cred_LIBS := -lmbedx509 -lmbedcrypto
 
@@ -51,7 +51,12 @@ fuzz-verify: $(FUZZ_VERIFY)
 	  if [ $$rc -ne 0 ]; then echo "FAIL: $$f (exit $$rc, log $$f.log)"; exit 1; fi; \
 	done
 
-# Benchmark: csvsm-verify (warm, --repeat) vs the openssl CLI.
+# Benchmark: csvsm-verify's warm chain cache against OpenSSL's own ECDSA
+# P-384 rate (the floor), go-sev-guest 0.13 built offline from Debian's
+# packages (bench/verify_go_peer.sh, under build/verify-go; nothing is
+# installed and `make test` needs no Go) and the openssl CLI, in one run
+# (docs/verify.md "Benchmark"). BEFORE=binary or BEFORE_REF=git-ref adds an
+# older csvsm-verify; NO_GO=1 leaves the Go peer out.
 verify-bench: $(BUILD)/csvsm-verify
 	SHARED=$(SHARED) bench/verify_bench.sh
 

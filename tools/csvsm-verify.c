@@ -894,20 +894,33 @@ int main(int argc, char **argv)
 
 	struct snp_verify_result res;
 	if (repeat) {
-		/* Warm path for benchmarks: the chain is parsed once, each round
-		 * decodes the report bytes and runs every check again. */
-		struct timespec t0, t1;
+		/* A service's path, for benchmarks: the chain verified once into
+		 * the warm cache (timed with the rounds), then each round decodes
+		 * the report bytes and runs every check against the cache. */
+		struct snp_chain_cache cc;
+		struct timespec t0, t1, c0, c1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+		snp_chain_cache_init(&cc, &ch);
 		for (unsigned long i = 0; i < repeat; i++) {
 			snp_report_decode(rbuf, rlen, &rep);
 			perr = snp_report_check(&rep);
-			snp_verify_run(&rep, perr, &ch, &o, &res);
+			snp_verify_run_cached(&rep, perr, &cc, &o, &res);
 		}
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
+		snp_chain_cache_free(&cc);
 		double s =
 		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-		fprintf(stderr, "repeat: %lu verifications in %.3f s, %.1f reports/s\n", repeat, s,
-			s > 0 ? (double)repeat / s : 0.0);
+		double cpu =
+		    (double)(c1.tv_sec - c0.tv_sec) + (double)(c1.tv_nsec - c0.tv_nsec) / 1e9;
+		/* Wall clock, and CPU time (per core: what `openssl speed` divides
+		 * by, its user time, and what a loaded machine does not blur). */
+		fprintf(stderr,
+			"repeat: %lu verifications in %.3f s, %.1f reports/s; %.3f s CPU, %.1f "
+			"reports/s per CPU-second\n",
+			repeat, s, s > 0 ? (double)repeat / s : 0.0, cpu,
+			cpu > 0 ? (double)repeat / cpu : 0.0);
 	} else {
 		snp_verify_run(&rep, perr, &ch, &o, &res);
 	}
