@@ -144,7 +144,9 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
  *
  * The cache borrows the chain: keep it alive and unchanged while the cache
  * is used, free the cache first. After init, the cache is only read, so
- * several threads may call snp_verify_run_cached() with one cache at once.
+ * several threads may call snp_verify_run_cached() with one cache at once
+ * (each call verifies through an EVP_PKEY_CTX of its own on the shared
+ * EVP_PKEY, which openssl-threads(7) allows).
  * The fields are the verifier's own; callers read none of them.
  * snp_chain_cache_init returns 0, or -1 when OpenSSL could not take a P-384
  * leaf key (out of memory; the signature check then fails, saying so); the
