@@ -88,6 +88,10 @@ versions() { # versions APT-CACHE-CMD PKG...
 		echo "$p=$v"
 	done
 }
+# The system's lists (bookworm) may not be there yet on a fresh machine.
+if [ -n "$SYS_PKGS" ] && ! apt-cache policy golang-1.19-go 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+	apt-get update -q >"$W/apt-update-system.log" 2>&1 || die "apt-get update failed: see $W/apt-update-system.log"
+fi
 # shellcheck disable=SC2086
 mapfile -t sys < <([ -z "$SYS_PKGS" ] || versions apt-cache $SYS_PKGS)
 # shellcheck disable=SC2086
@@ -112,7 +116,7 @@ done
 
 # The six PEMs from Debian's source tarball (orig.tar.gz: upstream's files).
 (cd "$W/src" && tapt apt-get source --download-only -q golang-github-google-go-sev-guest >"$W/source.log" 2>&1) || true
-orig=$(ls "$W/src"/golang-github-google-go-sev-guest_"${src%-*}".orig.tar.* 2>/dev/null | head -n1)
+orig=$(ls "$W/src/golang-github-google-go-sev-guest_${src%-*}".orig.tar.* 2>/dev/null | head -n1)
 [ -n "$orig" ] || die "Debian's source tarball of go-sev-guest $src did not download: see $W/source.log"
 # apt checked it against the signed Sources index; say which file it was.
 want_sha=$(tapt apt-cache showsrc golang-github-google-go-sev-guest |
@@ -133,5 +137,5 @@ env -i PATH=/usr/bin:/bin HOME="$W/home" GOROOT="$GOROOT" GOPATH="$W/gopath-$SUI
 	>"$W/build.log" 2>&1 || die "go build failed: see $W/build.log"
 mv "$OUT.new" "$OUT"
 printf '%s\n' "$want" >"$OUT.closure"
-GOROOT="$GOROOT" "$GOROOT/bin/go" version >"$OUT.goversion" 2>/dev/null || echo "go$GOVER" >"$OUT.goversion"
+env GOROOT="$GOROOT" "$GOROOT/bin/go" version >"$OUT.goversion" 2>/dev/null || echo "go$GOVER" >"$OUT.goversion"
 echo "$OUT"
