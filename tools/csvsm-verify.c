@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -45,7 +46,8 @@ static void die2(const char *fmt, ...)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: csvsm-verify --report FILE [chain] [policy] [--json] [--repeat N]\n"
+		"usage: csvsm-verify --report FILE [chain] [policy] [--json]\n"
+		"                    [--repeat N [--threads T]]\n"
 		"chain (any of; explicit options win over --certs, --cert-table, --roots):\n"
 		"  --vcek FILE | --vlek FILE   signing-key certificate (DER or PEM)\n"
 		"  --ask FILE | --asvk FILE    intermediate (ASK for VCEK, ASVK for VLEK)\n"
@@ -605,6 +607,28 @@ static void manifest_ek_check(const uint8_t *m, size_t ml, struct snp_verify_res
 		res->verified = false;
 }
 
+/* --repeat: rounds of one report against the shared warm chain cache. */
+#define VERIFY_MAX_THREADS 64
+struct repeat_job {
+	const uint8_t *rbuf;
+	size_t rlen;
+	const struct snp_chain_cache *cc;
+	const struct snp_verify_opts *o;
+	unsigned long n;
+	struct snp_report rep;
+	struct snp_verify_result res;
+};
+
+static void *repeat_worker(void *p)
+{
+	struct repeat_job *j = p;
+	for (unsigned long i = 0; i < j->n; i++) {
+		snp_report_decode(j->rbuf, j->rlen, &j->rep);
+		snp_verify_run_cached(&j->rep, snp_report_check(&j->rep), j->cc, j->o, &j->res);
+	}
+	return NULL;
+}
+
 static void write_manifest_ek(const char *out)
 {
 	FILE *f = fopen(out, "wbx");
@@ -640,6 +664,7 @@ int main(int argc, char **argv)
 		O_MANIFEST,
 		O_JSON,
 		O_REPEAT,
+		O_THREADS,
 		O_HELP,
 		O_QMSG,
 		O_QSIG,
@@ -672,6 +697,7 @@ int main(int argc, char **argv)
 	    {"manifest", 1, 0, O_MANIFEST},
 	    {"json", 0, 0, O_JSON},
 	    {"repeat", 1, 0, O_REPEAT},
+	    {"threads", 1, 0, O_THREADS},
 	    {"help", 0, 0, O_HELP},
 	    {"quote-msg", 1, 0, O_QMSG},
 	    {"quote-sig", 1, 0, O_QSIG},
@@ -691,6 +717,7 @@ int main(int argc, char **argv)
 	const char *qakpub = NULL, *manifest_ek = NULL, *akname_hex = NULL;
 	bool json = false, have_time = false;
 	unsigned long repeat = 0;
+	unsigned threads = 1;
 	int opt;
 
 	memset(&o, 0, sizeof(o));
@@ -769,6 +796,12 @@ int main(int argc, char **argv)
 		case O_JSON:
 			json = true;
 			break;
+		case O_THREADS:
+			errno = 0;
+			threads = (unsigned)strtoul(optarg, &end, 0);
+			if (errno || *end || threads == 0 || threads > VERIFY_MAX_THREADS)
+				die2("--threads: 1..%d", VERIFY_MAX_THREADS);
+			break;
 		case O_REPEAT:
 			errno = 0;
 			repeat = strtoul(optarg, &end, 0);
@@ -807,6 +840,8 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (threads > 1 && !repeat)
+		die2("--threads goes with --repeat");
 	if (optind != argc || !report_path) {
 		usage(stderr);
 		return 2;
@@ -960,20 +995,38 @@ int main(int argc, char **argv)
 	if (repeat) {
 		/* A service's path, for benchmarks: the chain verified once into
 		 * the warm cache (timed with the rounds), then each round decodes
-		 * the report bytes and runs every check against the cache. */
+		 * the report bytes and runs every check against the cache, on
+		 * --threads threads sharing the one cache. */
 		struct snp_chain_cache cc;
+		struct repeat_job jobs[VERIFY_MAX_THREADS];
+		pthread_t tid[VERIFY_MAX_THREADS];
 		struct timespec t0, t1, c0, c1;
 		clock_gettime(CLOCK_MONOTONIC, &t0);
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
 		snp_chain_cache_init(&cc, &ch);
-		for (unsigned long i = 0; i < repeat; i++) {
-			snp_report_decode(rbuf, rlen, &rep);
-			perr = snp_report_check(&rep);
-			snp_verify_run_cached(&rep, perr, &cc, &o, &res);
+		for (unsigned i = 0; i < threads; i++) {
+			jobs[i] = (struct repeat_job){
+			    .rbuf = rbuf,
+			    .rlen = rlen,
+			    .cc = &cc,
+			    .o = &o,
+			    .n = repeat / threads + (i < repeat % threads),
+			};
+			if (i && pthread_create(&tid[i], NULL, repeat_worker, &jobs[i]))
+				die2("--threads: cannot start a thread");
 		}
+		repeat_worker(&jobs[0]);
+		for (unsigned i = 1; i < threads; i++)
+			pthread_join(tid[i], NULL);
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		snp_chain_cache_free(&cc);
+		/* Every thread's last result must be the one a single run gives. */
+		for (unsigned i = 1; i < threads; i++)
+			if (jobs[i].n && memcmp(&jobs[i].res, &jobs[0].res, sizeof(res)))
+				die2("--threads: thread %u's result differs from thread 0's", i);
+		res = jobs[0].res;
+		rep = jobs[0].rep;
 		double s =
 		    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 		double cpu =
@@ -982,9 +1035,9 @@ int main(int argc, char **argv)
 		 * by, its user time, and what a loaded machine does not blur). */
 		fprintf(stderr,
 			"repeat: %lu verifications in %.3f s, %.1f reports/s; %.3f s CPU, %.1f "
-			"reports/s per CPU-second\n",
+			"reports/s per CPU-second; %u thread%s\n",
 			repeat, s, s > 0 ? (double)repeat / s : 0.0, cpu,
-			cpu > 0 ? (double)repeat / cpu : 0.0);
+			cpu > 0 ? (double)repeat / cpu : 0.0, threads, threads > 1 ? "s" : "");
 	} else {
 		snp_verify_run(&rep, perr, &ch, &o, &res);
 	}
