@@ -72,7 +72,7 @@ APT::Architectures { "amd64"; };
 Acquire::Languages "none";
 Acquire::Retries "1";
 Acquire::http::Timeout "20";
-APT::Sandbox::User "root";
+APT::Sandbox::User "$(id -un)";
 EOF
 tapt() { APT_CONFIG=$A/apt.conf "$@"; }
 if [ -z "$(find "$A/state/lists" -name '*Sources*' -mtime -7 2>/dev/null | head -n1)" ]; then
