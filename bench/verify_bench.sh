@@ -8,6 +8,10 @@
 #                its CPU user time; so do the rates below, by user + system
 #                CPU time of the process, so a loaded machine does not blur
 #                them: "per core")
+#   libraries    build/verify-floor (bench/verify_floor.c): the same report's
+#                bare ECDSA P-384 verification in a loop by Nettle (the
+#                library the verifier uses), OpenSSL (EVP_PKEY_verify, one
+#                context, as openssl speed) and mbedTLS (what it used before)
 #   csvsm warm   csvsm-verify --repeat N: the chain verified once into the
 #                warm cache (snp_chain_cache_init), then every check of every
 #                report against it (snp_verify_run_cached): a service's path
@@ -28,6 +32,7 @@
 #
 # Usage: bench/verify_bench.sh [FIXTURE] (default milan-v3)
 # Env: SHARED; S (whole seconds per measurement, default 2); ROUNDS (default 3);
+#      CSVSM_VERIFY, VERIFY_FLOOR (the binaries, default build/);
 #      M (processes for cold and CLI, default 30); BEFORE / BEFORE_REF;
 #      GO_PEER_SUITE (bookworm: Go 1.19, default; trixie: Go 1.24); NO_GO=1
 set -eu
@@ -36,6 +41,7 @@ SHARED=${SHARED:-$ROOT/../shared}
 case "$SHARED" in /*) ;; *) SHARED=$ROOT/$SHARED ;; esac
 FX=$SHARED/fixtures/snp
 V=${CSVSM_VERIFY:-$ROOT/build/csvsm-verify}
+VF=${VERIFY_FLOOR:-$ROOT/build/verify-floor}
 NAME=${1:-milan-v3}
 S=${S:-2}
 case $S in '' | *[!0-9]* | 0) echo "verify_bench: S is whole seconds (1 or more)"; exit 1 ;; esac
@@ -46,6 +52,7 @@ if [ ! -f "$FX/reports/$NAME.report.bin" ]; then
 	echo "verify_bench: SKIP: fixture $FX/reports/$NAME.report.bin not found"; exit 0
 fi
 [ -x "$V" ] || { echo "verify_bench: $V not built (make build/csvsm-verify)"; exit 1; }
+[ -x "$VF" ] || { echo "verify_bench: $VF not built (make build/verify-floor)"; exit 1; }
 prod() { case $1 in milan*) echo milan ;; genoa*|siena*) echo genoa ;; turin*) echo turin ;; esac; }
 P=$(prod "$NAME")
 [ -n "$P" ] || { echo "verify_bench: unknown product for $NAME"; exit 1; }
@@ -117,6 +124,9 @@ floor() {
 
 for ((round = 1; round <= ROUNDS; round++)); do
 	f=$(floor); if [ "$f" = fail ]; then RES[floor]+=" fail"; else RES[floor]+=" $f/-"; fi
+	while read -r lib r; do
+		if [ "$r" = failed ]; then RES[$lib]+=" fail"; else RES[$lib]+=" $r/-"; fi
+	done < <("$VF" "$VCEK" "$REP" "$S")
 	measure warm "$V" "${ARGS[@]}" --repeat @N@
 	[ -z "$BEFORE" ] || measure before "$BEFORE" "${ARGS[@]}" --repeat @N@
 	if [ -n "$GO" ]; then
@@ -161,11 +171,13 @@ RES[cli]=$(procs "$M" "$CLI")
 echo "verify_bench: $NAME ($P), $(nproc) CPUs, $(openssl version | cut -d' ' -f1-2)${GOV:+, go-sev-guest 0.13 on $GOV (Debian ${GO_PEER_SUITE:-bookworm})}"
 echo "  $ROUNDS interleaved rounds of ~${S} s each, median; reports/s per CPU-second (wall-clock rate in brackets)"
 python3 - "$ROUNDS" "$M" "${RES[floor]}" "${RES[warm]}" "${RES[before]:-}" "${RES[goatt]:-}" "${RES[gosig]:-}" \
-	"${RES[cold]}" "${RES[cli]}" "${NS[warm]:-0}" "${NS[before]:-0}" "${NS[goatt]:-0}" "${NS[gosig]:-0}" <<'PY'
+	"${RES[cold]}" "${RES[cli]}" "${NS[warm]:-0}" "${NS[before]:-0}" "${NS[goatt]:-0}" "${NS[gosig]:-0}" \
+	"${RES[nettle]:-fail}" "${RES[openssl]:-fail}" "${RES[mbedtls]:-fail}" <<'PY'
 import statistics, sys
 rounds, m = sys.argv[1], sys.argv[2]
 floor, warm, before, goatt, gosig, cold, cli = sys.argv[3:10]
 nw, nb, nga, ngs = sys.argv[10:14]
+lnettle, lossl, lmbed = sys.argv[14:17]
 def med(s):
     v = [x for x in s.split() if x != "fail"]
     if not v or len(v) != len(s.split()): return None, None
@@ -175,6 +187,9 @@ def med(s):
     return cpu, wall
 rows = [
     ("openssl speed ecdsap384 verify (floor)", floor, ""),
+    ("Nettle ecdsa_verify, this report (csvsm's library)", lnettle, "bare, in a loop"),
+    ("OpenSSL EVP_PKEY_verify, this report", lossl, "bare, in a loop"),
+    ("mbedTLS mbedtls_ecdsa_verify, this report", lmbed, "bare, in a loop (csvsm before)"),
     ("csvsm-verify warm cache (--repeat)", warm, "%s reports a round" % nw),
     ("csvsm-verify before (BEFORE)", before, "%s reports a round" % nb),
     ("go-sev-guest SnpAttestation (Go peer)", goatt, "%s reports a round" % nga),

@@ -1,8 +1,8 @@
 /*
  * Host-side SEV-SNP evidence verification (csvsm-verify, csvsm-kbs and their
- * tests; HOST_SRCS, link with -lmbedx509 -lmbedcrypto -lcrypto): mbedTLS 2.28
- * parses the certificates and checks the RSASSA-PSS chain, OpenSSL's
- * libcrypto verifies the reports' ECDSA P-384 signatures (docs/verify.md).
+ * tests; HOST_SRCS, link with -lmbedx509 -lmbedcrypto -lhogweed -lnettle
+ * -lgmp): mbedTLS 2.28 parses the certificates and checks the RSASSA-PSS
+ * chain, Nettle verifies the reports' ECDSA P-384 signatures (docs/verify.md).
  *
  * Every check is a separate function returning true/false with a one-line
  * detail, so a verifier can report each by name:
@@ -134,7 +134,7 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
  * snp_chain_cache_init() does the work that depends on the certificates
  * alone: the ARK's SHA-256, the three RSASSA-PSS signatures (ARK by itself,
  * ASK/ASVK by the ARK, VCEK/VLEK by the ASK/ASVK), the leaf's AMD extensions
- * and its P-384 key made ready for OpenSSL. snp_verify_run_cached() then
+ * and its P-384 key made ready for Nettle. snp_verify_run_cached() then
  * runs every check of snp_verify_run(), in the same order, with the same
  * verdicts and details: what a report or the options decide is judged on
  * each call (the pin against o->trusted_ark, validity at o->at, the product
@@ -145,14 +145,14 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
  * The cache borrows the chain: keep it alive and unchanged while the cache
  * is used, free the cache first. After init, the cache is only read, so
  * several threads may call snp_verify_run_cached() with one cache at once
- * (each call verifies through an EVP_PKEY_CTX of its own on the shared
- * EVP_PKEY, which openssl-threads(7) allows).
+ * (Nettle's ecdsa_verify only reads the point and allocates its scratch
+ * through GMP, which is thread-safe: GMP manual, "Reentrancy").
  * The fields are the verifier's own; callers read none of them.
- * snp_chain_cache_init returns 0, or -1 when OpenSSL could not take a P-384
- * leaf key (out of memory; the signature check then fails, saying so); the
+ * snp_chain_cache_init returns 0, or -1 when a P-384 leaf key could not be
+ * made (out of memory; the signature check then fails, saying so); the
  * cache is usable and must be freed either way.
  */
-struct evp_pkey_st; /* OpenSSL's EVP_PKEY */
+struct snp_leaf_key; /* the leaf's P-384 point for Nettle (snp_verify.c) */
 struct snp_chain_link {
 	bool ok;
 	char detail[SNP_DETAIL_LEN]; /* why not, when !ok */
@@ -164,7 +164,7 @@ struct snp_chain_cache {
 	bool ext_ok; /* snp_amd_ext_parse() of the leaf */
 	struct snp_amd_ext ext;
 	char ext_detail[SNP_DETAIL_LEN];
-	struct evp_pkey_st *leaf_key; /* NULL unless the leaf is a P-384 key */
+	struct snp_leaf_key *leaf_key; /* NULL unless the leaf is a P-384 key */
 };
 int snp_chain_cache_init(struct snp_chain_cache *cc, const struct snp_chain *c);
 void snp_chain_cache_free(struct snp_chain_cache *cc);
