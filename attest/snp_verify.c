@@ -314,10 +314,10 @@ bad:
  * The leaf's public key made ready for the report signatures, which Nettle
  * verifies: mbedTLS parsed and checked the certificate (its point is on
  * P-384, mbedtls_pk_parse_subpubkey); Nettle 3.8's P-384 (curve-specific
- * reduction, a precomputed table for G) verifies 2.6x faster than mbedTLS
- * 2.28 and 1.8x faster than OpenSSL 3.0, whose P-384 is its generic
- * BIGNUM code (docs/verify.md "Benchmark": callgrind found 79% of a
- * report's instructions in mbedtls_ecdsa_verify). ecc_point_set refuses a
+ * reduction, a precomputed table for G) verifies about 6x as fast as
+ * mbedTLS 2.28 and 1.7x as fast as OpenSSL 3.0, whose P-384 is its generic
+ * BIGNUM code (docs/verify.md "Benchmark", bench/verify_floor.c; callgrind
+ * found 79% of a report's instructions in mbedtls_ecdsa_verify before). ecc_point_set refuses a
  * point off the curve (Nettle manual, "Elliptic curves"). NULL when the
  * leaf is not a P-384 EC key.
  */
