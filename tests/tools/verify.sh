@@ -374,7 +374,8 @@ PY
 wpid=$!
 timeout 10 "$V" --json $MEK --manifest "$T/mek.fifo" --manifest-ek "$T/ek.out" >"$T/out.json" 2>"$T/err"; rc=$?
 kill $wpid 2>/dev/null; wait $wpid 2>/dev/null
-if [ $rc = 0 ] && grep -qx "served A" "$T/served" && ! grep -q "served B" "$T/served" && cmp -s "$T/ek.out" "$S/ek-a.bin"; then
+# ("served A" may not be printed yet when the writer is stopped: A's EK is the proof.)
+if [ $rc = 0 ] && ! grep -q "served B" "$T/served" && cmp -s "$T/ek.out" "$S/ek-a.bin"; then
 	ok "manifest swapped after the first read (FIFO: A, then B): read once, A's EK written, B never read"
 else
 	nok "manifest swap (exit $rc; $(tr '\n' ' ' <"$T/served"); EK written: $(cmp -s "$T/ek.out" "$S/ek-b.bin" && echo "B's, which the report never bound" || echo "not B's"))"
