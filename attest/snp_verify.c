@@ -20,6 +20,10 @@
 #include <mbedtls/rsa.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
+#include <gmp.h>
+#include <nettle/ecc-curve.h>
+#include <nettle/ecc.h>
+#include <nettle/ecdsa.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -306,13 +310,96 @@ bad:
 	return false;
 }
 
-bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf, char *detail,
-			  size_t n)
+/*
+ * The leaf's public key made ready for the report signatures, which Nettle
+ * verifies: mbedTLS parsed and checked the certificate (its point is on
+ * P-384, mbedtls_pk_parse_subpubkey); Nettle 3.8's P-384 (curve-specific
+ * reduction, a precomputed table for G) verifies about 6x as fast as
+ * mbedTLS 2.28 and 1.7x as fast as OpenSSL 3.0, whose P-384 is its generic
+ * BIGNUM code (docs/verify.md "Benchmark", bench/verify_floor.c; callgrind
+ * found 79% of a report's instructions in mbedtls_ecdsa_verify before). ecc_point_set refuses a
+ * point off the curve (Nettle manual, "Elliptic curves"). NULL when the
+ * leaf is not a P-384 EC key.
+ */
+struct snp_leaf_key {
+	struct ecc_point q;
+};
+
+static bool leaf_is_p384(const mbedtls_x509_crt *leaf)
 {
-	uint8_t hash[64], be[SNP_REPORT_P384_LEN]; /* SHA-384 in a SHA-512-sized buffer */
-	mbedtls_mpi R, S;
-	bool ok = false;
-	int ret;
+	return (mbedtls_pk_get_type(&leaf->pk) == MBEDTLS_PK_ECKEY ||
+		mbedtls_pk_get_type(&leaf->pk) == MBEDTLS_PK_ECDSA) &&
+	       mbedtls_pk_ec(leaf->pk)->grp.id == MBEDTLS_ECP_DP_SECP384R1;
+}
+
+static void leaf_key_free(struct snp_leaf_key *k)
+{
+	if (!k)
+		return;
+	ecc_point_clear(&k->q);
+	free(k);
+}
+
+static struct snp_leaf_key *leaf_key_new(const mbedtls_x509_crt *leaf)
+{
+	uint8_t x[SNP_REPORT_P384_LEN], y[SNP_REPORT_P384_LEN];
+	struct snp_leaf_key *k;
+	mpz_t mx, my;
+	int ok;
+
+	if (!leaf_is_p384(leaf))
+		return NULL;
+	const mbedtls_ecp_keypair *ec = mbedtls_pk_ec(leaf->pk);
+	if (mbedtls_mpi_write_binary(&ec->Q.X, x, sizeof(x)) ||
+	    mbedtls_mpi_write_binary(&ec->Q.Y, y, sizeof(y)))
+		return NULL;
+	k = malloc(sizeof(*k));
+	if (!k)
+		return NULL;
+	ecc_point_init(&k->q, nettle_get_secp_384r1());
+	mpz_init(mx);
+	mpz_init(my);
+	mpz_import(mx, sizeof(x), 1, 1, 0, 0, x); /* big-endian bytes */
+	mpz_import(my, sizeof(y), 1, 1, 0, 0, y);
+	ok = ecc_point_set(&k->q, mx, my);
+	mpz_clear(mx);
+	mpz_clear(my);
+	if (!ok) {
+		leaf_key_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/*
+ * ECDSA P-384 over a SHA-384 digest, R and S as the report holds them (48
+ * little-endian bytes each, interfaces §7). The rule mbedtls_ecdsa_verify
+ * applied (SEC 1 4.1.4; RFC 6090 KT-I): R and S in [1, n-1], then
+ * x(u1 G + u2 Q) mod n == R; Nettle's ecc_ecdsa_verify checks the same
+ * range first (ecdsa_in_range). The one case where they could part, u1 G =
+ * +-u2 Q, needs the signing key to construct (Nettle's ecc-ecdsa-verify.c
+ * says so); tests/fuzz/fuzz_sigverify.c compares the two on any R, S and
+ * report. 1 verifies, 0 not.
+ */
+static int ecdsa_p384_verify(const struct snp_leaf_key *k, const uint8_t hash[48],
+			     const uint8_t *r_le, const uint8_t *s_le)
+{
+	struct dsa_signature sig;
+	int ok;
+
+	dsa_signature_init(&sig);
+	mpz_import(sig.r, SNP_REPORT_P384_LEN, -1, 1, 0, 0, r_le); /* little-endian bytes */
+	mpz_import(sig.s, SNP_REPORT_P384_LEN, -1, 1, 0, 0, s_le);
+	ok = ecdsa_verify(&k->q, SNP_REPORT_P384_LEN, hash, &sig);
+	dsa_signature_clear(&sig);
+	return ok;
+}
+
+/* The signature check with the leaf's key already made (leaf_key_new). */
+static bool signature_judge(const struct snp_report *r, const mbedtls_x509_crt *leaf,
+			    const struct snp_leaf_key *key, char *detail, size_t n)
+{
+	uint8_t hash[64]; /* SHA-384 in a SHA-512-sized buffer */
 
 	if (r->raw.signature_algo != SNP_SIG_ALGO_ECDSA_P384_SHA384) {
 		setd(detail, n, "SIGNATURE_ALGO is %u, not 1 (ECDSA P-384 SHA-384)",
@@ -334,9 +421,12 @@ bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *le
 		setd(detail, n, "VCEK/VLEK key is not an EC key");
 		return false;
 	}
-	const mbedtls_ecp_keypair *ec = mbedtls_pk_ec(leaf->pk);
-	if (ec->grp.id != MBEDTLS_ECP_DP_SECP384R1) {
+	if (mbedtls_pk_ec(leaf->pk)->grp.id != MBEDTLS_ECP_DP_SECP384R1) {
 		setd(detail, n, "VCEK/VLEK key is not on P-384");
+		return false;
+	}
+	if (!key) {
+		setd(detail, n, "VCEK/VLEK key could not be loaded for verification");
 		return false;
 	}
 	for (size_t i = SNP_REPORT_P384_LEN; i < SNP_REPORT_SIG_COMP; i++) {
@@ -346,28 +436,20 @@ bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *le
 		}
 	}
 	mbedtls_sha512_ret((const uint8_t *)&r->raw, SNP_REPORT_SIGNED_LEN, hash, 1);
-	mbedtls_mpi_init(&R);
-	mbedtls_mpi_init(&S);
-	/* R and S are little-endian in the report; mbedTLS reads big-endian. */
-	for (size_t i = 0; i < SNP_REPORT_P384_LEN; i++)
-		be[i] = r->raw.sig_r[SNP_REPORT_P384_LEN - 1 - i];
-	ret = mbedtls_mpi_read_binary(&R, be, sizeof(be));
-	for (size_t i = 0; i < SNP_REPORT_P384_LEN; i++)
-		be[i] = r->raw.sig_s[SNP_REPORT_P384_LEN - 1 - i];
-	if (!ret)
-		ret = mbedtls_mpi_read_binary(&S, be, sizeof(be));
-	if (!ret)
-		ret = mbedtls_ecdsa_verify((mbedtls_ecp_group *)&ec->grp, hash, 48, &ec->Q, &R, &S);
-	if (ret)
-		setd(detail, n, "ECDSA P-384 signature over 0x000-0x29F does not verify (-0x%04x)",
-		     -ret);
-	else {
-		setd(detail, n, "ECDSA P-384/SHA-384 by the %s",
-		     snp_cert_is_vlek(leaf) ? "VLEK" : "VCEK");
-		ok = true;
+	if (!ecdsa_p384_verify(key, hash, r->raw.sig_r, r->raw.sig_s)) {
+		setd(detail, n, "ECDSA P-384 signature over 0x000-0x29F does not verify");
+		return false;
 	}
-	mbedtls_mpi_free(&R);
-	mbedtls_mpi_free(&S);
+	setd(detail, n, "ECDSA P-384/SHA-384 by the %s", snp_cert_is_vlek(leaf) ? "VLEK" : "VCEK");
+	return true;
+}
+
+bool snp_verify_signature(const struct snp_report *r, const mbedtls_x509_crt *leaf, char *detail,
+			  size_t n)
+{
+	struct snp_leaf_key *key = leaf_key_new(leaf);
+	bool ok = signature_judge(r, leaf, key, detail, n);
+	leaf_key_free(key);
 	return ok;
 }
 
@@ -471,12 +553,55 @@ enum snp_product snp_verify_product(const struct snp_chain *c, const struct snp_
 	return p;
 }
 
-bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
-		      const struct snp_verify_opts *o, enum snp_product *product, char *d, size_t n)
+/*
+ * The warm chain cache (snp_verify.h): what the checks learn from the chain
+ * alone, computed once. Everything a report or the options can change (the
+ * pin against --trust-ark, validity at o->at, the product line against the
+ * report's CPUID and --product, the report's TCB, CHIP_ID and signature) is
+ * judged per report by the *_judge functions below, in the order the checks
+ * have always run, so a cached and an uncached run give the same verdicts
+ * and details: snp_verify_run() is snp_verify_run_cached() on a cache built
+ * for the call.
+ */
+int snp_chain_cache_init(struct snp_chain_cache *cc, const struct snp_chain *c)
 {
-	uint8_t fp[SNP_FP_LEN];
+	memset(cc, 0, sizeof(*cc));
+	cc->chain = c;
+	if (c->have_ark)
+		snp_cert_fingerprint(&c->ark, cc->ark_fp);
+	/* The three RSASSA-PSS links, each named as snp_verify_chain() names it. */
+	bool vlek = c->have_leaf && snp_cert_is_vlek(&c->leaf);
+	if (c->have_ark)
+		cc->ark_self.ok =
+		    pss_signed_by(&c->ark, &c->ark, "ARK", cc->ark_self.detail, SNP_DETAIL_LEN);
+	if (c->have_ask && c->have_ark)
+		cc->ask_by_ark.ok = pss_signed_by(&c->ask, &c->ark, vlek ? "ASVK" : "ASK",
+						  cc->ask_by_ark.detail, SNP_DETAIL_LEN);
+	if (c->have_leaf && c->have_ask)
+		cc->leaf_by_ask.ok = pss_signed_by(&c->leaf, &c->ask, vlek ? "VLEK" : "VCEK",
+						   cc->leaf_by_ask.detail, SNP_DETAIL_LEN);
+	if (c->have_leaf) {
+		cc->ext_ok = snp_amd_ext_parse(&c->leaf, &cc->ext, cc->ext_detail, SNP_DETAIL_LEN);
+		cc->leaf_key = leaf_key_new(&c->leaf);
+	}
+	/* A P-384 leaf whose key could not be made (out of memory). */
+	if (c->have_leaf && !cc->leaf_key && leaf_is_p384(&c->leaf))
+		return -1;
+	return 0;
+}
+
+void snp_chain_cache_free(struct snp_chain_cache *cc)
+{
+	leaf_key_free(cc->leaf_key);
+	memset(cc, 0, sizeof(*cc));
+}
+
+static bool chain_judge(const struct snp_chain_cache *cc, const struct snp_report *r,
+			const struct snp_verify_opts *o, enum snp_product *product, char *d,
+			size_t n)
+{
+	const struct snp_chain *c = cc->chain;
 	enum snp_product pin, p_ark, p_ask, p_leaf = SNP_PRODUCT_UNKNOWN, p;
-	struct snp_amd_ext ext;
 	bool vlek;
 
 	*product = SNP_PRODUCT_UNKNOWN;
@@ -487,17 +612,21 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 	vlek = snp_cert_is_vlek(&c->leaf);
 
 	/* ARK: pinned or explicitly trusted, self-signed. */
-	snp_cert_fingerprint(&c->ark, fp);
-	pin = snp_pinned_ark_product(fp);
-	if (!pin && !trusted_extra(o, fp)) {
+	pin = snp_pinned_ark_product(cc->ark_fp);
+	if (!pin && !trusted_extra(o, cc->ark_fp)) {
 		setd(d, n,
 		     "ARK is not a pinned AMD root (SHA-256 %02x%02x%02x%02x...) and not given by "
 		     "--trust-ark",
-		     fp[0], fp[1], fp[2], fp[3]);
+		     cc->ark_fp[0], cc->ark_fp[1], cc->ark_fp[2], cc->ark_fp[3]);
 		return false;
 	}
-	if (!ca_cert_ok(&c->ark, "ARK", d, n) || !pss_signed_by(&c->ark, &c->ark, "ARK", d, n) ||
-	    !cert_valid_at(&c->ark, &o->at, "ARK", d, n))
+	if (!ca_cert_ok(&c->ark, "ARK", d, n))
+		return false;
+	if (!cc->ark_self.ok) {
+		setd(d, n, "%s", cc->ark_self.detail);
+		return false;
+	}
+	if (!cert_valid_at(&c->ark, &o->at, "ARK", d, n))
 		return false;
 
 	/* ASK (VCEK chain) or ASVK (VLEK chain), signed by the ARK. */
@@ -508,8 +637,13 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 			  : "a VCEK needs the ASK (SEV-<product>), not an ASVK");
 		return false;
 	}
-	if (!ca_cert_ok(&c->ask, mid, d, n) || !pss_signed_by(&c->ask, &c->ark, mid, d, n) ||
-	    !cert_valid_at(&c->ask, &o->at, mid, d, n))
+	if (!ca_cert_ok(&c->ask, mid, d, n))
+		return false;
+	if (!cc->ask_by_ark.ok) {
+		setd(d, n, "%s", cc->ask_by_ark.detail);
+		return false;
+	}
+	if (!cert_valid_at(&c->ask, &o->at, mid, d, n))
 		return false;
 
 	/* VCEK/VLEK, signed by the ASK/ASVK. */
@@ -522,11 +656,14 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 			return false;
 		}
 	}
-	if (!pss_signed_by(&c->leaf, &c->ask, leaf, d, n) ||
-	    !cert_valid_at(&c->leaf, &o->at, leaf, d, n))
+	if (!cc->leaf_by_ask.ok) {
+		setd(d, n, "%s", cc->leaf_by_ask.detail);
 		return false;
-	if (snp_amd_ext_parse(&c->leaf, &ext, NULL, 0) && ext.product_name[0])
-		p_leaf = product_from_name(ext.product_name);
+	}
+	if (!cert_valid_at(&c->leaf, &o->at, leaf, d, n))
+		return false;
+	if (cc->ext_ok && cc->ext.product_name[0])
+		p_leaf = product_from_name(cc->ext.product_name);
 
 	/* One product line across root pin, names, the report and --product. */
 	p_ark = snp_cert_cn_product(&c->ark);
@@ -558,15 +695,28 @@ bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
 	return true;
 }
 
-bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
-		    enum snp_product product, char *d, size_t n)
+bool snp_verify_chain(const struct snp_chain *c, const struct snp_report *r,
+		      const struct snp_verify_opts *o, enum snp_product *product, char *d, size_t n)
 {
-	struct snp_amd_ext e;
+	struct snp_chain_cache cc;
+	snp_chain_cache_init(&cc, c);
+	bool ok = chain_judge(&cc, r, o, product, d, n);
+	snp_chain_cache_free(&cc);
+	return ok;
+}
+
+/* The tcb check on the leaf's extensions as snp_amd_ext_parse() gave them. */
+static bool tcb_judge(const struct snp_report *r, bool ext_ok, const struct snp_amd_ext *ext,
+		      const char *ext_detail, enum snp_product product, char *d, size_t n)
+{
+	const struct snp_amd_ext *e = ext;
 	struct snp_tcb t;
 	uint64_t raw = r->raw.reported_tcb;
 
-	if (!snp_amd_ext_parse(leaf, &e, d, n))
+	if (!ext_ok) {
+		setd(d, n, "%s", ext_detail);
 		return false;
+	}
 	snp_tcb_decode(raw, product, &t);
 	/* Reserved TCB_VERSION bytes: 2..5 (Milan/Genoa), 4..6 (Turin). */
 	uint64_t rsvd =
@@ -576,20 +726,20 @@ bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
 		     (unsigned long long)raw);
 		return false;
 	}
-	if (!e.has_bl || !e.has_tee || !e.has_snp || !e.has_ucode) {
+	if (!e->has_bl || !e->has_tee || !e->has_snp || !e->has_ucode) {
 		setd(d, n, "certificate lacks an SPL extension (blSPL/teeSPL/snpSPL/ucodeSPL)");
 		return false;
 	}
-	if (product == SNP_PRODUCT_TURIN && !e.has_fmc) {
+	if (product == SNP_PRODUCT_TURIN && !e->has_fmc) {
 		setd(d, n, "Turin certificate lacks fmcSPL");
 		return false;
 	}
-	if (e.bl != t.bl || e.tee != t.tee || e.snp != t.snp || e.ucode != t.ucode ||
-	    (t.has_fmc && e.fmc != t.fmc)) {
+	if (e->bl != t.bl || e->tee != t.tee || e->snp != t.snp || e->ucode != t.ucode ||
+	    (t.has_fmc && e->fmc != t.fmc)) {
 		setd(d, n,
 		     "certificate SPLs bl=%u tee=%u snp=%u ucode=%u fmc=%u != REPORTED_TCB bl=%u "
 		     "tee=%u snp=%u ucode=%u fmc=%u",
-		     e.bl, e.tee, e.snp, e.ucode, e.fmc, t.bl, t.tee, t.snp, t.ucode, t.fmc);
+		     e->bl, e->tee, e->snp, e->ucode, e->fmc, t.bl, t.tee, t.snp, t.ucode, t.fmc);
 		return false;
 	}
 	if (t.has_fmc)
@@ -603,10 +753,21 @@ bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
 	return true;
 }
 
-enum snp_check_state snp_verify_chip_id(const struct snp_report *r, const mbedtls_x509_crt *leaf,
-					enum snp_product product, char *d, size_t n)
+bool snp_verify_tcb(const struct snp_report *r, const mbedtls_x509_crt *leaf,
+		    enum snp_product product, char *d, size_t n)
 {
 	struct snp_amd_ext e;
+	char ed[SNP_DETAIL_LEN] = "";
+	bool ok = snp_amd_ext_parse(leaf, &e, ed, sizeof(ed));
+	return tcb_judge(r, ok, &e, ed, product, d, n);
+}
+
+/* The chip_id check on the leaf's extensions as snp_amd_ext_parse() gave them. */
+static enum snp_check_state chip_id_judge(const struct snp_report *r, const mbedtls_x509_crt *leaf,
+					  bool ext_ok, const struct snp_amd_ext *e,
+					  const char *ext_detail, enum snp_product product, char *d,
+					  size_t n)
+{
 	size_t want = product == SNP_PRODUCT_TURIN ? 8 : 64;
 
 	if (r->signer.signing_key == SNP_SIGNING_KEY_VLEK || snp_cert_is_vlek(leaf)) {
@@ -617,23 +778,34 @@ enum snp_check_state snp_verify_chip_id(const struct snp_report *r, const mbedtl
 		setd(d, n, "skipped: MASK_CHIP_KEY set (CHIP_ID is zero)");
 		return SNP_CHECK_SKIP;
 	}
-	if (!snp_amd_ext_parse(leaf, &e, d, n))
+	if (!ext_ok) {
+		setd(d, n, "%s", ext_detail);
 		return SNP_CHECK_FAIL;
-	if (!e.has_hwid) {
+	}
+	if (!e->has_hwid) {
 		setd(d, n, "certificate has no hwID extension");
 		return SNP_CHECK_FAIL;
 	}
-	if (e.hwid_len != want) {
-		setd(d, n, "hwID is %zu bytes, %s expects %zu", e.hwid_len,
+	if (e->hwid_len != want) {
+		setd(d, n, "hwID is %zu bytes, %s expects %zu", e->hwid_len,
 		     snp_product_name(product), want);
 		return SNP_CHECK_FAIL;
 	}
-	if (memcmp(e.hwid, r->raw.chip_id, want)) {
+	if (memcmp(e->hwid, r->raw.chip_id, want)) {
 		setd(d, n, "hwID does not equal CHIP_ID");
 		return SNP_CHECK_FAIL;
 	}
 	setd(d, n, "hwID equals CHIP_ID%s", want == 8 ? " (first 8 bytes, Turin)" : "");
 	return SNP_CHECK_PASS;
+}
+
+enum snp_check_state snp_verify_chip_id(const struct snp_report *r, const mbedtls_x509_crt *leaf,
+					enum snp_product product, char *d, size_t n)
+{
+	struct snp_amd_ext e;
+	char ed[SNP_DETAIL_LEN] = "";
+	bool ok = snp_amd_ext_parse(leaf, &e, ed, sizeof(ed));
+	return chip_id_judge(r, leaf, ok, &e, ed, product, d, n);
 }
 
 static struct snp_check *add(struct snp_verify_result *res, const char *name)
@@ -655,9 +827,11 @@ static void hexs(char *out, const uint8_t *b, size_t n)
 	out[2 * n] = 0;
 }
 
-void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_chain *ch,
-		    const struct snp_verify_opts *o, struct snp_verify_result *res)
+void snp_verify_run_cached(const struct snp_report *r, int parse_err,
+			   const struct snp_chain_cache *cc, const struct snp_verify_opts *o,
+			   struct snp_verify_result *res)
 {
+	const struct snp_chain *ch = cc->chain;
 	struct snp_check *c;
 	enum snp_product chain_product = SNP_PRODUCT_UNKNOWN;
 
@@ -680,24 +854,25 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 
 	c = add(res, "signature");
 	if (ch->have_leaf)
-		c->state = snp_verify_signature(r, &ch->leaf, c->detail, SNP_DETAIL_LEN);
+		c->state = signature_judge(r, &ch->leaf, cc->leaf_key, c->detail, SNP_DETAIL_LEN);
 	else
 		setd(c->detail, SNP_DETAIL_LEN, "no VCEK/VLEK certificate");
 
 	c = add(res, "chain");
-	c->state = snp_verify_chain(ch, r, o, &chain_product, c->detail, SNP_DETAIL_LEN);
+	c->state = chain_judge(cc, r, o, &chain_product, c->detail, SNP_DETAIL_LEN);
 	res->product = chain_product ? chain_product : snp_verify_product(ch, r, o->product_hint);
 
 	c = add(res, "tcb");
 	if (ch->have_leaf)
-		c->state = snp_verify_tcb(r, &ch->leaf, res->product, c->detail, SNP_DETAIL_LEN);
+		c->state = tcb_judge(r, cc->ext_ok, &cc->ext, cc->ext_detail, res->product,
+				     c->detail, SNP_DETAIL_LEN);
 	else
 		setd(c->detail, SNP_DETAIL_LEN, "no VCEK/VLEK certificate");
 
 	c = add(res, "chip_id");
 	if (ch->have_leaf)
-		c->state =
-		    snp_verify_chip_id(r, &ch->leaf, res->product, c->detail, SNP_DETAIL_LEN);
+		c->state = chip_id_judge(r, &ch->leaf, cc->ext_ok, &cc->ext, cc->ext_detail,
+					 res->product, c->detail, SNP_DETAIL_LEN);
 	else
 		setd(c->detail, SNP_DETAIL_LEN, "no VCEK/VLEK certificate");
 
@@ -815,6 +990,15 @@ void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_
 	for (size_t i = 0; i < res->n; i++)
 		if (res->checks[i].state == SNP_CHECK_FAIL)
 			res->verified = false;
+}
+
+void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_chain *ch,
+		    const struct snp_verify_opts *o, struct snp_verify_result *res)
+{
+	struct snp_chain_cache cc;
+	snp_chain_cache_init(&cc, ch);
+	snp_verify_run_cached(r, parse_err, &cc, o, res);
+	snp_chain_cache_free(&cc);
 }
 
 /* ---- TPM 2.0 quote (tpm2_checkquote equivalent) ---- */

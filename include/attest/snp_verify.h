@@ -1,6 +1,8 @@
 /*
- * Host-side SEV-SNP evidence verification on mbedTLS 2.28 (csvsm-verify and
- * its tests; HOST_SRCS, link with -lmbedx509 -lmbedcrypto).
+ * Host-side SEV-SNP evidence verification (csvsm-verify, csvsm-kbs and their
+ * tests; HOST_SRCS, link with -lmbedx509 -lmbedcrypto -lhogweed -lnettle
+ * -lgmp): mbedTLS 2.28 parses the certificates and checks the RSASSA-PSS
+ * chain, Nettle verifies the reports' ECDSA P-384 signatures (docs/verify.md).
  *
  * Every check is a separate function returning true/false with a one-line
  * detail, so a verifier can report each by name:
@@ -120,9 +122,55 @@ enum snp_check_state snp_verify_chip_id(const struct snp_report *r, const mbedtl
 /*
  * Run every check on a decoded report (parse_err from snp_report_check())
  * into res. The chain is not changed: call it many times with one chain.
+ * Each call verifies the chain again; a service uses the warm cache below.
  */
 void snp_verify_run(const struct snp_report *r, int parse_err, const struct snp_chain *c,
 		    const struct snp_verify_opts *o, struct snp_verify_result *res);
+
+/*
+ * Warm chain cache: the chain verified once, then only each report's own
+ * checks (its ECDSA P-384 signature above all) per report.
+ *
+ * snp_chain_cache_init() does the work that depends on the certificates
+ * alone: the ARK's SHA-256, the three RSASSA-PSS signatures (ARK by itself,
+ * ASK/ASVK by the ARK, VCEK/VLEK by the ASK/ASVK), the leaf's AMD extensions
+ * and its P-384 key made ready for Nettle. snp_verify_run_cached() then
+ * runs every check of snp_verify_run(), in the same order, with the same
+ * verdicts and details: what a report or the options decide is judged on
+ * each call (the pin against o->trusted_ark, validity at o->at, the product
+ * line against the report's CPUID and o->product_hint, REPORTED_TCB, CHIP_ID,
+ * the signature, the policy). snp_verify_run() is snp_verify_run_cached() on
+ * a cache made and freed for the call.
+ *
+ * The cache borrows the chain: keep it alive and unchanged while the cache
+ * is used, free the cache first. After init, the cache is only read, so
+ * several threads may call snp_verify_run_cached() with one cache at once
+ * (Nettle's ecdsa_verify only reads the point and allocates its scratch
+ * through GMP, which is thread-safe: GMP manual, "Reentrancy").
+ * The fields are the verifier's own; callers read none of them.
+ * snp_chain_cache_init returns 0, or -1 when a P-384 leaf key could not be
+ * made (out of memory; the signature check then fails, saying so); the
+ * cache is usable and must be freed either way.
+ */
+struct snp_leaf_key; /* the leaf's P-384 point for Nettle (snp_verify.c) */
+struct snp_chain_link {
+	bool ok;
+	char detail[SNP_DETAIL_LEN]; /* why not, when !ok */
+};
+struct snp_chain_cache {
+	const struct snp_chain *chain;
+	uint8_t ark_fp[SNP_FP_LEN];
+	struct snp_chain_link ark_self, ask_by_ark, leaf_by_ask;
+	bool ext_ok; /* snp_amd_ext_parse() of the leaf */
+	struct snp_amd_ext ext;
+	char ext_detail[SNP_DETAIL_LEN];
+	struct snp_leaf_key *leaf_key; /* NULL unless the leaf is a P-384 key */
+};
+int snp_chain_cache_init(struct snp_chain_cache *cc, const struct snp_chain *c);
+void snp_chain_cache_free(struct snp_chain_cache *cc);
+void snp_verify_run_cached(const struct snp_report *r, int parse_err,
+			   const struct snp_chain_cache *cc, const struct snp_verify_opts *o,
+			   struct snp_verify_result *res);
 
 /*
  * TPM 2.0 quote check, as tpm2_checkquote does (TPM 2.0 Part 2 10.12

@@ -38,6 +38,16 @@ run() {
 	if [ "$want" != 2 ] && ! python3 -m json.tool "$T/out.json" >/dev/null 2>&1; then
 		nok "$desc (JSON does not parse)"; return
 	fi
+	# The warm chain cache reused for more reports and shared by two threads
+	# (--repeat 4 --threads 2; csvsm-verify exits 2 if the threads' results
+	# differ) gives the same result, byte for byte, as the cache made for one run.
+	if [ "$want" != 2 ]; then
+		"$V" --json "$@" --repeat 4 --threads 2 >"$T/rep.json" 2>"$T/rep.err"
+		if ! cmp -s "$T/out.json" "$T/rep.json"; then
+			nok "$desc (--repeat 4 --threads 2 differs)"
+			diff "$T/out.json" "$T/rep.json" | head -10 | sed 's/^/# /'; sed 's/^/# /' "$T/rep.err"; return
+		fi
+	fi
 	for e in "${expect[@]}"; do
 		local name=${e%=*} st=${e#*=}
 		local got
@@ -235,7 +245,8 @@ openssl x509 -req -in "$S/vcek.csr" -CA "$S/ask.pem" -CAkey "$S/ca.key" -set_ser
 	-extfile "$S/vcek.ext" -out "$S/vcek.pem"
 } >"$S/log" 2>&1 || { nok "test chain generation failed"; sed 's/^/# /' "$S/log" | tail -20; }
 printf 'csvsm services manifest (test)' >"$S/manifest.bin"
-NONCE=00112233445566778899aabbccddeeff
+# A 64-byte nonce: the only size the SVSM attestation calls take (issue 34 item 4).
+NONCE=$(printf '00112233445566778899aabbccddeeff%.0s' 1 2 3 4)
 python3 - "$S" "$NONCE" "$CHIP" <<'PY'
 import sys, struct, hashlib
 s, nonce, chip = sys.argv[1], bytes.fromhex(sys.argv[2]), bytes.fromhex(sys.argv[3])
@@ -279,10 +290,108 @@ run "test chain verifies with --trust-ark (nonce+manifest binding)" 0 parse=pass
 run "test chain: the same root as --ark without --trust-ark fails chain (not pinned)" 1 chain=fail signature=pass -- \
 	$SIM --ark "$S/ark.pem"
 run "test chain: wrong nonce fails report_data" 1 report_data=fail -- \
-	$SIM --trust-ark "$S/ark.pem" --nonce ${NONCE}00 --manifest "$S/manifest.bin"
+	$SIM --trust-ark "$S/ark.pem" --nonce ${NONCE%??}00 --manifest "$S/manifest.bin"
+run "test chain: the nonce with a 0x prefix verifies" 0 report_data=pass -- \
+	$SIM --trust-ark "$S/ark.pem" --nonce 0x$NONCE --manifest "$S/manifest.bin"
+# --nonce takes exactly 64 bytes (SVSM_ATTEST_SERVICES/SINGLE_SERVICE take no
+# other size): anything else is a usage error (exit 2) that says so, not a
+# report_data failure (it used to hash any length).
+for nl in 16 63 65 0; do
+	nh=$(printf '%*s' $((2 * nl)) '' | tr ' ' 'a')
+	"$V" $SIM --trust-ark "$S/ark.pem" --nonce "$nh" --manifest "$S/manifest.bin" >"$T/out" 2>"$T/err"; rc=$?
+	if [ $rc = 2 ] && grep -q -- "--nonce: need exactly 64 bytes (128 hex digits).*got $((2 * nl)) hex digits" "$T/err"; then
+		ok "--nonce of $nl bytes exits 2 and says 64 bytes are needed"
+	else nok "--nonce of $nl bytes (exit $rc, want 2 and the 64-byte message)"; sed 's/^/# /' "$T/err" | head -3; fi
+done
 printf 'tampered manifest' >"$S/manifest2.bin"
 run "test chain: other manifest fails report_data" 1 report_data=fail -- \
 	$SIM --trust-ark "$S/ark.pem" --nonce $NONCE --manifest "$S/manifest2.bin"
+
+# --- each input file read once (issue 34 item 4) ---------------------------
+# Manifests A and B: SVSM services manifests (attest/manifest.c layout: table
+# GUID, size, count, 24-byte entries) whose vTPM entry is an RSA-2048 EK
+# TPMT_PUBLIC (template L-1), with different moduli. The report binds A:
+# REPORT_DATA = SHA-512(nonce || A), VMPL 0, MEASUREMENT 5a..5a.
+python3 - "$S" "$NONCE" <<'PY'
+import sys, struct, hashlib
+s, nonce = sys.argv[1], bytes.fromhex(sys.argv[2])
+def guid(t):  # EFI byte order
+    h = bytes.fromhex(t.replace("-", ""))
+    return h[3::-1] + h[5:3:-1] + h[7:5:-1] + h[8:]
+def ek(fill):
+    n = bytes([0x80 | fill]) + bytes([fill]) * 254 + bytes([fill | 1])
+    return (struct.pack(">HHI", 0x0001, 0x000B, 0x000300B2) + struct.pack(">H", 32) + bytes(32) +
+            struct.pack(">HHHHHI", 0x0006, 128, 0x0043, 0x0010, 2048, 0) + struct.pack(">H", 256) + n)
+for name, fill in (("a", 0x11), ("b", 0x77)):
+    e = ek(fill)
+    m = guid("63849ebb-3d92-4670-a1ff-58f9c94b87bb") + struct.pack("<II", 24 + 24 + len(e), 1)
+    m += guid("c476f1eb-0123-45a5-9641-b4e7dde5bfe3") + struct.pack("<II", 48, len(e)) + e
+    open(s + "/mek-" + name + ".bin", "wb").write(m)
+    open(s + "/ek-" + name + ".bin", "wb").write(e)
+r = bytearray(open(s + "/unsigned.bin", "rb").read())
+r[0x50:0x90] = hashlib.sha512(nonce + open(s + "/mek-a.bin", "rb").read()).digest()
+open(s + "/unsigned-mek.bin", "wb").write(r)
+PY
+sign_report "$S/unsigned-mek.bin" "$S/report-mek.bin"
+MEK="--report $S/report-mek.bin --vcek $S/vcek.pem --ask $S/ask.pem --trust-ark $S/ark.pem --nonce $NONCE \
+	--measurement $(printf '5a%.0s' $(seq 48)) --vmpl 0"
+run "manifest A: report_data and manifest.ek pass, the EK written is A's" 0 report_data=pass manifest.ek=pass -- \
+	$MEK --manifest "$S/mek-a.bin" --manifest-ek "$T/ek.out"
+if cmp -s "$T/ek.out" "$S/ek-a.bin"; then ok "--manifest-ek wrote manifest A's EK"; else nok "--manifest-ek did not write A's EK"; fi
+run "manifest B (not the bound one) fails report_data and writes no EK" 1 report_data=fail -- \
+	$MEK --manifest "$S/mek-b.bin" --manifest-ek "$T/ek.out"
+[ ! -e "$T/ek.out" ] && ok "no EK file after a failed run" || nok "an EK file is left after a failed run"
+# From a pipe: a second read of the manifest found it empty (manifest.ek failed).
+"$V" --json $MEK --manifest <(cat "$S/mek-a.bin") --manifest-ek "$T/ek.out" >"$T/out.json" 2>"$T/err"; rc=$?
+if [ $rc = 0 ] && cmp -s "$T/ek.out" "$S/ek-a.bin"; then ok "--manifest from a pipe: read once, verified, A's EK written"
+else nok "--manifest from a pipe (exit $rc)"; sed 's/^/# /' "$T/err" "$T/out.json" | grep -i 'manifest\|error' | head -5; fi
+# The swap: a FIFO that gives A to the first reader and B to a later one. Read
+# twice, REPORT_DATA was checked against A and the EK taken from B, and B's EK
+# (one the report never bound) came out as verified. The writer serves B only
+# to a reader that opens after the first one closed (an O_NONBLOCK open for
+# writing fails with ENXIO while no reader has the FIFO open), for 20 s at
+# most, and is stopped as soon as csvsm-verify returns.
+mkfifo "$T/mek.fifo"
+python3 - "$T/mek.fifo" "$S/mek-a.bin" "$S/mek-b.bin" >"$T/served" 2>&1 <<'PY' &
+import errno, os, sys, time
+fifo, a, b = sys.argv[1:4]
+with open(fifo, "wb") as f:
+    f.write(open(a, "rb").read())
+print("served A", flush=True)
+end, gone = time.time() + 20, False
+while time.time() < end:
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as e:
+        if e.errno != errno.ENXIO: raise
+        gone = True  # the first reader has closed it
+        time.sleep(0.0005); continue
+    if not gone:  # still the first reader
+        os.close(fd); time.sleep(0.0005); continue
+    os.set_blocking(fd, True); os.write(fd, open(b, "rb").read()); os.close(fd)
+    print("served B", flush=True); break
+PY
+wpid=$!
+timeout 10 "$V" --json $MEK --manifest "$T/mek.fifo" --manifest-ek "$T/ek.out" >"$T/out.json" 2>"$T/err"; rc=$?
+kill $wpid 2>/dev/null; wait $wpid 2>/dev/null
+# ("served A" may not be printed yet when the writer is stopped: A's EK is the proof.)
+if [ $rc = 0 ] && ! grep -q "served B" "$T/served" && cmp -s "$T/ek.out" "$S/ek-a.bin"; then
+	ok "manifest swapped after the first read (FIFO: A, then B): read once, A's EK written, B never read"
+else
+	nok "manifest swap (exit $rc; $(tr '\n' ' ' <"$T/served"); EK written: $(cmp -s "$T/ek.out" "$S/ek-b.bin" && echo "B's, which the report never bound" || echo "not B's"))"
+fi
+rm -f "$T/mek.fifo" "$T/ek.out"
+# A file named twice (--ark and --trust-ark) is read once: a FIFO serves it once.
+mkfifo "$T/ark.fifo"
+python3 -c 'import sys; open(sys.argv[1], "wb").write(open(sys.argv[2], "rb").read())' "$T/ark.fifo" "$S/ark.pem" &
+wpid=$!
+timeout 10 "$V" --json $SIM --ark "$T/ark.fifo" --trust-ark "$T/ark.fifo" --nonce $NONCE --manifest "$S/manifest.bin" \
+	>"$T/out.json" 2>"$T/err"; rc=$?
+kill $wpid 2>/dev/null; wait $wpid 2>/dev/null
+if [ $rc = 0 ]; then ok "--ark and --trust-ark naming one FIFO: read once, verified"
+else nok "--ark and --trust-ark naming one FIFO (exit $rc: 124 is a second read waiting for a writer)"; fi
+rm -f "$T/ark.fifo"
+
 run "test chain: AMD VCEK under the test ASK fails chain" 1 chain=fail -- \
 	--report $S/report.bin --vcek $R/milan-v3.vcek.der --ask $S/ask.pem --trust-ark "$S/ark.pem"
 run "test chain: test VCEK under AMD's Milan chain fails chain" 1 chain=fail signature=pass -- \
