@@ -15,7 +15,7 @@ LIBDIR=${LIBC_LIBDIR:-/usr/lib/x86_64-linux-gnu}
 ARCHIVES=("$LIBDIR/libtpms.a" "$LIBDIR/libcrypto.a" "$LIBDIR/libmbedcrypto.a")
 LIBGCC=$(${CC:-gcc} -print-libgcc-file-name)
 # What base/libc takes from the rest of the image (base/libc/libc.h).
-IMAGE_IMPORTS="con_write con_printf panic timer_us random_bytes"
+IMAGE_IMPORTS="con_write con_printf panic timer_us random_bytes secret_enter secret_leave secret_park_self secret_terminating platform"
 # Linker-defined in a final link.
 LINKER_DEFINED="_GLOBAL_OFFSET_TABLE_"
 
