@@ -4,7 +4,8 @@
 # SEV-SNP guest at VMPL2 with all vCPUs (the same boot as `make run
 # GUEST=linux`; the guest's RAM is what the machine leaves it, lib.sh
 # snpm_guest_mem). Checks, as TAP:
-#   - /init's own suite (tests/linux/init) ran to "N passed, 0 failed", each
+#   - /init's own suite (tests/linux/init) ran to "N passed, 0 failed,
+#     0 skipped" (a skip fails unless ALLOW_SKIP=1, as in tests/run.sh), each
 #     of its checks by tag, and the VM powered off with csvsm's success status;
 #   - the attestation evidence /init printed verifies on the host with
 #     build/csvsm-verify: the configfs-tsm report through the SVSM (test
@@ -98,6 +99,7 @@ EOF
 # under it sent on the guest's ttyS1 (the machine's COM2, QEMU's pipe
 # chardev $tmp/chan.{in,out}); "refused" if the report does not verify.
 . tests/linux/cred-channel.sh
+. tests/linux/summary.sh
 cred_channel_open "$tmp" || exit 1
 
 # --- csvsm: OVMF at VMPL2, Linux through fw_cfg ------------------------------------
@@ -118,7 +120,7 @@ while IFS= read -r line; do
 	case "$line" in
 	"linux-guest: init started"*) [ -n "$init_ms" ] || init_ms=$(ms_since "$t0") ;;
 	"linux-guest: tpm credential-request") cred_challenge "$log" "$tmp" "$meas" ;;
-	"linux-guest: "+([0-9])" passed, "+([0-9])" failed") done_ms=$(ms_since "$t0") summary=$line ;;
+	"linux-guest: "+([0-9])" passed, "+([0-9])" failed, "+([0-9])" skipped") done_ms=$(ms_since "$t0") summary=$line ;;
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" \
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
@@ -137,7 +139,8 @@ ended=0
 if [ -n "$summary" ] && [ "$(grep -v '^qemu-exit ' "$log" | tail -n1)" = "snpm: end: success" ]; then ended=1; fi
 tap_check "csvsm booted OVMF and Linux: /init started after ${init_ms:-?} ms" test -n "$init_ms"
 tap_check "/init ran to its summary: ${summary:-none}" test -n "$summary"
-tap_check "/init reports 0 failed" grep -qE '^linux-guest: [0-9]+ passed, 0 failed$' "$log"
+tap_check "/init reports 0 failed" grep -qE '^linux-guest: [0-9]+ passed, 0 failed, [0-9]+ skipped$' "$log"
+guest_summary_checks "$log" "$summary"
 for t in snp vmpl vcpus ram warn vtpm sev-guest tsm-svsm tsm-svsm-data tsm-vmpl; do
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-150)" \
 		grep -qE "^ok [0-9]+ - $t: " "$log"
