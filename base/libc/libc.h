@@ -45,6 +45,11 @@ bool libc_heap_check(void);
 void libc_set_realtime(uint64_t unix_seconds);
 
 /* ---- internal to base/libc ---- */
+/* Whether [p, p + n) lies in the image's code and constants (linker.ld):
+ * the only library bytes the console shows (base/libc/stdio.c). */
+bool libc_image_constant(const void *p, size_t n);
+/* s if it is such a constant, else a placeholder (never NULL). */
+const char *libc_shown(const char *s);
 extern int libc_errno;
 #define LIBC_SET_ERRNO(e) (libc_errno = (e))
 
