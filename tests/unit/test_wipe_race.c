@@ -381,29 +381,12 @@ static void report(int fd)
 	_exit(0); /* no atexit handler, no library destructor: they are wiped */
 }
 
-static void child_in_flight(int fd)
+/* vCPU 1 runs its commands; vCPU 0 ends the VM in the middle of one. */
+static void vtpm_termination(int fd, bool stops)
 {
 	pthread_t t;
 	vtpm_up();
-	vcpu1_hook = termination_comes_here;
-	if (pthread_create(&t, NULL, vcpu1_thread, (void *)1))
-		_exit(3);
-	if (!wait_for(&midway, 30000))
-		report(fd);
-	out.midway = 1;
-	out.wipe_us = vcpu0_terminates();
-	/* vCPU 1 parks at its heap call or, without the fix, goes on. */
-	wait_for(&vcpu1_parked, 3000);
-	if (!vcpu1_parked)
-		wait_for(&cmd_finished, 3000);
-	report(fd);
-}
-
-static void child_never_runs_again(int fd)
-{
-	pthread_t t;
-	vtpm_up();
-	stops_for_good = true;
+	stops_for_good = stops;
 	vcpu1_hook = termination_comes_here;
 	if (pthread_create(&t, NULL, vcpu1_thread, (void *)1))
 		_exit(3);
@@ -413,10 +396,21 @@ static void child_never_runs_again(int fd)
 	out.wipe_us = vcpu0_terminates();
 	out.heap_ok = all_zero(arena, sizeof(arena)); /* zero before vCPU 1 runs again */
 	__atomic_store_n(&release_vcpu1, 1, __ATOMIC_SEQ_CST);
+	/* vCPU 1 parks at its heap call or, without the fix, goes on. */
 	wait_for(&vcpu1_parked, 3000);
 	if (!vcpu1_parked)
 		wait_for(&cmd_finished, 3000);
 	report(fd);
+}
+
+static void child_in_flight(int fd)
+{
+	vtpm_termination(fd, false);
+}
+
+static void child_never_runs_again(int fd)
+{
+	vtpm_termination(fd, true);
 }
 
 /* vCPU 1 waits for the heap lock vCPU 0 holds when it ends the VM. */
