@@ -588,6 +588,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          (nm -S build/csvsm.elf), read from csvsm's
  *                          memory when the VM ends: the vTPM's primary
  *                          seeds and hierarchy proofs are in it
+ *   snpm.zero_probe=ADDR:SIZE  (hex) with each key scan, count the nonzero
+ *                          bytes of csvsm's [ADDR, ADDR + SIZE) (its boot
+ *                          stack: what a terminating vCPU left of it)
  */
 static bool stop_at_launch, key_scan_at_launch, native_zero;
 static uint64_t va_probe[8];
@@ -599,6 +602,9 @@ bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 static bool secrets_out;
 static uint64_t tpm_state_addr, tpm_state_size;
+/* snpm.zero_probe=ADDR:SIZE: a range of csvsm's (its boot stack) whose
+ * nonzero bytes the key scan counts too. */
+static uint64_t zero_probe_addr, zero_probe_size;
 #define SECRETS_PORT	  0xE9
 #define TPM_STATE_MAX	  0x4000
 #define SECRETS_HEX_DIGIT "0123456789abcdef"
@@ -813,6 +819,13 @@ static void machine_options(void)
 			   snpm_frame_swap);
 	}
 	secrets_out = option_is_1("snpm.secrets_out");
+	if (cmdline_get(cmdline, cmdline_len, "snpm.zero_probe", &v, &vlen)) {
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &zero_probe_addr) || v == stop || *v++ != ':' ||
+		    cmdline_parse_hex(&v, stop, &zero_probe_size) || v != stop ||
+		    !zero_probe_size || zero_probe_addr + zero_probe_size < zero_probe_addr)
+			fail("bad snpm.zero_probe= value (want ADDR:SIZE in hex)");
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.tpm_state", &v, &vlen)) {
 		const char *stop = v + vlen;
 		if (cmdline_parse_hex(&v, stop, &tpm_state_addr) || v == stop || *v++ != ':' ||
@@ -898,6 +911,22 @@ void snpm_key_scan(const char *when)
 	    when, (unsigned long long)pages, (unsigned long long)found[0],
 	    (unsigned long long)found[1], (unsigned long long)found[2],
 	    (unsigned long long)found[3]);
+	/* What a terminating vCPU left of its stack (issue 34 item 3): csvsm
+	 * zeroes it but for the frame the termination request is sent from. */
+	if (zero_probe_size) {
+		uint64_t nonzero = 0, read = 0;
+		for (uint64_t off = 0; off < zero_probe_size; off++) {
+			gpa_t g = zero_probe_addr + off;
+			if (!hv_is_mem(g & ~(gpa_t)(PAGE_SIZE - 1), PAGE_SIZE))
+				break;
+			read++;
+			nonzero += *(const uint8_t *)(uintptr_t)hv_hpa(g) != 0;
+		}
+		con_printf(
+		    "snpm: zero-probe: %s: addr=0x%llx size=0x%llx read=0x%llx nonzero=%llu\n",
+		    when, (unsigned long long)zero_probe_addr, (unsigned long long)zero_probe_size,
+		    (unsigned long long)read, (unsigned long long)nonzero);
+	}
 }
 
 /*
