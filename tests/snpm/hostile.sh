@@ -170,7 +170,7 @@ tap_check "csvsm: control: at the guest's launch csvsm's memory holds exactly on
 	test "$(field vmpck0 "$ks")" = 1 -a "$(field vmpck1 "$ks")" = 0 -a "$(field vmpck2 "$ks")" = 0 -a "$(field vmpck3 "$ks")" = 0
 zp=$(grep -m1 "^snpm: zero-probe: at the guest's launch" "$tmp/k.log")
 echo "# $zp"
-tap_check "csvsm: control: at the guest's launch the boot vCPU's stack holds the frames of what it ran ($(field nonzero "$zp") nonzero bytes of $(field read "$zp"))" \
+tap_check "csvsm: control: at the guest's launch the boot vCPU's stack is not zero (its frames and tpm/boot.c's depth paint: $(field nonzero "$zp") nonzero bytes of $(field read "$zp"))" \
 	test "$(field read "$zp")" = 0x10000 -a "${zp:+$(field nonzero "$zp")}" -gt 4096
 snpm_qemu "$tmp/t.log" 2G 2 -append "snpm.refuse_boot_vmsa=1 snpm.zero_probe=$bs:10000"
 grep -E '^snpm: refusing|PANIC|^snpm: guest requested termination' "$tmp/t.log" | sed 's/^/# /'
