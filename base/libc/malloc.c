@@ -22,9 +22,8 @@
  * terminating vCPU zeroes, so a call never starts once csvsm is
  * terminating, and the wipe waits until no call is under way. A vCPU that
  * calls in then, or waits for the lock then, parks for good instead (and
- * ends the VM itself): its
- * library code never gets back a pointer into zeroed chunk headers
- * (issue 34 item 3).
+ * ends the VM itself): its library code never gets back a pointer into
+ * zeroed chunk headers (issue 34 item 3).
  */
 #include "arch/x86/insn.h"
 #include "base/console.h"
