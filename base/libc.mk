@@ -20,7 +20,7 @@ endif
 # libc-smoke: the image's boot/CPU/console objects (not src/main.o), the
 # layer, tests/libc/smoke_main.c and the three archives.
 LIBC_SMOKE_OBJS := $(addprefix $(IMGOBJ)/,src/boot.o tests/snpm/model/pvh_entry.o src/exception.o src/idt.o base/console.o \
-                   src/cpu.o base/cpu.o src/smp.o base/fmt.o mm/pool.o mm/pgtable.o tests/libc/smoke_main.o) \
+                   src/cpu.o base/cpu.o base/secret.o src/smp.o base/fmt.o mm/pool.o mm/pgtable.o tests/libc/smoke_main.o) \
                    $(LIBC_OBJS)
 
 $(BUILD)/libc-smoke.elf: $(LIBC_SMOKE_OBJS) $(LIBC_ARCHIVES) linker.ld

@@ -62,7 +62,10 @@ static void hv_handler(struct exc_frame *f)
 	    &db[HVDB_FLAGS], (uint8_t) ~(HVDB_FLAG_NO_FURTHER | HVDB_FLAG_NMI), __ATOMIC_ACQ_REL);
 	/* A #MC cannot be handled. The handler may have interrupted csvsm in
 	 * the console or a GHCB call, so it terminates through the MSR
-	 * protocol (which wipes the secrets) instead of printing. */
+	 * protocol (which wipes the secrets) instead of printing. The wipe
+	 * first waits, bounded, for the other vCPUs to leave the heap and the
+	 * libraries, which park at their next heap call (base/secret.c); this
+	 * vCPU never returns to whatever it interrupted. */
 	if (flags & HVDB_FLAG_MC)
 		platform->terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
 	if (flags & HVDB_FLAG_NMI)

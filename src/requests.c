@@ -53,10 +53,17 @@ bool svsm_request(struct guest_vcpu *gv, struct svsm_regs *r)
 		STAT_INC(svsm_stats.calls[proto][call_id]);
 	else
 		STAT_INC(svsm_stats.other);
-	/* The attestation and vTPM protocols run the crypto and TPM libraries. */
-	if (p && proto != SVSM_PROTOCOL_CORE && platform && platform->fpu_enter)
+	/* The attestation and vTPM protocols run the crypto and TPM libraries,
+	 * on memory a terminating vCPU wipes: in a section of the secret
+	 * registry, which that wipe waits for (base/secret.c). */
+	bool lib = p && proto != SVSM_PROTOCOL_CORE;
+	if (lib && !secret_enter())
+		return false;
+	if (lib && platform && platform->fpu_enter)
 		platform->fpu_enter();
 	r->rax = p ? p->call(gv, call_id, r) : SVSM_ERR_UNSUPPORTED_PROTOCOL;
+	if (lib)
+		secret_leave();
 	/* A wipe on another vCPU during the call: its results (registers,
 	 * anything computed from wiped state) stay in csvsm. */
 	if (secret_terminating())

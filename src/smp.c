@@ -37,6 +37,9 @@ unsigned smp_start_aps(unsigned wanted)
 	if (wanted > MAX_CPUS)
 		wanted = MAX_CPUS;
 	cpu_count = 1;
+	/* The boot vCPU's stack (src/boot.S), which the snp terminate zeroes. */
+	extern uint8_t boot_stack[];
+	percpus[0].stack_top = (vaddr_t)(uintptr_t)(boot_stack + BOOT_STACK_SIZE);
 	for (unsigned i = 1; i < wanted; i++) {
 		struct percpu *cpu = &percpus[i];
 		cpu->id = i;

@@ -5,11 +5,17 @@
  * libraries need them; everything that needs files, sockets, signals or
  * dynamic loading fails exactly as glibc would and logs its first call.
  *
- * Single-threaded: only one vCPU may run library code at a time (errno, the
- * heap, pthread keys and the no-op locks are global).
+ * Single-threaded but for the heap: errno, pthread keys and the no-op locks
+ * are global, so one library may run on one vCPU at a time (the vTPM and
+ * the attestation protocol each hold their own lock); the heap, which all
+ * three share, holds a lock of its own and is a section of the secret
+ * registry (base/libc/malloc.c).
  *
  * The layer depends on the image for: con_write(), panic(), timer_us(),
- * random_bytes() (base/libc/check-undefined.sh lists exactly these).
+ * random_bytes() and the secret registry's sections (secret_enter(),
+ * secret_leave(), secret_park_self(), secret_terminating()) and the
+ * platform pointer, through which a parked vCPU ends the VM;
+ * base/libc/check-undefined.sh lists exactly these.
  */
 #ifndef BASE_LIBC_H
 #define BASE_LIBC_H
@@ -39,6 +45,11 @@ bool libc_heap_check(void);
 void libc_set_realtime(uint64_t unix_seconds);
 
 /* ---- internal to base/libc ---- */
+/* Whether [p, p + n) lies in the image's code and constants (linker.ld):
+ * the only library bytes the console shows (base/libc/stdio.c). */
+bool libc_image_constant(const void *p, size_t n);
+/* s if it is such a constant, else a placeholder (never NULL). */
+const char *libc_shown(const char *s);
 extern int libc_errno;
 #define LIBC_SET_ERRNO(e) (libc_errno = (e))
 

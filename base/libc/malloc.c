@@ -14,10 +14,24 @@
  * high-water mark. Freed payloads are zeroed (no stale secrets).
  * Misuse (double free, a pointer outside the arena, a smashed header)
  * panics: it is a broken invariant inside csvsm, not bad input.
+ *
+ * Several vCPUs call in (the vTPM's libtpms and libcrypto on one, the
+ * attestation protocol's mbedTLS on another: their locks are not one), so
+ * every entry point holds the heap lock. Each is also a section of the
+ * secret registry (base/secret.c): the arena is a registered secret that a
+ * terminating vCPU zeroes, so a call never starts once csvsm is
+ * terminating, and the wipe waits until no call is under way. A vCPU that
+ * calls in then, or waits for the lock then, parks for good instead (and
+ * ends the VM itself): its library code never gets back a pointer into
+ * zeroed chunk headers (issue 34 item 3).
  */
+#include "arch/x86/insn.h"
 #include "base/console.h"
+#include "base/platform.h"
+#include "base/secret.h"
 #include "base/string.h"
 #include "base/libc/libc.h"
+#include "snp/ghcb.h" /* GHCB_TERM_* */
 
 #define HDR	  16u
 #define MIN_CHUNK 32u
@@ -172,7 +186,7 @@ static void account_alloc(size_t sz)
 	H.mallocs++;
 }
 
-void *malloc(size_t n)
+static void *heap_malloc(size_t n)
 {
 	if (!H.base)
 		panic("libc: malloc before libc_heap_init");
@@ -214,7 +228,7 @@ static struct chunk *checked_chunk(void *p, const char *who)
 	return c;
 }
 
-void free(void *p)
+static void heap_free(void *p)
 {
 	if (!p)
 		return;
@@ -244,25 +258,25 @@ void free(void *p)
 	set_next_pinuse(c, false);
 }
 
-void *calloc(size_t n, size_t size)
+static void *heap_calloc(size_t n, size_t size)
 {
 	size_t total;
 	if (MUL_OVERFLOW(n, size, &total)) {
 		LIBC_SET_ERRNO(LIBC_ENOMEM);
 		return NULL;
 	}
-	void *p = malloc(total);
+	void *p = heap_malloc(total);
 	if (p) /* free lists keep links in payloads: always clear */
 		memset(p, 0, total);
 	return p;
 }
 
-void *realloc(void *p, size_t n)
+static void *heap_realloc(void *p, size_t n)
 {
 	if (!p)
-		return malloc(n);
+		return heap_malloc(n);
 	if (n == 0) {
-		free(p);
+		heap_free(p);
 		return NULL;
 	}
 	struct chunk *c = checked_chunk(p, "realloc");
@@ -298,11 +312,73 @@ void *realloc(void *p, size_t n)
 			H.peak_in_use = H.in_use;
 		return p;
 	}
-	void *q = malloc(n);
+	void *q = heap_malloc(n);
 	if (!q)
 		return NULL;
 	memcpy(q, p, sz - HDR);
-	free(p);
+	heap_free(p);
+	return q;
+}
+
+static uint32_t heap_lock;
+
+/* A heap call once csvsm is terminating: this vCPU never returns into the
+ * library code that made it; it ends the VM too (platform terminate). */
+static __noreturn void heap_park(void)
+{
+	secret_park_self();
+	platform->terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
+}
+
+static void heap_enter(void)
+{
+	if (!secret_enter())
+		heap_park();
+	while (__atomic_exchange_n(&heap_lock, 1, __ATOMIC_ACQUIRE)) {
+		/* The holder may be the vCPU that ends the VM, interrupted in
+		 * here: it never lets go, and nothing here is to be waited for. */
+		if (secret_terminating())
+			heap_park();
+		cpu_relax();
+	}
+}
+
+static void heap_leave(void)
+{
+	__atomic_store_n(&heap_lock, 0, __ATOMIC_RELEASE);
+	secret_leave();
+}
+
+void *malloc(size_t n)
+{
+	heap_enter();
+	void *p = heap_malloc(n);
+	heap_leave();
+	return p;
+}
+
+void free(void *p)
+{
+	if (!p)
+		return;
+	heap_enter();
+	heap_free(p);
+	heap_leave();
+}
+
+void *calloc(size_t n, size_t size)
+{
+	heap_enter();
+	void *p = heap_calloc(n, size);
+	heap_leave();
+	return p;
+}
+
+void *realloc(void *p, size_t n)
+{
+	heap_enter();
+	void *q = heap_realloc(p, n);
+	heap_leave();
 	return q;
 }
 

@@ -9,6 +9,17 @@
  * conversions with all flags, width, precision and length modifiers. It has
  * no floating point (the layer is built with -mgeneral-regs-only): %e %f %g
  * %a skip their double argument and print "<float>".
+ *
+ * What reaches the console, which the host reads (issue 34 item 5,
+ * docs/console.md): only text the image carries in its read-only part (the
+ * libraries' own string constants), never bytes from memory. A library's
+ * printf shows its format string as written, conversions unexpanded: the
+ * arguments may be anything the library holds (libtpms dumps the whole TPM
+ * command that sent it into failure mode, tpm_tpm2_interface.c
+ * TPM2_Process: TPMLIB_LogArray(~0, command, ...)). Data written with
+ * write/fwrite/fputs/puts shows when it is such a constant, else as a count
+ * of bytes; single characters only as newlines. snprintf and friends, into
+ * the caller's buffer, format as usual.
  */
 #include <stdarg.h>
 #include "base/console.h"
@@ -19,6 +30,7 @@ void *malloc(size_t n);
 void free(void *p);
 void *realloc(void *p, size_t n);
 char *strerror(int e);
+int snprintf(char *buf, size_t size, const char *fmt, ...);
 
 struct libc_file {
 	int fd;
@@ -33,6 +45,36 @@ struct libc_file *stderr = &f_stderr;
 void libc_console_write(const char *s, size_t n)
 {
 	con_write(s, n);
+}
+
+/* The image's code and constants: [__image_start, __text_end) (linker.ld). */
+extern const char __image_start[], __text_end[];
+
+bool libc_image_constant(const void *p, size_t n)
+{
+	uintptr_t a = (uintptr_t)p, lo = (uintptr_t)__image_start, hi = (uintptr_t)__text_end;
+	return p && a >= lo && a <= hi && n <= hi - a;
+}
+
+const char *libc_shown(const char *s)
+{
+	if (!s)
+		return "(null)";
+	return libc_image_constant(s, strlen(s) + 1) ? s : "(a string from memory: not shown)";
+}
+
+/* Library bytes for the console: shown only when they are image constants. */
+static void lib_output(const void *p, size_t n)
+{
+	if (!n)
+		return;
+	if (libc_image_constant(p, n)) {
+		libc_console_write(p, n);
+		return;
+	}
+	char line[80];
+	int k = snprintf(line, sizeof(line), "[libc: %zu bytes of library output not shown]\n", n);
+	libc_console_write(line, (size_t)k < sizeof(line) ? (size_t)k : sizeof(line) - 1);
 }
 
 /* ---- the formatter ---- */
@@ -326,46 +368,28 @@ int libc_vsnprintf(char *buf, size_t size, const char *fmt, va_list ap)
 	return r;
 }
 
-/* Console output in whole chunks, so a line reaches the UART in one piece. */
-struct con_sink {
-	char buf[256];
-	size_t len;
-};
-
-static void con_put(void *ctx, const char *s, size_t n)
-{
-	struct con_sink *c = ctx;
-	while (n) {
-		size_t k = sizeof(c->buf) - c->len;
-		if (k > n)
-			k = n;
-		memcpy(c->buf + c->len, s, k);
-		c->len += k;
-		s += k;
-		n -= k;
-		if (c->len == sizeof(c->buf)) {
-			libc_console_write(c->buf, c->len);
-			c->len = 0;
-		}
-	}
-}
-
 static bool fd_is_console(int fd)
 {
 	return fd == 1 || fd == 2;
 }
 
+static void count_only(void *ctx, const char *s, size_t n)
+{
+	(void)ctx;
+	(void)s;
+	(void)n;
+}
+
+/* A library's printf to the console: its format text, never its arguments;
+ * the return value is what the formatted output would have counted. */
 static int vdprintf_console(int fd, const char *fmt, va_list ap)
 {
 	if (!fd_is_console(fd)) {
 		LIBC_SET_ERRNO(LIBC_EBADF);
 		return -1;
 	}
-	struct con_sink c;
-	c.len = 0;
-	int r = libc_vformat(con_put, &c, fmt, ap);
-	if (c.len)
-		libc_console_write(c.buf, c.len);
+	int r = libc_vformat(count_only, NULL, fmt, ap);
+	lib_output(fmt, strlen(fmt));
 	return r;
 }
 
@@ -418,7 +442,7 @@ long write(int fd, const void *buf, size_t n)
 		LIBC_SET_ERRNO(LIBC_EBADF);
 		return -1;
 	}
-	libc_console_write(buf, n);
+	lib_output(buf, n);
 	return (long)n;
 }
 
@@ -439,8 +463,15 @@ int fputs(const char *s, struct libc_file *f)
 
 int fputc(int c, struct libc_file *f)
 {
-	char ch = (char)c;
-	return write(file_fd(f), &ch, 1) < 0 ? EOF : (unsigned char)c;
+	/* One byte of whatever the library holds: only a newline is shown. */
+	static const char nl = '\n';
+	if (!fd_is_console(file_fd(f))) {
+		LIBC_SET_ERRNO(LIBC_EBADF);
+		return EOF;
+	}
+	if ((char)c == '\n')
+		libc_console_write(&nl, 1);
+	return (unsigned char)c;
 }
 
 int putc(int c, struct libc_file *f)
@@ -471,11 +502,15 @@ int fflush(struct libc_file *f)
 
 void perror(const char *s)
 {
+	/* strerror's messages are constants; s is shown as such or not at all. */
 	const char *m = strerror(libc_errno);
-	if (s && *s)
-		fprintf(stderr, "%s: %s\n", s, m);
-	else
-		fprintf(stderr, "%s\n", m);
+	if (s && *s) {
+		s = libc_shown(s);
+		lib_output(s, strlen(s));
+		lib_output(": ", 2);
+	}
+	lib_output(m, strlen(m));
+	lib_output("\n", 1);
 }
 
 /* ---- glibc _FORTIFY_SOURCE printf family (glibc debug/ *_chk.c) ---- */

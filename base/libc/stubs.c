@@ -28,9 +28,10 @@ extern struct libc_file *stdin, *stdout, *stderr;
 		return ret;                                                                        \
 	} while (0)
 
+/* A name or path the library passes: shown only if it is one of its constants. */
 static const char *str(const char *s)
 {
-	return s ? s : "(null)";
+	return libc_shown(s);
 }
 
 /* What OpenSSL 3.0 asks for on every start (glibc-abi-notes.md §3.6, §3.8):

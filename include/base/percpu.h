@@ -6,6 +6,10 @@
 
 #define MAX_CPUS 64
 
+/* %gs:0 holds the vCPU's struct percpu once this MSR is set (0 before: an
+ * AP's first instructions). AMD APM vol. 2 §4.5.3. */
+#define MSR_GS_BASE 0xC0000101u
+
 struct ghcb;
 
 struct percpu {

@@ -7,7 +7,6 @@
 #include "base/percpu.h"
 
 #define MSR_FS_BASE   0xC0000100u
-#define MSR_GS_BASE   0xC0000101u
 #define MSR_EFER      0xC0000080u
 #define MSR_APIC_BASE 0x1Bu
 #define EFER_SVME     (1ULL << 12)

@@ -25,6 +25,7 @@
 #include "base/secret.h"
 #include "base/string.h"
 #include "mm/pgtable.h"
+#include "src/entry.h" /* BOOT_STACK_SIZE, AP_STACK_SIZE */
 
 /* Reset values every VMSA starts from (APM vol. 2 table 14-1; coconut init_svsm_vmsa). */
 #define VMSA_RFLAGS_RESET 0x2ULL
@@ -299,7 +300,17 @@ static int snp_start_ap(struct percpu *cpu)
 	return 0;
 }
 
-/* Terminate through the MSR protocol; a hypervisor that returns gets asked again. */
+/* The termination request through the MSR protocol; a hypervisor that returns gets asked again. */
+static __noreturn void snp_terminate_loop(uint64_t req)
+{
+	for (;;) {
+		wrmsr(MSR_GHCB, req);
+		vmgexit();
+	}
+}
+
+_Static_assert(BOOT_STACK_SIZE == AP_STACK_SIZE, "snp_terminate: one stack size for every vCPU");
+
 static __noreturn void snp_terminate(bool success, unsigned reason_set, unsigned reason_code)
 {
 	uint64_t req = success ? ghcb_msr_term_req(GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ)
@@ -307,10 +318,12 @@ static __noreturn void snp_terminate(bool success, unsigned reason_set, unsigned
 
 	secret_wipe_all();
 	irq_disable();
-	for (;;) {
-		wrmsr(MSR_GHCB, req);
-		vmgexit();
-	}
+	/* Then this vCPU's stack, which holds the frames of the library code
+	 * it ran or was interrupted in (issue 34 item 3); the request is sent
+	 * from a fresh frame at its top (src/smp.c sets every stack_top). */
+	struct percpu *cpu = rdmsr(MSR_GS_BASE) ? this_cpu() : NULL;
+	vaddr_t top = cpu ? cpu->stack_top : 0;
+	secret_end_on_clean_stack(top ? top - AP_STACK_SIZE : 0, top, snp_terminate_loop, req);
 }
 
 static void snp_ghcb_call_op(struct percpu *cpu, struct ghcb *ghcb)

@@ -39,10 +39,11 @@ __noreturn void panic(const char *fmt, ...)
 
 struct percpu percpus[MAX_CPUS];
 unsigned cpu_count = 1;
-struct percpu *host_current_cpu = &percpus[0];
+/* Per thread, so that a test's threads can be different vCPUs; unset: vCPU 0. */
+__thread struct percpu *host_current_cpu;
 struct percpu *this_cpu(void)
 {
-	return host_current_cpu;
+	return host_current_cpu ? host_current_cpu : &percpus[0];
 }
 
 /* csvsm's microsecond clock: the host's monotonic clock. */

@@ -49,6 +49,22 @@ fi
 grep -q "^smoke: ok   TPMLIB_MainInit (manufacture)" "$log" ||
 	tap fail "libc-smoke: the TPM was never manufactured"
 grep -q "^smoke: FAIL" "$log" && fail=1
+# Library output (issue 34 item 5, smoke_main.c test_library_output): the
+# format text and constants, byte counts for the rest, never the secret.
+lib_out() { # description, then a command
+	local d=$1
+	shift
+	if "$@"; then tap ok "libc-smoke: library output: $d"; else tap fail "libc-smoke: library output: $d"; fail=1; fi
+}
+clean=$(tr -d '\r' <"$log")
+lib_out "printf shows its format text, unexpanded" grep -qxF 'smoke: lib-output: printf %s %d' <<<"$clean"
+lib_out "fprintf the same" grep -qxF 'smoke: lib-output: fprintf %s' <<<"$clean"
+lib_out "write and fputs of memory show only a count ($(grep -c 'bytes of library output not shown' <<<"$clean") lines)" \
+	test "$(grep -cE '^\[libc: 27 bytes of library output not shown\]' <<<"$clean")" -ge 2 # "SMOKE" "SECRET" + 16 hex digits
+lib_out "puts of a constant shows it" grep -qxF 'smoke: lib-output: a constant line' <<<"$clean"
+lib_out "perror of memory shows a placeholder" grep -q '^(a string from memory: not shown): ' <<<"$clean"
+lib_out "the secret never reaches the console ($(grep -c SMOKESECRET <<<"$clean") lines hold it)" \
+	bash -c '! grep -q SMOKESECRET "$1"' _ "$log"
 
 # Negative boots: the layer must stop the image, not carry on.
 #   rand: rand() outside _plat__GetEntropy(0)'s srand+2 pattern (weak-entropy fallback)

@@ -71,7 +71,7 @@ while IFS= read -r line; do
 	"linux-guest: init started"*)
 		[ -n "$init_ms" ] || init_ms=$(ms_since "$t0")
 		u=${line##*uptime_s=}; uptime_ms=$((${u%.*} * 1000 + 10#${u#*.} * 10)) ;;
-	"linux-guest: "+([0-9])" passed, "+([0-9])" failed") done_ms=$(ms_since "$t0") summary=$line ;;
+	"linux-guest: "+([0-9])" passed, "+([0-9])" failed, "+([0-9])" skipped") done_ms=$(ms_since "$t0") summary=$line ;;
 	*"reboot: Power down"*) powered=1 ;;
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" qemu-system-x86_64 \
@@ -84,7 +84,7 @@ rc=$(sed -n 's/^qemu-exit //p' "$LOG" | tail -n1)
 if [ -n "$init_ms" ]; then ok "plain OVMF: the kernel booted and /init started after $init_ms ms"
 else nok "plain OVMF: /init never started (timeout ${TIMEOUT}s; QEMU status ${rc:-?})"; fi
 if [ -n "$summary" ]; then ok "plain OVMF: /init ran to its summary line ($summary)"
-else nok "plain OVMF: no 'linux-guest: N passed, N failed' line"; fi
+else nok "plain OVMF: no 'linux-guest: N passed, N failed, N skipped' line"; fi
 if [ "$rc" = 0 ] && [ -n "$powered" ]; then ok "plain OVMF: the VM powered off by itself (QEMU status 0, 'reboot: Power down')"
 else nok "plain OVMF: the VM did not power off by itself (QEMU status ${rc:-?}, power-down line ${powered:-missing})"; fi
 
@@ -112,9 +112,10 @@ else
 	nok "plain OVMF: accept and pvalidate were not vacuous here (${acc:-no accept line}; want Unaccepted 0 kB at init and no SEV-SNP)"
 fi
 
-gp=$(echo "$summary" | sed -n 's/^linux-guest: \([0-9]*\) passed, \([0-9]*\) failed$/\1/p')
-gf=$(echo "$summary" | sed -n 's/^linux-guest: \([0-9]*\) passed, \([0-9]*\) failed$/\2/p')
+gp=$(echo "$summary" | sed -n 's/^linux-guest: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\1/p')
+gf=$(echo "$summary" | sed -n 's/^linux-guest: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\2/p')
+gs=$(echo "$summary" | sed -n 's/^linux-guest: \([0-9]*\) passed, \([0-9]*\) failed, \([0-9]*\) skipped$/\3/p')
 echo "linux-boot: plain-ovmf init_ms=${init_ms:-none} kernel_console_ms=${kernel_ms:-none} kernel_uptime_at_init_ms=${uptime_ms:-none} done_ms=${done_ms:-none} exit_ms=$exit_ms mem=$MEM smp=$SMP"
-echo "linux-boot: plain-ovmf guest_passed=${gp:-none} guest_failed=${gf:-none}"
+echo "linux-boot: plain-ovmf guest_passed=${gp:-none} guest_failed=${gf:-none} guest_skipped=${gs:-none}"
 echo "$((n - nfail)) passed, $nfail failed"
 [ "$nfail" -eq 0 ]

@@ -26,7 +26,7 @@ EXTRA_ALL += $(LINUX_INITRAMFS)
 # The plain-QEMU baseline doubles as the self-test of the guest artefacts
 # (about 5 s): /init must reach its summary with exactly the SNP checks
 # failing, and the VM must power itself off.
-TEST_SCRIPTS += tests/linux/boot-plain.sh tests/linux/linux.sh tests/linux/linux-forky.sh
+TEST_SCRIPTS += tests/linux/summary-selftest.sh tests/linux/boot-plain.sh tests/linux/linux.sh tests/linux/linux-forky.sh
 
 deps: deps-guests
 deps-guests: deps-pkgs

@@ -4,7 +4,8 @@
 # SEV-SNP guest at VMPL2 with all vCPUs (the same boot as `make run
 # GUEST=linux`; the guest's RAM is what the machine leaves it, lib.sh
 # snpm_guest_mem). Checks, as TAP:
-#   - /init's own suite (tests/linux/init) ran to "N passed, 0 failed", each
+#   - /init's own suite (tests/linux/init) ran to "N passed, 0 failed,
+#     0 skipped" (a skip fails unless ALLOW_SKIP=1, as in tests/run.sh), each
 #     of its checks by tag, and the VM powered off with csvsm's success status;
 #   - the attestation evidence /init printed verifies on the host with
 #     build/csvsm-verify: the configfs-tsm report through the SVSM (test
@@ -21,6 +22,9 @@
 #     as the report, the event log replayed to every quoted PCR; a wrong
 #     nonce (refused for the nonce), a wrong secret and the EK as the AK
 #     refused;
+#   - the console, which the host reads, holds none of the run's secrets
+#     (VMPCK0..3, the vTPM's seeds) in any form (tests/linux/console-scan.py,
+#     with a self-check that finds planted ones; docs/console.md);
 #   - numbers: SVSM calls by protocol and call (the machine counts them at
 #     the guest's switches to VMPL0); QEMU start to /init against the same kernel under plain
 #     QEMU/OVMF in this run (tests/linux/boot-plain.sh, same TCG mode;
@@ -98,11 +102,19 @@ EOF
 # under it sent on the guest's ttyS1 (the machine's COM2, QEMU's pipe
 # chardev $tmp/chan.{in,out}); "refused" if the report does not verify.
 . tests/linux/cred-channel.sh
+. tests/linux/summary.sh
 cred_channel_open "$tmp" || exit 1
 
 # --- csvsm: OVMF at VMPL2, Linux through fw_cfg ------------------------------------
+# The console scan (issue 34 item 5, at the end): QEMU logs every byte of
+# the serial console as sent (console.raw); the machine writes the run's
+# secrets to port 0xE9, a file of ours, never to the console: VMPCK0..3 at
+# launch and, at the end, csvsm's libtpms `gp` (the vTPM's seeds).
+read -r gp_addr gp_size < <(nm -S build/csvsm.elf | awk '$4 == "gp" { print $1, $2 }')
 # shellcheck disable=SC2046
-set -- $(snpm_args) $(linux_guest_args "$MEM" "$SMP")
+set -- $(snpm_args) $(linux_guest_args "$MEM" "$SMP") \
+	-chardev "file,id=secrets,path=$tmp/secrets.txt" -device isa-debugcon,iobase=0xe9,chardev=secrets \
+	-append "snpm.secrets_out=1 snpm.tpm_state=${gp_addr:-0}:${gp_size:-0}"
 : >"$log"
 init_ms= done_ms= summary=
 t0=$EPOCHREALTIME
@@ -118,11 +130,11 @@ while IFS= read -r line; do
 	case "$line" in
 	"linux-guest: init started"*) [ -n "$init_ms" ] || init_ms=$(ms_since "$t0") ;;
 	"linux-guest: tpm credential-request") cred_challenge "$log" "$tmp" "$meas" ;;
-	"linux-guest: "+([0-9])" passed, "+([0-9])" failed") done_ms=$(ms_since "$t0") summary=$line ;;
+	"linux-guest: "+([0-9])" passed, "+([0-9])" failed, "+([0-9])" skipped") done_ms=$(ms_since "$t0") summary=$line ;;
 	esac
 done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" \
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
-	-serial stdio $(cred_channel_qemu_args "$tmp") \
+	-chardev "stdio,id=console,logfile=$tmp/console.raw" -serial chardev:console $(cred_channel_qemu_args "$tmp") \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
 	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW csvsm_chan=ttyS1")" \
 	2> >(grep -v "TCG doesn't support requested feature" >&2); echo "qemu-exit $?")
@@ -137,7 +149,8 @@ ended=0
 if [ -n "$summary" ] && [ "$(grep -v '^qemu-exit ' "$log" | tail -n1)" = "snpm: end: success" ]; then ended=1; fi
 tap_check "csvsm booted OVMF and Linux: /init started after ${init_ms:-?} ms" test -n "$init_ms"
 tap_check "/init ran to its summary: ${summary:-none}" test -n "$summary"
-tap_check "/init reports 0 failed" grep -qE '^linux-guest: [0-9]+ passed, 0 failed$' "$log"
+tap_check "/init reports 0 failed" grep -qE '^linux-guest: [0-9]+ passed, 0 failed, [0-9]+ skipped$' "$log"
+guest_summary_checks "$log" "$summary"
 for t in snp vmpl vcpus ram warn vtpm sev-guest tsm-svsm tsm-svsm-data tsm-vmpl; do
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-150)" \
 		grep -qE "^ok [0-9]+ - $t: " "$log"
@@ -447,6 +460,25 @@ verify_json "$tmp/chainq-bad.json" --report "$tmp/report.bin" --vmpl 0 --nonce "
 vrc=$?
 tap_check "the quote is refused with the EK in the AK's place (exit $vrc, want 1): 'quote' fails, 'signature' passes" \
 	refused "$vrc" "$tmp/chainq-bad.json" quote=fail signature=ok
+
+# --- what the host read on the console (issue 34 item 5, docs/console.md) -----------------
+# Every byte of the serial console (all of csvsm's vCPUs, the machine, OVMF,
+# Linux) searched for the run's secrets in every 8-byte window of each, raw,
+# as hex (any case, any separators) and as a little-endian register value
+# (tests/linux/console-scan.py); the self-check plants each secret in each
+# form into a copy of the console and must find every plant.
+grep -E '^snpm: secrets: ' "$log" | sed 's/^/# /'
+scan=$(python3 tests/linux/console-scan.py --secrets "$tmp/secrets.txt" --self-check "$tmp/console.raw" 2>&1)
+sed 's/^/# /' <<<"$scan"
+found=$(grep -m1 '^console-scan: secrets=' <<<"$scan")
+selfc=$(grep -m1 '^console-scan: self-check: ' <<<"$scan")
+logb=$(grep -v '^qemu-exit ' "$log" | wc -c)
+tap_check "the machine wrote VMPCK0..3 and csvsm's TPM state ($gp_size bytes of gp at $gp_addr) to its secrets port, not the console" \
+	bash -c 'grep -q "^snpm: secrets: VMPCK0..3 written to port 0xe9" "$1" && grep -qE "^snpm: secrets: [0-9]+ bytes of csvsm.s TPM state at 0x[0-9a-f]+ written to port 0xe9" "$1"' _ "$log"
+tap_check "console scan: 10 secrets looked for (VMPCK0..3, the vTPM's EPS/SPS/PPS seeds and 3 hierarchy proofs: $(field secrets "$found")), $(field bytes "$found") console bytes (the log's $logb and more), $(field hits "$found") found" \
+	test "$(field secrets "$found")" = 10 -a "$(field hits "$found")" = 0 -a "$(field bytes "$found")" -ge "$logb" -a "$logb" -gt 0
+tap_check "console scan self-check: a leak planted in each form of each secret is found ($(field planted "$selfc") planted, $(field found "$selfc") found)" \
+	test "$(field planted "$selfc")" = 50 -a "$(field found "$selfc")" = 50 -a "$(field missed "$selfc")" = 0
 
 # --- numbers -------------------------------------------------------------------------------
 # SVSM calls by protocol and call, as the machine counted them at the

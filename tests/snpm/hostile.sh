@@ -28,7 +28,8 @@
 # Then the key wipe (issue 8 item 7) on csvsm's own termination path: a
 # hostile host refuses the guest's boot VMSA (snpm.refuse_boot_vmsa=1), so
 # csvsm panics with its keys loaded, and the machine then searches all
-# VMPL0-only memory for VMPCK0..3 (`snpm: key-scan:`). The same scan at the
+# VMPL0-only memory for VMPCK0..3 (`snpm: key-scan:`) and counts what the
+# terminating vCPU left of its stack (`snpm: zero-probe:`, issue 34 item 3). The same scan at the
 # guest's launch, while csvsm holds its one copy of VMPCK0, is the control
 # that the scan finds a key where there is one. (A guest's own termination
 # request ends the VM at the host, as on hardware, without csvsm.)
@@ -158,12 +159,20 @@ tap_check "csvsm: mutation: with csvsm's INVLPGB ignored the TLB check fails, th
 	test "${d%% *}" = not -a "$p100" -gt "$p50" -a -n "$(grep -m1 '^snpm: hostile: csvsm.s INVLPGB does nothing' "$tmp/d.log")"
 
 # ---- 2. what VMPL0-only memory holds after csvsm's termination path ----
-snpm_qemu "$tmp/k.log" 2G 2 -append "snpm.key_scan_at_launch=1 snpm.stop_at_launch=1"
+# With the boot vCPU's stack (src/boot.S boot_stack, 64 KiB): the vCPU that
+# terminates zeroes it, the frames of everything it ran (issue 34 item 3),
+# but for the frame it sends the termination request from.
+bs=$(nm build/csvsm.elf | awk '$3 == "boot_stack" { print $1 }')
+snpm_qemu "$tmp/k.log" 2G 2 -append "snpm.key_scan_at_launch=1 snpm.stop_at_launch=1 snpm.zero_probe=$bs:10000"
 ks=$(grep -m1 "^snpm: key-scan: at the guest's launch" "$tmp/k.log")
 echo "# $ks"
 tap_check "csvsm: control: at the guest's launch csvsm's memory holds exactly one copy of VMPCK0 and none of VMPCK1..3" \
 	test "$(field vmpck0 "$ks")" = 1 -a "$(field vmpck1 "$ks")" = 0 -a "$(field vmpck2 "$ks")" = 0 -a "$(field vmpck3 "$ks")" = 0
-snpm_qemu "$tmp/t.log" 2G 2 -append "snpm.refuse_boot_vmsa=1"
+zp=$(grep -m1 "^snpm: zero-probe: at the guest's launch" "$tmp/k.log")
+echo "# $zp"
+tap_check "csvsm: control: at the guest's launch the boot vCPU's stack is not zero (its frames and tpm/boot.c's depth paint: $(field nonzero "$zp") nonzero bytes of $(field read "$zp"))" \
+	test "$(field read "$zp")" = 0x10000 -a "${zp:+$(field nonzero "$zp")}" -gt 4096
+snpm_qemu "$tmp/t.log" 2G 2 -append "snpm.refuse_boot_vmsa=1 snpm.zero_probe=$bs:10000"
 grep -E '^snpm: refusing|PANIC|^snpm: guest requested termination' "$tmp/t.log" | sed 's/^/# /'
 tap_check "csvsm: a host that refuses the guest's boot VMSA: csvsm panics and asks to terminate" \
 	grep -q "^snpm: guest requested termination (reason set 1 code 255) on vCPU 0" "$tmp/t.log"
@@ -174,4 +183,8 @@ echo "# $ks"
 tap_check "csvsm: after csvsm's termination path, VMPL0-only memory ($(field pages "$ks") pages) holds none of VMPCK0..3" \
 	test "$(field pages "$ks")" -gt 0 -a "$(field vmpck0 "$ks")" = 0 -a "$(field vmpck1 "$ks")" = 0 \
 	-a "$(field vmpck2 "$ks")" = 0 -a "$(field vmpck3 "$ks")" = 0
+zp=$(grep -m1 '^snpm: zero-probe: VMPL0 terminated' "$tmp/t.log")
+echo "# $zp"
+tap_check "csvsm: the terminating vCPU zeroed its stack but for the frame it asks from ($(field nonzero "$zp") nonzero bytes of $(field read "$zp"))" \
+	test "$(field read "$zp")" = 0x10000 -a "${zp:+$(field nonzero "$zp")}" -le 256
 [ "$TAP_FAILS" -eq 0 ]

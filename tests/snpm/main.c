@@ -102,8 +102,11 @@ static void print_frames(void)
  * line: the tests require it before they take the absence of a fault or
  * panic line as evidence (an empty or cut-off log has no end line).
  */
+static void secrets_at_end(void);
+
 static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigned reason_code)
 {
+	secrets_at_end();
 	sim_uart_flush();
 	if (!success)
 		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
@@ -574,6 +577,20 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
  *                          answers with an error)
+ *   snpm.secrets_out=1     write the run's known secrets, never to the
+ *                          console, to I/O port 0xE9 (QEMU's isa-debugcon,
+ *                          a file of the test's; no guest reaches the port,
+ *                          model/devpolicy.c): VMPCK0..3 at launch and, with
+ *                          snpm.tpm_state, csvsm's TPM state when the VM
+ *                          ends, for the console scan (issue 34 item 5,
+ *                          tests/linux/console-scan.py)
+ *   snpm.tpm_state=ADDR:SIZE  (hex) csvsm's libtpms PERSISTENT_DATA `gp`
+ *                          (nm -S build/csvsm.elf), read from csvsm's
+ *                          memory when the VM ends: the vTPM's primary
+ *                          seeds and hierarchy proofs are in it
+ *   snpm.zero_probe=ADDR:SIZE  (hex) with each key scan, count the nonzero
+ *                          bytes of csvsm's [ADDR, ADDR + SIZE) (its boot
+ *                          stack: what a terminating vCPU left of it)
  */
 static bool stop_at_launch, key_scan_at_launch, native_zero;
 static uint64_t va_probe[8];
@@ -583,6 +600,55 @@ static unsigned n_va_probe;
 static uint64_t ap_stack_probe;
 bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
+static bool secrets_out;
+static uint64_t tpm_state_addr, tpm_state_size;
+/* snpm.zero_probe=ADDR:SIZE: a range of csvsm's (its boot stack) whose
+ * nonzero bytes the key scan counts too. */
+static uint64_t zero_probe_addr, zero_probe_size;
+#define SECRETS_PORT	  0xE9
+#define TPM_STATE_MAX	  0x4000
+#define SECRETS_HEX_DIGIT "0123456789abcdef"
+
+/* "secret NAME HEX" on the secrets port: the test's file, never the console. */
+static void secrets_line(const char *name, const uint8_t *b, size_t n)
+{
+	for (const char *p = "secret "; *p; p++)
+		outb(SECRETS_PORT, (uint8_t)*p);
+	for (const char *p = name; *p; p++)
+		outb(SECRETS_PORT, (uint8_t)*p);
+	outb(SECRETS_PORT, ' ');
+	for (size_t i = 0; i < n; i++) {
+		outb(SECRETS_PORT, (uint8_t)SECRETS_HEX_DIGIT[b[i] >> 4]);
+		outb(SECRETS_PORT, (uint8_t)SECRETS_HEX_DIGIT[b[i] & 15]);
+	}
+	outb(SECRETS_PORT, '\n');
+}
+
+/* When the VM ends: csvsm's TPM state as its memory holds it then (the
+ * machine reads it as the hardware model; on hardware it is ciphertext). */
+static void secrets_at_end(void)
+{
+	static uint32_t once;
+	static uint8_t buf[TPM_STATE_MAX];
+	if (!secrets_out || !tpm_state_size || __atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+		return;
+	for (uint64_t off = 0; off < tpm_state_size; off++) {
+		gpa_t g = tpm_state_addr + off;
+		if (!hv_is_mem(g & ~(gpa_t)(PAGE_SIZE - 1), PAGE_SIZE)) {
+			con_printf("snpm: secrets: csvsm's TPM state at 0x%llx is not memory the "
+				   "machine backs\n",
+				   (unsigned long long)g);
+			return;
+		}
+		buf[off] = *(const uint8_t *)(uintptr_t)hv_hpa(g);
+	}
+	secrets_line("tpm-state", buf, tpm_state_size);
+	memzero_explicit(buf, sizeof(buf));
+	con_printf("snpm: secrets: %llu bytes of csvsm's TPM state at 0x%llx written to port "
+		   "0x%x (not the console)\n",
+		   (unsigned long long)tpm_state_size, (unsigned long long)tpm_state_addr,
+		   SECRETS_PORT);
+}
 
 static bool option_is_1(const char *key)
 {
@@ -752,6 +818,23 @@ static void machine_options(void)
 			   "again",
 			   snpm_frame_swap);
 	}
+	secrets_out = option_is_1("snpm.secrets_out");
+	if (cmdline_get(cmdline, cmdline_len, "snpm.zero_probe", &v, &vlen)) {
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &zero_probe_addr) || v == stop || *v++ != ':' ||
+		    cmdline_parse_hex(&v, stop, &zero_probe_size) || v != stop ||
+		    !zero_probe_size || zero_probe_addr + zero_probe_size < zero_probe_addr)
+			fail("bad snpm.zero_probe= value (want ADDR:SIZE in hex)");
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.tpm_state", &v, &vlen)) {
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &tpm_state_addr) || v == stop || *v++ != ':' ||
+		    cmdline_parse_hex(&v, stop, &tpm_state_size) || v != stop || !tpm_state_size ||
+		    tpm_state_size > TPM_STATE_MAX ||
+		    tpm_state_addr + tpm_state_size < tpm_state_addr)
+			fail("bad snpm.tpm_state= value (want ADDR:SIZE in hex, size 1..0x%x)",
+			     TPM_STATE_MAX);
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.ap_stack_probe", &v, &vlen)) {
 		const char *stop = v + vlen;
 		if (cmdline_parse_hex(&v, stop, &ap_stack_probe) || v != stop || !ap_stack_probe)
@@ -828,6 +911,22 @@ void snpm_key_scan(const char *when)
 	    when, (unsigned long long)pages, (unsigned long long)found[0],
 	    (unsigned long long)found[1], (unsigned long long)found[2],
 	    (unsigned long long)found[3]);
+	/* What a terminating vCPU left of its stack (issue 34 item 3): csvsm
+	 * zeroes it but for the frame the termination request is sent from. */
+	if (zero_probe_size) {
+		uint64_t nonzero = 0, read = 0;
+		for (uint64_t off = 0; off < zero_probe_size; off++) {
+			gpa_t g = zero_probe_addr + off;
+			if (!hv_is_mem(g & ~(gpa_t)(PAGE_SIZE - 1), PAGE_SIZE))
+				break;
+			read++;
+			nonzero += *(const uint8_t *)(uintptr_t)hv_hpa(g) != 0;
+		}
+		con_printf(
+		    "snpm: zero-probe: %s: addr=0x%llx size=0x%llx read=0x%llx nonzero=%llu\n",
+		    when, (unsigned long long)zero_probe_addr, (unsigned long long)zero_probe_size,
+		    (unsigned long long)read, (unsigned long long)nonzero);
+	}
 }
 
 /*
@@ -1007,6 +1106,16 @@ static void launch(void)
 	memzero_explicit(&keys, sizeof(keys));
 	memzero_explicit(blob, sizeof(blob));
 	memcpy(scan_keys, L.vmpck, sizeof(scan_keys)); /* machine memory: for the key scan only */
+	if (secrets_out) {
+		for (unsigned k = 0; k < 4; k++)
+			secrets_line(k == 0   ? "vmpck0"
+				     : k == 1 ? "vmpck1"
+				     : k == 2 ? "vmpck2"
+					      : "vmpck3",
+				     L.vmpck[k], sizeof(L.vmpck[k]));
+		con_printf("snpm: secrets: VMPCK0..3 written to port 0x%x (not the console)\n",
+			   SECRETS_PORT);
+	}
 	memzero_explicit(L.vmpck, sizeof(L.vmpck));
 	memzero_explicit(file, size); /* the guest gets none of the machine's inputs */
 }

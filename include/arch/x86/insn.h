@@ -66,6 +66,7 @@ void invlpgb_all_global(void);
 void tlbsync(void);
 void *read_gs0(void);
 void lidt(const void *desc);
+__noreturn void stack_zero_and_call(vaddr_t lo, vaddr_t hi, void (*fn)(uint64_t), uint64_t arg);
 
 #else /* image */
 
@@ -309,6 +310,48 @@ static inline void rep_stosq(void **d, uint64_t v, size_t n)
 static inline void rep_stosb(void **d, uint8_t v, size_t n)
 {
 	__asm__ volatile("rep stosb" : "+D"(*d), "+c"(n) : "a"(v) : "memory");
+}
+/*
+ * The end of a terminating vCPU (base/secret.c secret_end_on_clean_stack):
+ * RSP moves to hi, so that no frame below it is live any more, the stack
+ * [lo, hi) is zeroed (REP STOSB needs no stack; an exception taken meanwhile
+ * pushes its frame below hi and is done with it before the zeroing goes on),
+ * the general registers and, once SSE is on (CR4.OSFXSR), XMM0-15 are
+ * cleared of whatever the abandoned frames left in them, and fn(arg) runs
+ * on a fresh frame at hi. fn never returns. hi must be 16-byte aligned.
+ */
+static inline __noreturn void stack_zero_and_call(vaddr_t lo, vaddr_t hi, void (*fn)(uint64_t),
+						  uint64_t arg)
+{
+	__asm__ volatile("mov %[top], %%rsp\n\t"
+			 "cld\n\t"
+			 "rep stosb\n\t"
+			 "mov %[arg], %%rdi\n\t"
+			 "mov %[fn], %%r11\n\t"
+			 "mov %%cr4, %%rax\n\t"
+			 "bt $9, %%rax\n\t"
+			 "jnc 1f\n\t"
+			 "pxor %%xmm0, %%xmm0\n\tpxor %%xmm1, %%xmm1\n\t"
+			 "pxor %%xmm2, %%xmm2\n\tpxor %%xmm3, %%xmm3\n\t"
+			 "pxor %%xmm4, %%xmm4\n\tpxor %%xmm5, %%xmm5\n\t"
+			 "pxor %%xmm6, %%xmm6\n\tpxor %%xmm7, %%xmm7\n\t"
+			 "pxor %%xmm8, %%xmm8\n\tpxor %%xmm9, %%xmm9\n\t"
+			 "pxor %%xmm10, %%xmm10\n\tpxor %%xmm11, %%xmm11\n\t"
+			 "pxor %%xmm12, %%xmm12\n\tpxor %%xmm13, %%xmm13\n\t"
+			 "pxor %%xmm14, %%xmm14\n\tpxor %%xmm15, %%xmm15\n"
+			 "1:\n\t"
+			 "xor %%eax, %%eax\n\txor %%ebx, %%ebx\n\txor %%ecx, %%ecx\n\t"
+			 "xor %%edx, %%edx\n\txor %%esi, %%esi\n\txor %%ebp, %%ebp\n\t"
+			 "xor %%r8d, %%r8d\n\txor %%r9d, %%r9d\n\txor %%r10d, %%r10d\n\t"
+			 "xor %%r12d, %%r12d\n\txor %%r13d, %%r13d\n\t"
+			 "xor %%r14d, %%r14d\n\txor %%r15d, %%r15d\n\t"
+			 "call *%%r11\n\t"
+			 "ud2"
+			 :
+			 : [top] "r"(hi), "D"(lo), "c"(hi - lo),
+			   "a"(0), [arg] "r"(arg), [fn] "r"(fn)
+			 : "memory");
+	__builtin_unreachable();
 }
 
 #endif /* CSVSM_HOST */
