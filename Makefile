@@ -150,9 +150,9 @@ clean:
 .PHONY: all deps deps-pkgs test run bench format clean host-cmdline qemu-trixie
 
 # The QEMU command line for a real SEV-SNP host and the MEASUREMENT it gives
-# (docs/hardware.md): make host-cmdline [SMP=4] [MEM=8G] [CBITPOS=51] [KVM=coconut|upstream]
+# (docs/hardware.md): make host-cmdline [SMP=4] [MEM=8G] [CBITPOS=51] [KVM=planes]
 host-cmdline: all
-	@tools/host-cmdline.sh $(BUILD)/csvsm.igvm $(or $(SMP),4) $(or $(MEM),8G) $(or $(CBITPOS),51) $(or $(KVM),coconut)
+	@tools/host-cmdline.sh $(BUILD)/csvsm.igvm $(or $(SMP),4) $(or $(MEM),8G) $(or $(CBITPOS),51) $(or $(KVM),planes)
 -include $(shell find $(BUILD) -path $(BUILD)/guests -prune -o -name '*.d' -type f -print 2>/dev/null)
 
 # The objects of csvsm's image, the host library's sources and the models,

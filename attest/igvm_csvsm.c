@@ -66,12 +66,24 @@ void igvm_csvsm_vmsa(struct vmsa *v, uint64_t entry, uint64_t sev_features)
 	memset(v, 0, sizeof(*v));
 	v->cs = code; /* 0xC9B: 32-bit code */
 	v->ds = v->es = v->fs = v->gs = v->ss = data;
-	/* QEMU's reset values for what csvsm does not use, so that QEMU
-	 * versions that do not copy these VMSA fields measure the same page. */
-	v->gdtr = (struct vmsa_seg){0, 0, 0xFFFF, 0};
-	v->idtr = (struct vmsa_seg){0, 0, 0xFFFF, 0};
-	v->ldtr = (struct vmsa_seg){0, 0x82, 0xFFFF, 0};
-	v->tr = (struct vmsa_seg){0, 0x8B, 0xFFFF, 0};
+	/*
+	 * GDTR, IDTR, LDTR, TR, the x87 FCW and MXCSR stay zero (issue 35 item
+	 * 3). The COCONUT QEMU 9-era branches' check_vmsa_supported()
+	 * (coconut-svsm/qemu target/i386/sev.c at f5b85a5a) zeroes only the
+	 * fields they copy into the vCPU and refuse a VMSA with anything else
+	 * non-zero; QEMU >= 10.0 copies these too ("i386/sev: Implement
+	 * ConfidentialGuestSupport functions for SEV" v7, sev_apply_cpu_context,
+	 * which also takes TR's base from LDTR's: zero makes that moot) and so
+	 * measures the zeros written here. csvsm's entry needs none of them:
+	 * src/boot.S enter_long_mode32 loads its GDT before it reloads a
+	 * segment register, cpu_enable_fpu sets FCW (FNINIT) and MXCSR
+	 * (LDMXCSR), snp_boot_main loads the IDT, and a TSS is csvsm's own,
+	 * loaded with LTR: until then no interrupt at CPL0 without an IST
+	 * stack reads TR (APM vol. 2 §8.9.3).
+	 * An exception or #HV before the IDT is loaded now meets IDTR limit 0
+	 * and shuts the vCPU down instead of vectoring through guest memory at
+	 * GPA 0 (the old limit 0xFFFF, base 0).
+	 */
 	v->efer = VMSA_EFER_SVME; /* KVM svm_set_efer() sets it */
 	v->cr4 = 1ULL << 6;	  /* MCE: KVM svm_set_cr4() ORs in the host's */
 	v->cr0 = 0x31;		  /* PE | ET | NE, paging off */
@@ -82,8 +94,6 @@ void igvm_csvsm_vmsa(struct vmsa *v, uint64_t entry, uint64_t sev_features)
 	v->rsi = CSVSM_IGVM_BOOT_BLOCK_GPA;
 	v->g_pat = 0x0007040600070406ULL;
 	v->xcr0 = 1;
-	v->mxcsr = 0x1F80;
-	v->x87_fcw = 0x37F;
 	v->sev_features = sev_features;
 }
 

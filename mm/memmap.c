@@ -61,9 +61,11 @@ static void add_ram(struct memmap *mm, gpa_t start, gpa_t end)
  * RAM as a PC guest can use it: less the legacy VGA/option-ROM/BIOS window
  * [640 KiB, 1 MiB), which QEMU's e820 counts as RAM (hw/i386/pc.c
  * pc_memory_init: one E820_RAM entry from 0 to the below-4G size, which is
- * also QEMU's IGVM memory map, target/i386/igvm.c) but which is VGA MMIO,
- * SMRAM and PAM-shadowed ROM on q35, not guest_memfd memory: a page-state
- * change there stops the VM (kvm_convert_memory). OVMF never uses it as
+ * also QEMU's IGVM memory map, target/i386/sev.c cgs_get_mem_map_entry for
+ * an SNP guest) but which is VGA MMIO, SMRAM and PAM-shadowed ROM on q35,
+ * not guest_memfd memory: a to-private page-state change there fails and
+ * stops the VM (accel/kvm/kvm-all.c kvm_convert_memory; only a to-shared
+ * one of MMIO is accepted, and does nothing). OVMF never uses it as
  * system memory (OvmfPkg/Library/PlatformInitLib/MemDetect.c: RAM below
  * 1 MiB is [0, 640 KiB)), so csvsm neither pre-accepts nor hands it out.
  */

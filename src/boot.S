@@ -54,7 +54,13 @@ cpu_enable_fpu:
 	mov %cr4, %rax
 	or $(CR4_OSFXSR | CR4_OSXMMEXCPT), %rax
 	mov %rax, %cr4
+	/* FCW and MXCSR at their reset values (0x37F, 0x1F80: every
+	 * exception masked), whatever the VMSA this vCPU started from held:
+	 * the launch VMSA has zero in both (attest/igvm_csvsm.c: the COCONUT
+	 * QEMU 9-era check_vmsa_supported refuses a non-zero x87 FCW or
+	 * MXCSR), so csvsm sets what it needs itself (issue 35 item 3). */
 	fninit
+	ldmxcsr mxcsr_reset(%rip)
 	push %rbx
 	mov $1, %eax
 	cpuid
@@ -99,6 +105,10 @@ ap_entry64:
 5:	cli
 	hlt
 	jmp 5b
+
+	.section .rodata
+	.p2align 2
+mxcsr_reset: .long 0x1F80
 
 	/* Boot GDT: 0x08 64-bit code, 0x10 data, 0x18 32-bit code. */
 	.section .data

@@ -107,10 +107,32 @@ static struct vmsa *serve_begin(struct percpu *cpu, struct guest_vcpu *gv, gpa_t
 	return (struct vmsa *)guest_mem_ptr(vmsa);
 }
 
-static void serve_end(gpa_t served)
+/*
+ * Whether this vCPU's guest VMPL has run on it: then its plane vCPU exists
+ * at the host and holds a VMSA it ran. The boot vCPU's is csvsm's own,
+ * given to the host at launch; an AP's guest VMPL has run once VMPL0 finds
+ * a request of it in its VMSA. Before that the planes KVM may not have
+ * created that plane vCPU at all (the guest registers a VMSA with
+ * CREATE_VCPU before its AP creation): a RUN_VMPL for it is an error, and
+ * the MSR form's ends the VM (series v1 PATCH 58/60 __sev_snp_run_vmpl
+ * returns -EINVAL, which sev_handle_vmgexit_msr_protocol passes out of
+ * KVM_RUN). Plane vCPUs are never destroyed, so the mark stays.
+ */
+static bool guest_ran[MAX_CPUS];
+
+/*
+ * The service ends and, in the same hold of the state lock, csvsm decides
+ * whether to run the guest VMPL again (src/vcpu.c vcpu_serve_end_run): only
+ * a vCPU whose guest VMPL has run here, and never one whose VMSA a
+ * DELETE_VCPU has begun to take away (the guest destroyed it at the host
+ * first: a RUN_VMPL of that plane would stall the vCPU, PATCH 58/60).
+ */
+static bool serve_end(struct percpu *cpu, gpa_t served)
 {
-	if (served)
-		vcpu_serve_end(served);
+	if (cpu->id == 0)
+		return true; /* csvsm's own guest VMSA: never deleted */
+	bool run = vcpu_serve_end_run(served, cpu->apic_id);
+	return run && guest_ran[cpu->id];
 }
 
 /*
@@ -121,20 +143,21 @@ static void serve_end(gpa_t served)
  * RUN_VMPL) finds no VMGEXIT and serves nothing stale (the AMD linux-svsm
  * and coconut loops serve only on guest_exit_code == VMGEXIT, 0x403).
  */
-static void serve(struct guest_vcpu *gv, struct vmsa *v)
+static bool serve(struct guest_vcpu *gv, struct vmsa *v)
 {
 	uint64_t exit_code = v->guest_exit_code;
 	v->guest_exit_code = 0;
 	if (exit_code != VMSA_EXIT_VMGEXIT)
-		return;
+		return false;
 	struct svsm_regs r = {v->rax, v->rcx, v->rdx, v->r8, v->r9};
 	if (!svsm_request(gv, &r))
-		return;
+		return true;
 	v->rax = r.rax;
 	v->rcx = r.rcx;
 	v->rdx = r.rdx;
 	v->r8 = r.r8;
 	v->r9 = r.r9;
+	return true;
 }
 
 /*
@@ -182,8 +205,14 @@ static bool vmsa_park(struct vmsa *v, uint64_t attrs)
  * MSR protocol's VMPL request (0x016/0x017) on a host that answers RUN_VMPL
  * as an event it does not know (GHCB_ERR_INVALID_EVENT). Both are the
  * planes KVM's (PATCH 58/60 "kvm: svm: Invoke a specified VMPL level VMSA
- * for the vCPU": sev_snp_run_vmpl and the GHCB_MSR_VMPL_REQ case). 0 when
- * the guest VMPL ran and came back, -1 when the host refused to run it.
+ * for the vCPU": sev_snp_run_vmpl and the GHCB_MSR_VMPL_REQ case), which it
+ * advertises with GHCB HV feature bit 5 (SNP multi-VMPL: PATCH 60/60; Linux
+ * GHCB_HV_FT_SNP_MULTI_VMPL, required by snp_check_hv_features for a guest
+ * below VMPL0). csvsm requires that bit before it registers its first GHCB
+ * (base/ghcb.c ghcb_msr_hv_features_check; without it the snp boot stops,
+ * reason set 1 code 0x43), so the MSR form is used only where the host
+ * advertises it. 0 when the guest VMPL
+ * ran and came back, -1 when the host refused to run it.
  */
 static bool msr_switch[MAX_CPUS]; /* per vCPU: each asks the host on its own */
 
@@ -206,19 +235,11 @@ static int run_guest_vmpl(struct percpu *cpu, unsigned vmpl)
 }
 
 /*
- * Whether this vCPU has a guest VMSA to run: the boot vCPU always; an AP
- * once the guest has created its vCPU (CREATE_VCPU).
- */
-static bool has_guest_vcpu(const struct percpu *cpu)
-{
-	gpa_t vmsa, caa;
-	return cpu->id == 0 || vcpu_lookup_apic(cpu->apic_id, &vmsa, &caa);
-}
-
-/*
- * The request loop of one vCPU. A vCPU whose guest vCPU does not exist yet,
- * or whose RUN_VMPL the host refuses, idles in HLT instead of asking again
- * (coconut-svsm request_loop_main: NoMappings -> go_idle): HLT is an
+ * The request loop of one vCPU. A vCPU whose guest VMPL has not run on it
+ * yet (the guest has not created that vCPU, or has registered its VMSA
+ * with csvsm but not yet given it to the host), whose guest vCPU is being
+ * deleted, or whose RUN_VMPL the host refuses, idles in HLT instead of
+ * asking (coconut-svsm request_loop_main: NoMappings -> go_idle): HLT is an
  * automatic exit the host resolves by running the guest VMPL once it has a
  * VMSA, or by waking VMPL0 for an event; a loop of VMGEXITs would spin.
  * When VMPL0 resumes (RUN_VMPL returned, or the HLT ended because the guest
@@ -235,10 +256,11 @@ static bool has_guest_vcpu(const struct percpu *cpu)
 static __noreturn void request_loop(struct percpu *cpu, struct guest_vcpu *gv)
 {
 	hv_doorbell_register(cpu);
+	bool run = serve_end(cpu, 0); /* the boot vCPU at once; an AP idles first */
 	for (;;) {
 		if (secret_terminating())
 			platform->terminate(false, GHCB_TERM_SET_GEN, GHCB_TERM_GEN_REQ);
-		if (!has_guest_vcpu(cpu) || run_guest_vmpl(cpu, gv->vmpl))
+		if (!run || run_guest_vmpl(cpu, gv->vmpl))
 			cpu_halt();
 		if (secret_terminating())
 			continue;
@@ -250,15 +272,16 @@ static __noreturn void request_loop(struct percpu *cpu, struct guest_vcpu *gv)
 				con_printf("csvsm: vCPU %u: the host runs the guest VMSA 0x%llx "
 					   "elsewhere while VMPL0 runs: its request waits\n",
 					   cpu->id, (unsigned long long)(uintptr_t)v);
-			serve_end(served);
+			run = serve_end(cpu, served);
 			continue;
 		}
-		if (v)
-			serve(gv, v);
+		/* A request found in its VMSA: the guest VMPL has run here. */
+		if (v && serve(gv, v))
+			guest_ran[cpu->id] = true;
 		hv_doorbell_report(cpu); /* its console exits, too, while SVME is clear */
 		if (v)
 			v->efer |= VMSA_EFER_SVME;
-		serve_end(served);
+		run = serve_end(cpu, served);
 	}
 }
 

@@ -99,6 +99,18 @@ void vcpu_serve_end(gpa_t vmsa)
 	vcpu_state_unlock();
 }
 
+bool vcpu_serve_end_run(gpa_t vmsa, uint32_t apic_id)
+{
+	vcpu_state_lock();
+	struct guest_vmsa_slot *s = vmsa ? vcpu_find(vmsa) : NULL;
+	if (s)
+		__atomic_store_n(&s->running, false, __ATOMIC_RELEASE);
+	s = vcpu_find_apic(apic_id);
+	bool run = s && !__atomic_load_n(&s->deleting, __ATOMIC_ACQUIRE);
+	vcpu_state_unlock();
+	return run;
+}
+
 struct guest_vmsa_slot *vcpu_find(gpa_t vmsa)
 {
 	for (unsigned i = 0; i < MAX_GUEST_VCPUS; i++)
@@ -220,6 +232,17 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 	if (!s)
 		return SVSM_ERR_INVALID_PARAMETER;
 	/*
+	 * Marked first, under the lock: a vCPU that ends serving it from now on
+	 * learns in the same hold of the lock not to run it again
+	 * (vcpu_serve_end_run). A guest deletes a VMSA it has stopped at the
+	 * host: after an AP DESTROY (Linux wakeup_cpu_via_vmgexit, kexec), where
+	 * the planes KVM would take a RUN_VMPL of that plane and stall the vCPU
+	 * (series v1 PATCH 58/60 __sev_snp_run_vmpl marks the plane runnable
+	 * without a VMSA), or after the guest replaced it (a newer VMSA for the
+	 * APIC ID, which stays runnable). Cleared again if the delete fails.
+	 */
+	__atomic_store_n(&s->deleting, true, __ATOMIC_RELEASE);
+	/*
 	 * csvsm is serving that vCPU on another of its own (src/guest_snp.c
 	 * serve_begin): the page stays a VMSA until it is done (AMD reference
 	 * SVSM's code, reference §10.8). That service is one request, or the
@@ -247,8 +270,10 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 		if (!(s = vcpu_find(vmsa_gpa)))
 			return SVSM_ERR_INVALID_PARAMETER;
 	}
-	if (s->running)
+	if (s->running) {
+		__atomic_store_n(&s->deleting, false, __ATOMIC_RELEASE);
 		return SVSM_ERR_FAIL_INUSE;
+	}
 	/*
 	 * Clear the VMSA bit first (no guest VMPL access either): from then on
 	 * no VMRUN can start on the page. Hardware refuses it with FAIL_INUSE
@@ -264,18 +289,19 @@ uint64_t vcpu_delete(struct guest_vcpu *gv, struct svsm_regs *r)
 		cpu_relax();
 		rc = platform->rmpadjust(vmsa_gpa, RMP_PG_SIZE_4K, gv->vmpl);
 	}
-	if (rc == RMPADJUST_FAIL_INUSE)
-		return SVSM_ERR_FAIL_INUSE;
-	if (rc)
-		return SVSM_ERR_INVALID_ADDRESS;
+	if (rc) {
+		__atomic_store_n(&s->deleting, false, __ATOMIC_RELEASE);
+		return rc == RMPADJUST_FAIL_INUSE ? SVSM_ERR_FAIL_INUSE : SVSM_ERR_INVALID_ADDRESS;
+	}
 	/* EFER.SVME cleared too, so the page never runs again even if it were
 	 * marked a VMSA once more; then the page is the guest VMPL's again
 	 * (reference §1.5). */
 	struct vmsa *v = guest_mem_ptr(vmsa_gpa);
 	v->efer &= ~EFER_SVME;
 	if (grant(vmsa_gpa, gv->vmpl))
-		return SVSM_ERR_INVALID_ADDRESS;
+		return SVSM_ERR_INVALID_ADDRESS; /* stays marked: its VMSA bit is gone */
 	guest_mem_unprotect(vmsa_gpa);
 	s->used = false;
+	s->deleting = false;
 	return SVSM_SUCCESS;
 }

@@ -33,7 +33,11 @@ static void usage(FILE *f)
 		"  --entry ADDR          entry address instead of a symbol\n"
 		"  --region-size N       csvsm's region size (default %#llx)\n"
 		"  --policy N            SNP guest policy (default %#llx)\n"
-		"  --sev-features N      SEV_FEATURES of the BSP VMSA (default %#llx)\n"
+		"  --sev-features N      SEV_FEATURES of the BSP VMSA (default %#llx:\n"
+		"                        SNPActive, RestrictedInjection, DebugSwap)\n"
+		"  --no-debug-swap       without DebugSwap (bit 5), for a host whose KVM\n"
+		"                        does not offer it (kvm_amd debug_swap=0, or a CPU\n"
+		"                        without it): QEMU >= 10.1 refuses features KVM lacks\n"
 		"  --append STR          csvsm command line, measured in the boot block\n"
 		"  --no-madt             no MADT parameter (QEMU without the IGVM MADT handler)\n"
 		"  -v, --verbose         list the launch ranges\n",
@@ -182,7 +186,8 @@ enum {
 	OPT_POLICY,
 	OPT_FEAT,
 	OPT_APPEND,
-	OPT_NO_MADT
+	OPT_NO_MADT,
+	OPT_NO_DEBUG_SWAP
 };
 
 static const struct option long_opts[] = {
@@ -196,6 +201,7 @@ static const struct option long_opts[] = {
     {"sev-features", required_argument, NULL, OPT_FEAT},
     {"append", required_argument, NULL, OPT_APPEND},
     {"no-madt", no_argument, NULL, OPT_NO_MADT},
+    {"no-debug-swap", no_argument, NULL, OPT_NO_DEBUG_SWAP},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -207,7 +213,7 @@ int main(int argc, char **argv)
 	const char *append = NULL;
 	uint64_t entry = 0, region = 0, policy = CSVSM_IGVM_POLICY,
 		 features = CSVSM_IGVM_SEV_FEATURES;
-	bool have_entry = false, madt = true, verbose = false;
+	bool have_entry = false, madt = true, verbose = false, no_debug_swap = false;
 	uint8_t *elf = NULL, *fw = NULL, digest[LD_SHA384_LEN];
 	size_t elf_len = 0, fw_len = 0, n_segs = 0;
 	struct ld_segment segs[MAX_SEGS];
@@ -257,6 +263,9 @@ int main(int argc, char **argv)
 		case OPT_NO_MADT:
 			madt = false;
 			break;
+		case OPT_NO_DEBUG_SWAP:
+			no_debug_swap = true;
+			break;
 		case 'v':
 			verbose = true;
 			break;
@@ -273,6 +282,11 @@ int main(int argc, char **argv)
 		return usage_err("--elf, --ovmf and -o are required", NULL);
 	if (have_entry && sym)
 		return usage_err("give --entry or --entry-symbol, not both", NULL);
+	/* DebugSwap (SEV_FEATURES bit 5) is a launch choice KVM must offer
+	 * (KVM_X86_SEV_VMSA_FEATURES, kvm_amd's debug_swap parameter): QEMU
+	 * >= 10.1 check_sev_features refuses a VMSA asking for more. */
+	if (no_debug_swap)
+		features &= ~CSVSM_IGVM_SEV_DEBUG_SWAP;
 
 	if (!(elf = read_file(elf_path, &elf_len)) || !(fw = read_file(ovmf_path, &fw_len)))
 		goto out;

@@ -65,6 +65,10 @@ static void usage(FILE *f)
 	    "  --zero-pages normal|zero  with --igvm: pages without data as NORMAL pages of\n"
 	    "                            zeros (QEMU/KVM, default) or as the PSP ZERO page\n"
 	    "                            type (a VMM issuing SNP_PAGE_TYPE_ZERO, e.g. Vanadium)\n"
+	    "  --host-sev-features N     with --igvm: the SEV_FEATURES the host's KVM supports\n"
+	    "                            (KVM_X86_SEV_VMSA_FEATURES: 0x8 restricted_injection,\n"
+	    "                            0x20 debug_swap); exit 1, as QEMU >= 10.1 refuses the\n"
+	    "                            launch, if the image's VMSA asks for more\n"
 	    "  --version\n",
 	    prog, prog, prog);
 }
@@ -290,6 +294,20 @@ static uint64_t area_size(const struct igvm_file *f, uint32_t index)
 }
 
 /* One line per header: type, GPA, flags, data type, size, SHA-384 of its data. */
+/*
+ * Whether a VMSA has zero in the fields the COCONUT QEMU 9-era branches'
+ * check_vmsa_supported() neither copies nor clears (coconut-svsm/qemu
+ * target/i386/sev.c at f5b85a5a): GDTR, LDTR, IDTR, TR (0x060..0x09F),
+ * MXCSR (0x408) and the x87 FCW (0x410). QEMU >= 10.0 copies them.
+ */
+static bool vmsa_pre10_fields_zero(const uint8_t *v)
+{
+	static const uint8_t zero[0x40];
+
+	return !memcmp(v + 0x60, zero, 0x40) && !memcmp(v + 0x408, zero, 4) &&
+	       !memcmp(v + 0x410, zero, 2);
+}
+
 static void igvm_dump_file(const struct igvm_file *f, bool native_zero)
 {
 	struct igvm_iter it;
@@ -368,11 +386,12 @@ static void igvm_dump_file(const struct igvm_file *f, bool native_zero)
 			memcpy(&features, h.data + 0x3B0, sizeof(features));
 			ld_hash_mbedtls.sha384(h.data, h.data_len, d);
 			printf(" gpa=%#llx mask=%#x vp_index=%u size=%#zx rip=%#llx "
-			       "sev_features=%#llx "
+			       "sev_features=%#llx qemu9-fields=%s "
 			       "snp=VMSA sha384=",
 			       (unsigned long long)h.u.vp.gpa, h.u.vp.compatibility_mask,
 			       h.u.vp.vp_index, h.data_len, (unsigned long long)rip,
-			       (unsigned long long)features);
+			       (unsigned long long)features,
+			       vmsa_pre10_fields_zero(h.data) ? "zero" : "nonzero");
 			print_hex(d, sizeof(d));
 			break;
 		}
@@ -392,8 +411,27 @@ static void igvm_dump_file(const struct igvm_file *f, bool native_zero)
 	}
 }
 
+/*
+ * SEV_FEATURES of the file's SEV-SNP VMSAs that the host's KVM does not
+ * support, as QEMU >= 10.1 checks them (target/i386/sev.c check_sev_features
+ * against KVM_X86_SEV_VMSA_FEATURES, from sev_common_kvm_init): 0 if none.
+ */
+static uint64_t unsupported_features(const struct igvm_file *f, uint64_t host)
+{
+	uint64_t bad = 0;
+
+	for (uint32_t i = 0; i < f->n_vp; i++) {
+		uint64_t features;
+
+		memcpy(&features, f->data + f->vp_data[i] + 0x3B0, sizeof(features));
+		bad |= features & ~host;
+	}
+	return bad;
+}
+
 static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, bool have_sig,
-		     bool native_zero, bool base64, bool verbose)
+		     bool native_zero, bool base64, bool verbose, bool have_host_features,
+		     uint64_t host_features)
 {
 	static struct igvm_file f;
 	struct igvm_snp_opts o = {
@@ -422,6 +460,20 @@ static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, 
 	}
 	if (dump) {
 		igvm_dump_file(&f, native_zero);
+		goto out;
+	}
+	if (have_host_features && unsupported_features(&f, host_features | 1)) {
+		uint64_t features;
+
+		memcpy(&features, f.data + f.vp_data[0] + 0x3B0, sizeof(features));
+		/* QEMU's words: the launch ends there (check_sev_features). */
+		fprintf(stderr,
+			"%s: %s: a host with KVM SEV_FEATURES %#llx refuses this image: \"VMSA "
+			"contains unsupported sev_features: %llX, supported features: %llX\" "
+			"(QEMU >= 10.1 check_sev_features)\n",
+			prog, path, (unsigned long long)host_features, (unsigned long long)features,
+			(unsigned long long)host_features);
+		rc = 1;
 		goto out;
 	}
 	rc = igvm_snp_digest(&f, &ld_hash_mbedtls, &o, digest, NULL, NULL);
@@ -465,6 +517,7 @@ enum {
 	OPT_IGVM,
 	OPT_DUMP,
 	OPT_ZERO_PAGES,
+	OPT_HOST_FEATURES,
 };
 
 static const struct option long_opts[] = {
@@ -490,6 +543,7 @@ static const struct option long_opts[] = {
     {"igvm", required_argument, NULL, OPT_IGVM},
     {"dump", no_argument, NULL, OPT_DUMP},
     {"zero-pages", required_argument, NULL, OPT_ZERO_PAGES},
+    {"host-sev-features", required_argument, NULL, OPT_HOST_FEATURES},
     {"verbose", no_argument, NULL, 'v'},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, 'h'},
@@ -505,7 +559,8 @@ int main(int argc, char **argv)
 	uint64_t vcpus = 0, sig = 0, fam = 0, model = 0, step = 0, features = 0x1, vars_size = 0;
 	bool have_vcpus = false, have_sig = false, have_fam = false, have_model = false;
 	bool have_step = false, have_vars_size = false, base64 = false;
-	bool verbose = false, dump_vmsa = false;
+	bool verbose = false, dump_vmsa = false, have_host_features = false;
+	uint64_t host_features = 0;
 	uint8_t seed[LD_SHA384_LEN], digest[LD_SHA384_LEN];
 	uint8_t *ovmf = NULL, *svsm = NULL;
 	size_t ovmf_len = 0, svsm_len = 0;
@@ -593,6 +648,10 @@ int main(int argc, char **argv)
 		case OPT_DUMP:
 			igvm_dump = true;
 			break;
+		case OPT_HOST_FEATURES:
+			num = &host_features;
+			flag = &have_host_features;
+			break;
 		case OPT_ZERO_PAGES:
 			if (!strcmp(optarg, "zero"))
 				native_zero = true;
@@ -623,6 +682,8 @@ int main(int argc, char **argv)
 
 	if (igvm_dump && !igvm_path)
 		return usage_err("--dump needs --igvm FILE%s", NULL);
+	if (have_host_features && !igvm_path)
+		return usage_err("--host-sev-features needs --igvm FILE%s", NULL);
 	if (igvm_path) {
 		const struct vcpu_type *vt = NULL;
 
@@ -658,7 +719,7 @@ int main(int argc, char **argv)
 			have_sig = true;
 		}
 		return igvm_main(igvm_path, igvm_dump, (uint32_t)vcpus, (uint32_t)sig, have_sig,
-				 native_zero, base64, verbose);
+				 native_zero, base64, verbose, have_host_features, host_features);
 	}
 
 	if (!mode_s)

@@ -1,32 +1,43 @@
 #!/usr/bin/env bash
-# Print the QEMU command line that launches build/csvsm.igvm on a real
-# SEV-SNP host, and the csvsm-measure command (with its result) that gives
-# the launch MEASUREMENT that host produces. docs/hardware.md says which
-# host stack this is for and what is not yet done. Usage:
-#   tools/host-cmdline.sh [IGVM] [SMP] [MEM] [CBITPOS] [KVM=coconut|upstream|planes]
+# Print the QEMU command line that launches build/csvsm.igvm on COCONUT-SVSM's
+# current host stack -- KVM planes: coconut-svsm/linux and coconut-svsm/qemu,
+# branch svsm, since 2026-06-15 -- and the csvsm-measure commands, with their
+# results, for the launch MEASUREMENT that host produces: first the digest
+# that host measures, then the alternative. docs/hardware.md says why, which
+# kernel and QEMU each line needs, and what is not yet done. Usage:
+#   tools/host-cmdline.sh [IGVM] [SMP] [MEM] [CBITPOS] [KVM=planes]
 set -eu
 IGVM=${1:-build/csvsm.igvm}
 SMP=${2:-4}
 MEM=${3:-8G}
 CBIT=${4:-51}
-KVM=${5:-coconut}
+KVM=${5:-planes}
 MEASURE=${MEASURE:-build/csvsm-measure}
 [ -f "$IGVM" ] || { echo "host-cmdline: $IGVM not found (run make)" >&2; exit 1; }
 [ -x "$MEASURE" ] || { echo "host-cmdline: $MEASURE not found (run make)" >&2; exit 1; }
 case "$KVM" in
-upstream) VCPUS=$SMP ;; # KVM measures one VMSA per vCPU (snp_launch_update_vmsa)
-coconut) VCPUS=1 ;;     # COCONUT's KVM with the SVSM init flag: the BSP only
-planes) VCPUS=$SMP ;;   # the planes series: as upstream, per vCPU (unconfirmed: both printed)
-*) echo "host-cmdline: KVM must be upstream, coconut or planes" >&2; exit 1 ;;
+planes | coconut) ;; # COCONUT's host is the planes host (svsm 4b2f71de, f4effdf8)
+upstream)
+	# Upstream KVM reports no multi-VMPL support (GHCB HV feature bit 5) and
+	# knows neither RUN_VMPL nor the MSR-form VMPL request: it runs VMPL0
+	# only, so csvsm cannot run its guest there and refuses it at launch.
+	echo "host-cmdline: KVM=upstream: upstream KVM runs VMPL0 only (no GHCB multi-VMPL" \
+		"support, HV feature bit 5); csvsm refuses such a host (docs/hardware.md)" >&2
+	exit 1
+	;;
+*)
+	echo "host-cmdline: KVM must be planes (coconut is the same host; docs/hardware.md)" >&2
+	exit 1
+	;;
 esac
-MACHINE=q35,confidential-guest-support=sev0,memory-backend=mem0,igvm-cfg=igvm0
-# The planes series runs VMPLs as planes of one KVM vCPU; its QEMU routes
-# the guest's interrupts to the guest plane with a split irqchip (issue 16
-# item 3, from the series' QEMU branch: device-plane=2, kernel-irqchip=split).
-[ "$KVM" = planes ] && MACHINE=$MACHINE,kernel-irqchip=split,device-plane=2
-# QEMU >= 9 with IGVM (qemu/qemu backends/igvm.c; the shape of COCONUT's
-# scripts/launch_guest.sh): guest_memfd-backed RAM, the IGVM file as the
-# machine's igvm-cfg, an sev-snp-guest object; -vga none as COCONUT does.
+# The planes series runs VMPLs as planes of one KVM vCPU: it creates planes
+# only with a split irqchip (v1 PATCH 54/60 kvm_arch_max_planes), and QEMU's
+# device-plane=2 sends device interrupts to the guest's plane (csvsm at VMPL0
+# drops what reaches it). COCONUT's INSTALL.md (4b2f71de) and
+# scripts/launch_guest.sh (f4effdf8) add both; launch_guest.sh needs QEMU >= 11.
+MACHINE=q35,confidential-guest-support=sev0,memory-backend=mem0,igvm-cfg=igvm0,kernel-irqchip=split,device-plane=2
+# QEMU with IGVM (backends/igvm.c): guest_memfd-backed RAM, the IGVM file as
+# the machine's igvm-cfg, an sev-snp-guest object; -vga none as COCONUT does.
 cat <<CMD
 qemu-system-x86_64 -enable-kvm -cpu EPYC-v4 -smp $SMP \\
   -machine $MACHINE \\
@@ -35,12 +46,22 @@ qemu-system-x86_64 -enable-kvm -cpu EPYC-v4 -smp $SMP \\
   -object sev-snp-guest,id=sev0,cbitpos=$CBIT,reduced-phys-bits=1 \\
   -nographic -vga none -monitor none -serial stdio -no-reboot
 CMD
-echo "# expected MEASUREMENT ($KVM KVM, $VCPUS VMSA(s) measured):"
-echo "$MEASURE --igvm $IGVM --vcpus $VCPUS --vcpu-type EPYC-v4"
-"$MEASURE" --igvm "$IGVM" --vcpus "$VCPUS" --vcpu-type EPYC-v4
-if [ "$KVM" = planes ] && [ "$VCPUS" != 1 ]; then
-	# Not confirmed on that kernel which VMSAs it measures: the other prediction too.
-	echo "# if that KVM measures the BSP's VMSA only, as COCONUT's does:"
-	echo "$MEASURE --igvm $IGVM --vcpus 1 --vcpu-type EPYC-v4"
-	"$MEASURE" --igvm "$IGVM" --vcpus 1 --vcpu-type EPYC-v4
+FEAT=$("$MEASURE" --igvm "$IGVM" --dump 2>/dev/null | sed -n 's/.*VP_CONTEXT .* sev_features=\(0x[0-9a-f]*\) .*/\1/p' | head -n1)
+echo "# needs: kernel coconut-svsm/linux branch svsm (v7.1 + KVM planes), QEMU coconut-svsm/qemu"
+echo "# branch svsm (>= 11.0, machine property device-plane), kvm_amd restricted_injection=1"
+echo "# and debug_swap=1 for the image's SEV_FEATURES ${FEAT:-?}: check with"
+echo "#   $MEASURE --igvm $IGVM --host-sev-features N"
+echo "# (N = 0x8 if /sys/module/kvm_amd/parameters/restricted_injection is Y, plus 0x20 if"
+echo "# .../debug_swap is Y; csvsm-igvm --no-debug-swap builds an image without DebugSwap)"
+# Which VMSAs that host measures (docs/hardware.md "Which VMSAs the planes
+# host measures"): the BSP's only, as COCONUT's release test attests
+# (RELEASE-TESTPLAN.md, igvmmeasure --check-kvm at launch_guest.sh's -smp 4);
+# one per vCPU if its KVM launches the legacy way for every vCPU.
+echo "# expected MEASUREMENT: the BSP's VMSA only (COCONUT's planes host, as its release test attests):"
+echo "$MEASURE --igvm $IGVM --vcpus 1 --vcpu-type EPYC-v4"
+"$MEASURE" --igvm "$IGVM" --vcpus 1 --vcpu-type EPYC-v4
+if [ "$SMP" != 1 ]; then
+	echo "# if that KVM measures one VMSA per vCPU (its legacy launch for every vCPU, as the planes series v1 alone):"
+	echo "$MEASURE --igvm $IGVM --vcpus $SMP --vcpu-type EPYC-v4"
+	"$MEASURE" --igvm "$IGVM" --vcpus "$SMP" --vcpu-type EPYC-v4
 fi

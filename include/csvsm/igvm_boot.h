@@ -8,12 +8,14 @@
  *   32-bit protected mode, paging off: CR0 = PE|ET|NE (0x31), CR4 = MCE,
  *   EFER = SVME, RFLAGS = 0x2; CS = 0x08 flat 32-bit code (attr 0xC9B),
  *   DS/ES/FS/GS/SS = 0x10 flat 32-bit data (attr 0xC93), all base 0, limit
- *   4 GiB. GDTR/IDTR hold QEMU's reset values (base 0, limit 0xFFFF): no GDT
- *   exists, so csvsm loads its own before reloading any segment register.
+ *   4 GiB. GDTR, IDTR, LDTR, TR, x87 FCW and MXCSR are zero (every QEMU's
+ *   check_vmsa_supported takes that; docs/hardware.md): no GDT or IDT
+ *   exists, so csvsm loads its own before reloading any segment register or
+ *   taking an exception, and sets FCW and MXCSR itself (src/boot.S).
  *   RIP = csvsm's 32-bit SNP entry, the ELF symbol CSVSM_IGVM_ENTRY_SYMBOL.
  *   ESI = CSVSM_IGVM_BOOT_BLOCK_GPA; every other GPR 0 (no stack: RSP = 0).
- *   SEV_FEATURES = SNPActive | RestrictedInjection unless the builder was
- *   told otherwise (the boot block records the value used).
+ *   SEV_FEATURES = SNPActive | RestrictedInjection | DebugSwap unless the
+ *   builder was told otherwise (the boot block records the value used).
  * Every page named here is validated (launch) and private to VMPL0, except
  * the REQUIRED_MEMORY part of csvsm's region, which csvsm validates itself,
  * and the parameter areas, which the host writes before launch (unmeasured:
@@ -59,7 +61,11 @@
 #define CSVSM_IGVM_MAX_RANGES	64
 #define CSVSM_IGVM_CMDLINE_SIZE 512
 #define CSVSM_IGVM_POLICY	0x30000ULL /* SMT allowed, bit 17 (MBO); no debug/MA, ABI 0.0 */
-#define CSVSM_IGVM_SEV_FEATURES 0x9ULL	   /* SNPActive | RestrictedInjection */
+/* SNPActive | RestrictedInjection | DebugSwap (SEV_FEATURES bits 0, 3, 5), as
+ * COCONUT's VMPL0 VMSA (coconut-svsm/svsm 53962427, 10f78b9d); csvsm-igvm
+ * --no-debug-swap drops bit 5 for a host whose KVM does not offer it. */
+#define CSVSM_IGVM_SEV_FEATURES	  0x29ULL
+#define CSVSM_IGVM_SEV_DEBUG_SWAP (1ULL << 5)
 #define CSVSM_IGVM_HIGHEST_VTL	2u	   /* VTL2 = VMPL0 .. VTL0 = VMPL2 (IGVM max) */
 
 /* csvsm_igvm_boot_block.flags */

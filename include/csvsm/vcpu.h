@@ -15,7 +15,8 @@ struct guest_vmsa_slot {
 	gpa_t vmsa, caa;
 	uint32_t apic_id;
 	bool running;
-	uint64_t gen; /* creation order: the newest VMSA of an APIC ID is served */
+	bool deleting; /* a DELETE_VCPU of it has begun: no vCPU runs it again */
+	uint64_t gen;  /* creation order: the newest VMSA of an APIC ID is served */
 };
 
 uint64_t vcpu_create(struct guest_vcpu *gv, struct svsm_regs *r);
@@ -45,6 +46,15 @@ bool vcpu_lookup_apic(uint32_t apic_id, gpa_t *vmsa, gpa_t *caa);
  */
 bool vcpu_serve_begin(uint32_t apic_id, struct guest_vcpu *gv, gpa_t *vmsa);
 void vcpu_serve_end(gpa_t vmsa);
+/*
+ * vcpu_serve_end (vmsa 0: nothing was served) and, in the same hold of the
+ * lock, whether the request loop may run the guest VMPL of the vCPU with
+ * this APIC ID again: its newest VMSA exists and no DELETE_VCPU of it has
+ * begun. A DELETE_VCPU waiting for this very service marks the VMSA first,
+ * so the loop never asks the host to run a VMSA being deleted (which the
+ * guest destroys at the host first: issue 35 item 5, docs/hardware.md).
+ */
+bool vcpu_serve_end_run(gpa_t vmsa, uint32_t apic_id);
 /* SEV features the guest's VMSAs must carry (its SEV_STATUS >> 2). */
 extern uint64_t vcpu_guest_sev_features;
 extern uint64_t vcpu_boot_apic_id; /* CREATE_VCPU refuses it (src/vcpu.c) */

@@ -139,17 +139,19 @@ enum section { SECT_NONE, SECT_PLATFORM, SECT_INIT, SECT_DIRECTIVE };
 #define CR0_CD		  (1ULL << 30)
 #define DR7_RESET	  0x400ULL
 #define SEV_FEAT_SNP	  (1ULL << 0)
-#define SEV_FEAT_RINJ	  (1ULL << 3)
 /*
- * The SEV_FEATURES the machine's KVM supports (KVM_X86_SEV_VMSA_FEATURES):
- * SNPActive and RestrictedInjection, the one the planes KVM adds ("Inject
- * #HV when restricted injection is active") and the machine models. QEMU
- * refuses a VMSA asking for more (target/i386/sev.c check_sev_features:
- * "VMSA contains unsupported sev_features"); vTOM, ReflectVC, alternate
- * injection, DebugSwap, SecureTSC... are not modelled, so the machine
- * refuses them instead of ignoring them (docs/snp-machine.md).
+ * The SEV_FEATURES the machine's KVM supports (KVM_X86_SEV_VMSA_FEATURES)
+ * unless ops->vmsa_features says otherwise: SNPActive, RestrictedInjection
+ * (kvm_amd restricted_injection=1: planes series PATCH 06/60 "KVM: SVM:
+ * Enable Restricted Injection for an SEV-SNP guest", sev_hardware_setup)
+ * and DebugSwap (kvm_amd debug_swap=1, sev_hardware_setup: on where the CPU
+ * has DEBUG_SWAP). QEMU >= 10.1 refuses a VMSA asking for more
+ * (target/i386/sev.c check_sev_features: "VMSA contains unsupported
+ * sev_features"); vTOM, ReflectVC, alternate injection, SecureTSC... are
+ * not modelled, so the machine refuses them instead of ignoring them
+ * (docs/snp-machine.md).
  */
-#define SNPM_SEV_FEATURES_SUPPORTED (SEV_FEAT_SNP | SEV_FEAT_RINJ)
+#define SNPM_SEV_FEATURES_SUPPORTED SNPM_KVM_VMSA_FEATURES
 
 static const struct {
 	uint16_t off, len;
@@ -234,6 +236,7 @@ struct loader {
 	struct run run;
 	uint8_t ld[SNPM_IGVM_DIGEST_LEN];
 	bool native_zero;			 /* ops->native_zero, read once */
+	uint64_t kvm_features;			 /* ops->vmsa_features or the default */
 	uint8_t zero_hash[SNPM_IGVM_DIGEST_LEN]; /* SHA-384 of a 4 KiB page of zeros */
 };
 
@@ -280,15 +283,22 @@ static void put_s(struct loader *l, const char *s)
 		put_c(l, *s++);
 }
 
-static void put_hex(struct loader *l, uint64_t v)
+/* Hex digits of v: "0x" and lower case, or as printf's %lX (QEMU's messages). */
+static void put_hex_as(struct loader *l, uint64_t v, bool qemu)
 {
 	int shift = 60;
 
-	put_s(l, "0x");
+	if (!qemu)
+		put_s(l, "0x");
 	while (shift > 0 && !((v >> shift) & 0xF))
 		shift -= 4;
 	for (; shift >= 0; shift -= 4)
-		put_c(l, "0123456789abcdef"[(v >> shift) & 0xF]);
+		put_c(l, (qemu ? "0123456789ABCDEF" : "0123456789abcdef")[(v >> shift) & 0xF]);
+}
+
+static void put_hex(struct loader *l, uint64_t v)
+{
+	put_hex_as(l, v, false);
 }
 
 static void put_dec(struct loader *l, int64_t sv)
@@ -884,11 +894,16 @@ static int check_vmsa(struct loader *l, const struct hdr *h, const uint8_t *v)
 	}
 	if (!(features & SEV_FEAT_SNP))
 		return refusev(l, h, SNPM_IGVM_E_VMSA, "SEV_FEATURES lacks SNPActive", features);
-	if (features & ~SNPM_SEV_FEATURES_SUPPORTED)
-		return refusev(
-		    l, h, SNPM_IGVM_E_VMSA,
-		    "SEV_FEATURES asks for what KVM does not support (check_sev_features)",
-		    features);
+	if (features & ~l->kvm_features) {
+		/* QEMU >= 10.1 check_sev_features' words (sev_common_kvm_init). */
+		put_where(l, h);
+		put_s(l, "VMSA contains unsupported sev_features: ");
+		put_hex_as(l, features, true);
+		put_s(l, ", supported features: ");
+		put_hex_as(l, l->kvm_features, true);
+		put_s(l, " (KVM does not support them: check_sev_features)");
+		return SNPM_IGVM_E_VMSA;
+	}
 	if (!(rd64(v + VMSA_EFER) & EFER_SVME))
 		return refusev(l, h, SNPM_IGVM_E_VMSA, "EFER.SVME clear (KVM sets it)",
 			       rd64(v + VMSA_EFER));
@@ -1288,6 +1303,7 @@ int snpm_igvm_load(const uint8_t *file, size_t len, unsigned vcpus, const struct
 		return refuse(&l, NULL, SNPM_IGVM_E_ARG, "NULL argument");
 	if (vcpus == 0 || vcpus > SNPM_IGVM_MAX_VCPUS)
 		return refusev(&l, NULL, SNPM_IGVM_E_ARG, "vcpus must be 1..64", vcpus);
+	l.kvm_features = ops->vmsa_features ? ops->vmsa_features : SNPM_SEV_FEATURES_SUPPORTED;
 	if ((rc = check_fixed(&l, len)) || (rc = validate(&l)))
 		return rc;
 	if (ops->page || ops->fill_param) {

@@ -89,7 +89,16 @@ struct snpm_igvm_ops {
 	 * ZERO page type (CONTENTS zero). Not a callback: read once, at the start.
 	 */
 	bool native_zero;
+	/*
+	 * The SEV_FEATURES the host's KVM supports (KVM_X86_SEV_VMSA_FEATURES,
+	 * which QEMU >= 10.1 checks the VMSA against); 0: SNPM_KVM_VMSA_FEATURES.
+	 */
+	uint64_t vmsa_features;
 };
+
+/* SNPActive | RestrictedInjection | DebugSwap: a planes KVM with kvm_amd's
+ * restricted_injection and debug_swap on (igvm_load.c). */
+#define SNPM_KVM_VMSA_FEATURES 0x29ULL
 
 /* Errors (negative). why names the rule, the header index and its file offset. */
 #define SNPM_IGVM_E_ARG		(-1)  /* bad arguments to snpm_igvm_load */

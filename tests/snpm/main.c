@@ -377,8 +377,8 @@ static bool have_mm_override;
  * board: e820_add_entry(0xfeffc000, 0x4000, E820_RESERVED)), then one RAM
  * entry from GPA 0 to the end of low RAM and one above 4 GiB if there is
  * RAM there (hw/i386/pc.c pc_memory_init); QEMU's IGVM loader turns it into
- * the MEMORY_MAP as it stands (target/i386/igvm.c
- * qigvm_x86_get_mem_map_entry: E820_RAM -> MEMORY, E820_RESERVED ->
+ * the MEMORY_MAP as it stands (for an SNP guest target/i386/sev.c
+ * cgs_get_mem_map_entry, QEMU >= 10.0: E820_RAM -> MEMORY, E820_RESERVED ->
  * PLATFORM_RESERVED, table order). It covers the legacy window [640 KiB,
  * 1 MiB), which the machine does not back (not guest_memfd memory on q35).
  * snpm.e820=seabios: the map derived from the outer PVH map instead
@@ -559,8 +559,18 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *   snpm.run_vmpl=ghcb|msr a host with the GHCB RUN_VMPL event (default), or
  *                          one that answers it from VMPL0 as an unknown event
  *                          (csvsm then switches with the MSR form, 0x016)
- *   snpm.hv_doorbell_refuse=1  a host that refuses every #HV doorbell page
- *                          (events for VMPL0 are then blocked)
+ *   snpm.hv_doorbell_refuse=MASK  a host that refuses the #HV doorbell page of
+ *                          these vCPUs (hex mask of vCPU indexes: 1 = the boot
+ *                          vCPU; their events for VMPL0 are then blocked)
+ *   snpm.vmsa_features=N   the SEV_FEATURES the host's KVM supports (hex,
+ *                          KVM_X86_SEV_VMSA_FEATURES; default 29: SNPActive,
+ *                          RestrictedInjection, DebugSwap): a launch VMSA or
+ *                          AP creation asking for more is refused
+ *   snpm.multi_vmpl=0      a host without the multi-VMPL events (no GHCB HV
+ *                          feature bit 5, RUN_VMPL and MSR 0x016 unknown)
+ *   snpm.delete_race=ADDR  the delete ordering of vmpl.c (tests/snpm/planes.sh);
+ *                          ADDR: csvsm's vcpu_delete_waits (nm)
+ *   snpm.create_race=1     the create ordering of vmpl.c (tests/snpm/planes.sh)
  *   snpm.va_probe=VA,...   at the guest's launch, walk VMPL0's page tables
  *                          (its CR3) for these addresses (hex, at most 8)
  *                          and print whether each is mapped (the tests probe
@@ -659,6 +669,8 @@ static bool option_is_1(const char *key)
 
 static void machine_options(void)
 {
+	const char *v0;
+	size_t v0len;
 	extern bool sim_snp_trace;
 	sim_snp_trace = option_is_1("snpm.trace");
 	stop_at_launch = option_is_1("snpm.stop_at_launch");
@@ -674,7 +686,9 @@ static void machine_options(void)
 		con_printf("snpm: cpuid: XSAVE and the AVX-state features shown (snpm.xsave=1)\n");
 	}
 	snpm_nmi_vmpl0 = option_is_1("snpm.nmi_vmpl0");
-	snpm_hv_doorbell_refuse = option_is_1("snpm.hv_doorbell_refuse");
+	snpm_no_multi_vmpl = cmdline_get(cmdline, cmdline_len, "snpm.multi_vmpl", &v0, &v0len) &&
+			     v0len == 1 && v0[0] == '0';
+	snpm_create_race = option_is_1("snpm.create_race");
 	hv_vmrun_invalid_once = option_is_1("snpm.vmrun_invalid");
 	const char *v;
 	size_t vlen;
@@ -776,6 +790,31 @@ static void machine_options(void)
 		}
 		snpm_phase("options", "the host's MADT lists %u APIC IDs", n_madt_ids);
 	}
+	struct {
+		const char *key, *what;
+		uint64_t *dst, max;
+	} const hex_opts[] = {
+	    {"snpm.hv_doorbell_refuse", "a hex mask of vCPU indexes", &snpm_hv_doorbell_refuse,
+	     ~0ULL},
+	    {"snpm.vmsa_features", "hex SEV_FEATURES bits", &snpm_kvm_vmsa_features, ~0ULL},
+	    {"snpm.delete_race", "csvsm's vcpu_delete_waits address in hex", &snpm_delete_race_addr,
+	     ~0ULL},
+	};
+	for (unsigned i = 0; i < ARRAY_SIZE(hex_opts); i++) {
+		if (!cmdline_get(cmdline, cmdline_len, hex_opts[i].key, &v, &vlen))
+			continue;
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n > hex_opts[i].max)
+			fail("bad %s= value (want %s)", hex_opts[i].key, hex_opts[i].what);
+		*hex_opts[i].dst = n;
+	}
+	if (snpm_kvm_vmsa_features != SNPM_KVM_VMSA_FEATURES)
+		snpm_phase("options", "the host's KVM supports SEV_FEATURES 0x%llx",
+			   (unsigned long long)snpm_kvm_vmsa_features);
+	if (snpm_no_multi_vmpl)
+		snpm_phase("options",
+			   "a host without the multi-VMPL events (GHCB HV feature bit 5)");
 	if (cmdline_get(cmdline, cmdline_len, "snpm.vmsa_busy", &v, &vlen)) {
 		const char *stop = v + vlen;
 		uint64_t n;
@@ -1066,7 +1105,8 @@ static void launch(void)
 				    .vmsa = on_vmsa,
 				    .scratch = scratch,
 				    .scratch_bytes = sizeof(scratch),
-				    .native_zero = native_zero};
+				    .native_zero = native_zero,
+				    .vmsa_features = snpm_kvm_vmsa_features};
 	uint8_t digest[SNPM_IGVM_DIGEST_LEN];
 	uint64_t policy = 0;
 	char why[160];

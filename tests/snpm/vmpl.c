@@ -16,10 +16,15 @@
  *    features the caller states; a new one replaces the running state at
  *    the next entry, DESTROY stops it;
  *  - a VMPL switch is the GHCB RUN_VMPL exit or the MSR protocol's VMPL
- *    request (0x016): VMPL0 runs the guest VMPL (waiting until its vCPU
- *    has a VMSA there, as an AP's does until the guest creates it), the
- *    guest asks for VMPL0 (an SVSM call) and VMPL0 resumes after its own
- *    request, which it reads as complete.
+ *    request (0x016), as the planes KVM serves it (series v1 of 2026-06-08,
+ *    PATCH 58/60 __sev_snp_run_vmpl): a plane vCPU KVM never created is an
+ *    error (GHCB INVALID_INPUT; the MSR form's -EINVAL leaves KVM_RUN and
+ *    the VM stops); a plane vCPU whose VMSA was destroyed is accepted and
+ *    the vCPU stalls (plane 0 stopped, the empty plane selected: PATCH
+ *    35/60 kvm_vcpu_select_plane) until the plane gets a VMSA again or an
+ *    event for VMPL0 arrives (PATCH 52/60); the guest asks for VMPL0 (an
+ *    SVSM call) and VMPL0 resumes after its own request, which it reads as
+ *    complete. A plane destroyed while it runs stalls the vCPU the same way.
  * The boot vCPU's VMPL0 starts from the launch VMSA (the measured one of
  * the IGVM file); every other context from a VMSA registered at run time.
  */
@@ -33,6 +38,7 @@
 #include "snp/ghcb.h"
 #include "snp/vmsa.h"
 #include "tests/snpm/hv/svm.h"
+#include "igvm_load.h"
 #include "snpm.h"
 
 #define NO_VMPL	    0xFFu
@@ -60,12 +66,20 @@ struct hv_vcpu {
 bool snpm_nmi_vmpl0;
 /* snpm.irq_vmpl0=VEC: an interrupt (a host IPI) for that VMPL0 after the NMI, 0 = none. */
 uint8_t snpm_irq_vmpl0;
-/* snpm.hv_doorbell_refuse=1: SET fails, as KVM's does for a page it cannot map. */
-bool snpm_hv_doorbell_refuse;
+/* snpm.hv_doorbell_refuse=MASK: SET fails on these vCPUs (bit = vCPU index), as
+ * KVM's does for a page it cannot map. */
+uint64_t snpm_hv_doorbell_refuse;
 static uint64_t nmi_delivered, irq_delivered, blocked_reported, serving_checks, serving_runnable,
     vmpl0_halts;
 uint64_t snpm_vmsa_busy; /* snpm.vmsa_busy=N: see vmsa_in_run */
 static uint64_t vmsa_busy_answers;
+
+/* snpm.vmsa_features=N: KVM_X86_SEV_VMSA_FEATURES (igvm_load.h SNPM_KVM_VMSA_FEATURES). */
+uint64_t snpm_kvm_vmsa_features = SNPM_KVM_VMSA_FEATURES;
+/* SEV_FEATURES per plane (planes PATCH 55/60 "Track vmsa_features per plane"):
+ * plane 0's from KVM_SEV_INIT2 (the launch VMSA's), another's from the first
+ * AP creation for it (PATCH 57/60 sev_snp_ap_creation); 0 = not set. */
+static uint64_t plane_features[4];
 
 static struct hv_vcpu hvs[MAX_CPUS];
 static unsigned n_hvs;
@@ -108,6 +122,17 @@ static void ctx_load(struct hv_vcpu *h, unsigned vmpl, bool fresh)
 	if (fresh) {
 		memset(&v->vmcb->save, 0, sizeof(v->vmcb->save));
 		svm_vcpu_fpu_reset(v);
+		/* Under SEV-ES the x87/SSE state lives in the VMSA and VMRUN loads
+		 * it (APM vol. 2 table B-4, X87_FCW 0x410, MXCSR 0x408): a VMSA
+		 * with zero there (csvsm's launch VMSA) starts with every x87 and
+		 * SSE exception unmasked. MXCSR bits above 15 are reserved (XRSTOR
+		 * would fault in the machine): not taken. XSTATE_BV (offset 512)
+		 * marks x87 and SSE as not in their init state, or XRSTOR would
+		 * load FCW 0x37F whatever the VMSA says. The rest of the x87
+		 * state (FSW, FTW, registers) is not modelled: empty and zero. */
+		*(uint16_t *)v->xsave = m->x87_fcw;
+		*(uint32_t *)(v->xsave + 24) = m->mxcsr & 0xFFFFu;
+		*(uint64_t *)(v->xsave + 512) |= 0x3;
 		v->ghcb_msr = v->ghcb_gpa = 0;
 		v->sev_features = m->sev_features;
 	}
@@ -127,6 +152,28 @@ static void kick(struct hv_vcpu *h)
 
 /* ---- the core's calls (under the exit lock) ---- */
 
+/* A plane vCPU for h at vmpl (KVM creates it through user space at the first
+ * AP creation naming it, whatever the request: PATCH 57/60, kvm_request_create_plane). */
+static void plane_vcpu(struct hv_vcpu *h, unsigned vmpl)
+{
+	if (h->ctx[vmpl])
+		return;
+	struct svm_vcpu *c = svm_vcpu_alloc();
+	c->vmpl = vmpl;
+	c->hv = h;
+	c->gv.id = h->id;
+	c->gv.vmpl = vmpl;
+	vmcb_init(c->vmcb, svm_npt_root(vmpl));
+	c->vmcb->ctl.asid = ASID_OF(vmpl);
+	if (vmpl == 0) { /* csvsm takes no interrupts: they wait for the guest */
+		c->vmcb->ctl.vintr |= VINTR_MASK;
+		c->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
+	}
+	h->ctx[vmpl] = c;
+}
+
+static void race_destroyed(struct hv_vcpu *x, struct hv_vcpu *y, gpa_t vmsa);
+
 uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_features)
 {
 	unsigned event = (uint32_t)info1 & 0xFFFF;
@@ -135,29 +182,44 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 	/* A VMPL registers VMSAs for itself or less privileged levels only. */
 	if (!h || vmpl > 3 || vmpl < v->vmpl)
 		return (uint64_t)-1;
+	if (event != SVM_VMGEXIT_AP_DESTROY && event != SVM_VMGEXIT_AP_CREATE &&
+	    event != SVM_VMGEXIT_AP_CREATE_ON_INIT)
+		return (uint64_t)-1;
+	plane_vcpu(h, vmpl);
 	if (event == SVM_VMGEXIT_AP_DESTROY) {
+		gpa_t old = h->vmsa[vmpl];
 		h->vmsa[vmpl] = 0;
-		if (h->cur == vmpl)
+		if (h->cur == vmpl) {
+			if (old && vmpl != 0 && h != v->hv)
+				race_destroyed(h, v->hv, old);
 			kick(h);
+		}
 		return 0;
 	}
-	if (event != SVM_VMGEXIT_AP_CREATE && event != SVM_VMGEXIT_AP_CREATE_ON_INIT)
-		return (uint64_t)-1;
 	if (snpm_refuse_boot_vmsa && v->vmpl == 0 && vmpl != 0 && h == v->hv) {
 		con_printf("snpm: refusing the guest's boot VMSA (snpm.refuse_boot_vmsa=1)\n");
 		return (uint64_t)-1;
 	}
 	/*
 	 * KVM's sev_snp_ap_creation() refuses an AP whose SEV_FEATURES (RAX)
-	 * are not the VM's vmsa_features; the planes KVM keeps them per plane
-	 * (csvsm's VMPL0 has RestrictedInjection, its guest plane not). The
-	 * machine refuses a feature its KVM does not support
-	 * (SNPActive | RestrictedInjection, as at launch: igvm_load.c).
+	 * are not its plane's vmsa_features; the planes KVM keeps them per
+	 * plane and takes a new plane's from its first AP creation (PATCH
+	 * 55/60, 57/60: csvsm's VMPL0 has RestrictedInjection and DebugSwap,
+	 * its guest plane neither). The machine also refuses a feature its KVM
+	 * does not support (KVM_X86_SEV_VMSA_FEATURES, as at launch: igvm_load.c).
 	 */
-	if (sev_features & ~((1ULL << 0) | (1ULL << 3))) {
+	if (sev_features & ~snpm_kvm_vmsa_features) {
 		con_printf("snpm: AP creation for APIC ID %u VMPL%u refused: SEV_FEATURES 0x%llx "
-			   "asks for what KVM does not support\n",
-			   h->apic_id, vmpl, (unsigned long long)sev_features);
+			   "asks for what KVM does not support (0x%llx)\n",
+			   h->apic_id, vmpl, (unsigned long long)sev_features,
+			   (unsigned long long)snpm_kvm_vmsa_features);
+		return (uint64_t)-1;
+	}
+	if (plane_features[vmpl] && sev_features != plane_features[vmpl]) {
+		con_printf("snpm: AP creation for APIC ID %u VMPL%u refused: SEV_FEATURES 0x%llx "
+			   "are not the plane's vmsa_features 0x%llx (sev_snp_ap_creation)\n",
+			   h->apic_id, vmpl, (unsigned long long)sev_features,
+			   (unsigned long long)plane_features[vmpl]);
 		return (uint64_t)-1;
 	}
 	if (!vmsa_page_ok(gpa, vmpl, sev_features)) {
@@ -166,20 +228,7 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 			   h->apic_id, vmpl, (unsigned long long)gpa);
 		return (uint64_t)-1;
 	}
-	if (!h->ctx[vmpl]) {
-		struct svm_vcpu *c = svm_vcpu_alloc();
-		c->vmpl = vmpl;
-		c->hv = h;
-		c->gv.id = h->id;
-		c->gv.vmpl = vmpl;
-		vmcb_init(c->vmcb, svm_npt_root(vmpl));
-		c->vmcb->ctl.asid = ASID_OF(vmpl);
-		if (vmpl == 0) { /* csvsm takes no interrupts: they wait for the guest */
-			c->vmcb->ctl.vintr |= VINTR_MASK;
-			c->vmcb->ctl.intercept_misc1 |= SVM_INTERCEPT_HLT;
-		}
-		h->ctx[vmpl] = c;
-	}
+	plane_features[vmpl] = sev_features;
 	h->vmsa[vmpl] = gpa;
 	h->reload[vmpl] = 1;
 	if (h->want == NO_VMPL)
@@ -228,30 +277,149 @@ static void print_calls(void)
 		   n ? buf : "", (unsigned long long)call_other);
 }
 
-/* VMPL0's requests to run a plane that never had a VMSA (csvsm must not
- * make them: it idles until the guest creates the vCPU), and to run one
- * whose VMSA another vCPU destroyed meanwhile (a race csvsm cannot close:
- * answered with the error, csvsm idles). */
-static uint64_t run_vmpl_never_created, run_vmpl_destroyed;
+/*
+ * VMPL0's requests to run a plane vCPU KVM never created (answered with an
+ * error, or with the VM's end for the MSR form), and to run one without a
+ * VMSA (accepted: the vCPU stalls). csvsm must make neither: it runs its
+ * guest VMPL only once that plane has run on the vCPU, and never a VMSA
+ * whose DELETE_VCPU has begun (src/guest_snp.c, src/vcpu.c).
+ */
+static uint64_t run_vmpl_never_created, run_vmpl_no_vmsa, destroy_stalls;
 
-bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
+/* ---- snpm.delete_race=ADDR / snpm.create_race=1 (tests/snpm/planes.sh) ----
+ *
+ * Two orderings the guest and the host may give csvsm, played so that the
+ * outcome does not depend on timing. In both a vCPU X's VMPL0 gets an
+ * interrupt (a host IPI for plane 0, posted in its #HV doorbell page) that
+ * ends its idle HLT or stall (PATCH 52/60: plane 0 runs when it has
+ * events), and the host deschedules the guest's vCPU Y -- any host may --
+ * until X's VMPL0 has decided what to run next (a RUN_VMPL, the MSR form,
+ * or HLT), which the machine records:
+ *  - create: Y's guest VMPL had csvsm register a VMSA for X (CREATE_VCPU
+ *    succeeded) and has not yet given it to the host (its AP creation):
+ *    X's plane vCPU does not exist in KVM yet;
+ *  - delete: Y's guest VMPL destroyed the VMSA X runs (AP DESTROY) and then
+ *    asks csvsm to DELETE_VCPU it while X's VMPL0 still has it: X's
+ *    parking RMPADJUST of that VMSA finds it in use (FAIL_INUSE, as for a
+ *    host running it elsewhere) until csvsm's DELETE_VCPU on Y waits for X
+ *    (csvsm's vcpu_delete_waits, at ADDR, from nm, is no longer 0), then Y
+ *    is descheduled and X goes on.
+ * Harness instrumentation: a real host cannot read csvsm's memory or the
+ * guest's registers; it only sets up orderings a real host may give.
+ */
+#define RACE_VECTOR 0x31
+uint64_t snpm_delete_race_addr; /* 0: off */
+bool snpm_create_race;
+static struct {
+	enum { R_IDLE, R_PARK, R_HOLD, R_DONE } state;
+	const char *kind;
+	struct hv_vcpu *x, *y; /* x decides, y waits */
+	gpa_t vmsa;	       /* delete: the destroyed VMSA */
+	uint64_t held;	       /* delete: FAIL_INUSE answers to X's parking */
+} race;
+static uint32_t pending_create[MAX_CPUS]; /* APIC ID + 1 of a CREATE_VCPU call in flight */
+
+static void race_post_event(struct hv_vcpu *x)
+{
+	x->irq0 = RACE_VECTOR;
+}
+
+/* AP DESTROY of the VMSA x runs, from y. */
+static void race_destroyed(struct hv_vcpu *x, struct hv_vcpu *y, gpa_t vmsa)
+{
+	if (!snpm_delete_race_addr || race.state != R_IDLE)
+		return;
+	race.state = R_PARK;
+	race.kind = "delete";
+	race.x = x;
+	race.y = y;
+	race.vmsa = vmsa;
+	race_post_event(x);
+	con_printf("snpm: race: delete: vCPU %u's guest destroyed vCPU %u's VMSA 0x%llx; an "
+		   "interrupt for vCPU %u's VMPL0 ends its stall; its parking waits for "
+		   "DELETE_VCPU\n",
+		   y->id, x->id, (unsigned long long)vmsa, x->id);
+}
+
+/* What x's VMPL0 does next while a race holds y. */
+static void race_decided(struct hv_vcpu *h, const char *what)
+{
+	if ((race.state != R_PARK && race.state != R_HOLD) || h != race.x)
+		return;
+	con_printf("snpm: race: %s: vCPU %u's VMPL0 decided: %s (vCPU %u %s; %llu parking "
+		   "RMPADJUSTs held)\n",
+		   race.kind, h->id, what, race.y->id,
+		   race.state == R_HOLD ? "held until now" : "never held",
+		   (unsigned long long)race.held);
+	race.state = R_DONE;
+}
+
+/* The RMP's in-use answer for X's parking of the destroyed VMSA (delete race). */
+static bool race_park_busy(gpa_t gpa)
+{
+	if (race.state != R_PARK || gpa != race.vmsa)
+		return false;
+	uint64_t hpa = hv_hpa(snpm_delete_race_addr);
+	uint64_t waits = hpa == HV_NO_HPA ? 0 : *(volatile const uint64_t *)(uintptr_t)hpa;
+	if (!waits) {
+		race.held++;
+		return true;
+	}
+	race.state = R_HOLD;
+	con_printf("snpm: race: delete: DELETE_VCPU on vCPU %u waits for vCPU %u "
+		   "(vcpu_delete_waits=%llu): vCPU %u descheduled, vCPU %u's parking goes on\n",
+		   race.y->id, race.x->id, (unsigned long long)waits, race.y->id, race.x->id);
+	kick(race.y);
+	return false;
+}
+
+bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl, bool msr)
 {
 	struct hv_vcpu *h = v->hv;
-	/* VMPL0 runs any other VMPL (waiting for its VMSA if need be); a guest
-	 * VMPL only asks for a more privileged one that runs on this vCPU. */
+	/* VMPL0 runs any other VMPL; a guest VMPL only asks for a more
+	 * privileged one that runs on this vCPU. */
 	if (vmpl > 3 || vmpl == v->vmpl || (v->vmpl != 0 && (vmpl > v->vmpl || !h->ctx[vmpl])))
 		return false;
-	/* A plane with no VMSA cannot run: an error (GHCB INVALID_INPUT, MSR
-	 * error 1), not a wait. The planes KVM (PATCH 58/60, __sev_snp_run_vmpl)
-	 * refuses a plane vCPU that does not exist and otherwise marks the
-	 * target runnable whether or not it has a VMSA; a VMPL0 that asks for
-	 * one without a VMSA would then not be run again until an event.
-	 * csvsm never asks (it idles in HLT until the guest creates its vCPU),
-	 * and the machine answers the request it must not make with an error. */
-	if (v->vmpl == 0 && !h->vmsa[vmpl]) {
-		__atomic_add_fetch(h->ctx[vmpl] ? &run_vmpl_destroyed : &run_vmpl_never_created, 1,
-				   __ATOMIC_RELAXED);
-		return false;
+	if (v->vmpl == 0) {
+		race_decided(h, msr ? "the MSR-form VMPL request" : "GHCB RUN_VMPL");
+		/*
+		 * PATCH 58/60 __sev_snp_run_vmpl: a plane vCPU that does not
+		 * exist is -EINVAL. sev_handle_vmgexit answers the GHCB form
+		 * with INVALID_INPUT; the MSR form (sev_handle_vmgexit_msr_
+		 * protocol) returns it, and KVM_RUN fails: QEMU stops the VM
+		 * (kvm_cpu_exec, "kvm run failed").
+		 */
+		if (!h->ctx[vmpl]) {
+			__atomic_add_fetch(&run_vmpl_never_created, 1, __ATOMIC_RELAXED);
+			if (msr) {
+				con_printf(
+				    "snpm: host: vCPU %u: MSR-protocol VMPL request for plane "
+				    "%u, which KVM never created: KVM_RUN fails with -EINVAL "
+				    "(__sev_snp_run_vmpl), the VM stops\n",
+				    h->id, vmpl);
+				platform->terminate(false, 0, 0x27);
+			}
+			return false;
+		}
+		/*
+		 * A plane vCPU without a VMSA (destroyed): accepted. The target
+		 * is marked runnable and plane 0 stopped; the empty plane is
+		 * selected and halts (sev_snp_init_protected_guest_state leaves
+		 * it HALTED without a VMSA): the vCPU stalls until the plane gets
+		 * a VMSA or an event for VMPL0 arrives.
+		 */
+		if (!h->vmsa[vmpl]) {
+			if (!__atomic_fetch_add(&run_vmpl_no_vmsa, 1, __ATOMIC_RELAXED))
+				con_printf(
+				    "snpm: host: vCPU %u: VMPL0 asked to run plane %u, whose "
+				    "VMSA was destroyed: accepted, the vCPU stalls until a new "
+				    "VMSA or an event for VMPL0 (__sev_snp_run_vmpl)\n",
+				    h->id, vmpl);
+			h->serving = false;
+			h->want = vmpl;
+			__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
+			return true;
+		}
 	}
 	static bool launched;
 	if (v->vmpl == 0 && !launched) {
@@ -260,14 +428,42 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl)
 			hvs[0].nmi0 = true;
 		hvs[0].irq0 = snpm_irq_vmpl0;
 		snpm_launch_audit(vmpl, v->vmcb->save.cr3);
+		/* VMPL0 started with FCW and MXCSR zero (the launch VMSA): what
+		 * its entry set (issue 35 item 3; src/boot.S cpu_enable_fpu). */
+		sim_fpu_enter();
+		con_printf("snpm: launch: VMPL0 x87 fcw=0x%x mxcsr=0x%x (launch VMSA: "
+			   "vmsa-fcw=0x%x vmsa-mxcsr=0x%x)\n",
+			   *(const uint16_t *)v->xsave, *(const uint32_t *)(v->xsave + 24),
+			   launch_vmsa.x87_fcw, launch_vmsa.mxcsr);
 	}
 	if (v->vmpl != 0 && vmpl == 0) {
-		count_call(v->vmcb->save.rax);
+		uint64_t rax = v->vmcb->save.rax;
+		count_call(rax);
+		/* core CREATE_VCPU (reference §1.5: R8 = APIC ID), for snpm.create_race. */
+		pending_create[h->id] = rax == 2 ? (uint32_t)v->gprs.r8 + 1 : 0;
 		h->halted0 = false;
 		h->serving = true;
 	}
-	if (v->vmpl == 0)
+	if (v->vmpl == 0) {
 		h->serving = false;
+		/* snpm.create_race: VMPL0 ends a CREATE_VCPU that succeeded (RAX 0
+		 * in the guest VMSA, src/guest_snp.c serve) and resumes the guest. */
+		if (snpm_create_race && race.state == R_IDLE && pending_create[h->id] &&
+		    h->vmsa[vmpl] && vmsa_ptr(h->vmsa[vmpl])->rax == 0) {
+			struct hv_vcpu *x = hv_by_apic(pending_create[h->id] - 1);
+			if (x && x != h && x->ctx[0] && !x->ctx[vmpl]) {
+				race = (typeof(race)){
+				    .state = R_HOLD, .kind = "create", .x = x, .y = h};
+				race_post_event(x);
+				con_printf("snpm: race: create: vCPU %u's guest registered a VMSA "
+					   "for vCPU %u (CREATE_VCPU) before its AP creation; an "
+					   "interrupt for vCPU %u's VMPL0 ends its HLT, vCPU %u "
+					   "descheduled\n",
+					   h->id, x->id, x->id, h->id);
+			}
+		}
+		pending_create[h->id] = 0;
+	}
 	h->want = vmpl;
 	__atomic_store_n(&v->leave, 1, __ATOMIC_RELEASE);
 	return true;
@@ -288,6 +484,7 @@ void hv_halt(struct svm_vcpu *v)
 	h->halted0 = true;
 	h->serving = false;
 	vmpl0_halts++;
+	race_decided(h, "HLT");
 	unsigned next = NO_VMPL;
 	for (unsigned k = 1; k <= 3 && next == NO_VMPL; k++)
 		if (h->vmsa[k])
@@ -313,8 +510,8 @@ bool hv_doorbell_nae(struct svm_vcpu *v, uint64_t op, gpa_t gpa, uint64_t *out)
 		return true;
 	case GHCB_HVDB_SET:
 		h->hvdb[v->vmpl] = 0;
-		if (snpm_hv_doorbell_refuse || !IS_ALIGNED(gpa, PAGE_SIZE) ||
-		    !sim_snp_host_may_touch(gpa, PAGE_SIZE))
+		if ((h->id < 64 && (snpm_hv_doorbell_refuse >> h->id) & 1) ||
+		    !IS_ALIGNED(gpa, PAGE_SIZE) || !sim_snp_host_may_touch(gpa, PAGE_SIZE))
 			return false;
 		h->hvdb[v->vmpl] = gpa;
 		*out = gpa;
@@ -420,12 +617,13 @@ __noreturn void hv_power_event(struct svm_vcpu *v)
 	print_calls();
 	con_printf("snpm: serving-audit: checks=%llu guest-vmsa-runnable=%llu nmi-delivered=%llu "
 		   "irq-delivered=%llu vmpl0-hlt=%llu vmsa-busy-answers=%llu "
-		   "run-vmpl-never-created=%llu run-vmpl-destroyed=%llu\n",
+		   "run-vmpl-never-created=%llu run-vmpl-no-vmsa=%llu destroy-stalls=%llu\n",
 		   (unsigned long long)serving_checks, (unsigned long long)serving_runnable,
 		   (unsigned long long)nmi_delivered, (unsigned long long)irq_delivered,
 		   (unsigned long long)vmpl0_halts, (unsigned long long)vmsa_busy_answers,
 		   (unsigned long long)__atomic_load_n(&run_vmpl_never_created, __ATOMIC_RELAXED),
-		   (unsigned long long)__atomic_load_n(&run_vmpl_destroyed, __ATOMIC_RELAXED));
+		   (unsigned long long)__atomic_load_n(&run_vmpl_no_vmsa, __ATOMIC_RELAXED),
+		   (unsigned long long)__atomic_load_n(&destroy_stalls, __ATOMIC_RELAXED));
 	platform->terminate(guest_power_event == 1, 0, 0x23);
 }
 
@@ -444,8 +642,30 @@ static __noreturn void hv_cpu_loop(struct hv_vcpu *h)
 		/* Wait until this vCPU has something to run at the VMPL it wants. */
 		for (;;) {
 			w = __atomic_load_n(&h->want, __ATOMIC_ACQUIRE);
+			/* snpm.*_race: the host keeps this vCPU descheduled. */
+			if (__atomic_load_n(&race.state, __ATOMIC_ACQUIRE) == R_HOLD &&
+			    race.y == h) {
+				cpu_relax();
+				continue;
+			}
 			if (w != NO_VMPL && (h->vmsa[w] || (w == 0 && h->id == 0)))
 				break;
+			/*
+			 * Idle (VMPL0 halted, no guest VMSA to run) or stalled (the
+			 * plane it wants has no VMSA): an event for VMPL0 that can
+			 * be delivered (a #HV doorbell page is registered) makes
+			 * plane 0 runnable (PATCH 52/60 "Switch to plane0 if it has
+			 * events"); a blocked one does not (sev_snp_blocked).
+			 */
+			if (w != 0 && h->ctx[0] && (h->nmi0 || h->irq0) && h->hvdb[0]) {
+				hv_exits_lock();
+				if (h->want == w && (w == NO_VMPL || !h->vmsa[w])) {
+					h->want = 0;
+					h->halted0 = false;
+				}
+				hv_exits_unlock();
+				continue;
+			}
 			cpu_relax();
 		}
 		struct svm_vcpu *v = h->ctx[w];
@@ -492,8 +712,20 @@ static __noreturn void hv_cpu_loop(struct hv_vcpu *h)
 		/* Stopped: a switch it asked for, or its VMSA replaced or destroyed. */
 		if (w != 0 && h->vmsa[w] && !h->reload[w])
 			vmsa_from_vmcb(vmsa_ptr(h->vmsa[w]), v, VMSA_EXIT_VMGEXIT);
-		if (w != 0 && !h->vmsa[w] && h->want == w)
-			h->want = 0; /* its guest VMPL is gone: back to the SVSM */
+		/*
+		 * Its guest VMPL's VMSA was destroyed while it ran (AP DESTROY):
+		 * the planes KVM keeps that plane selected, HALTED without a VMSA
+		 * (sev_snp_init_protected_guest_state; PATCH 35/60 selects the
+		 * lowest runnable plane, and plane 0 was stopped when it asked
+		 * for this one): the vCPU stalls, VMPL0 does not resume, until a
+		 * new VMSA or an event for VMPL0 (the wait above).
+		 */
+		if (w != 0 && !h->vmsa[w] && h->want == w &&
+		    !__atomic_fetch_add(&destroy_stalls, 1, __ATOMIC_RELAXED))
+			con_printf(
+			    "snpm: host: vCPU %u: its VMPL%u VMSA was destroyed while it ran: "
+			    "the vCPU stalls until a new VMSA or an event for VMPL0\n",
+			    h->id, w);
 		hv_exits_unlock();
 	}
 }
@@ -509,6 +741,8 @@ static bool vmsa_in_run(gpa_t gpa)
 	for (unsigned i = 0; i < n_hvs; i++)
 		if (hvs[i].in_run == gpa)
 			return true;
+	if (race_park_busy(gpa))
+		return true;
 	/* snpm.vmsa_busy=N: a hostile host that runs a guest VMSA on another
 	 * CPU while VMPL0 serves it; the next N RMPADJUSTs of a registered
 	 * guest-VMPL VMSA made while VMPL0 serves find it in use. */
@@ -536,6 +770,7 @@ static void hv_ap_entry(struct percpu *cpu)
 __noreturn void snpm_run(const struct vmsa *bsp_vmsa)
 {
 	memcpy(&launch_vmsa, bsp_vmsa, sizeof(launch_vmsa));
+	plane_features[0] = launch_vmsa.sev_features; /* KVM_SEV_INIT2's vmsa_features */
 	n_hvs = cpu_count;
 	for (unsigned i = 0; i < n_hvs; i++)
 		hvs[i] = (struct hv_vcpu){

@@ -10,6 +10,11 @@
       target/i386/sev.c cgs_set_guest_state() issues CGS_PAGE_TYPE_ZERO
       (KVM_SEV_SNP_PAGE_TYPE_NORMAL); --native-zero measures it as the PSP
       ZERO page type instead (a VMM that issues SNP_PAGE_TYPE_ZERO).
+  igvm_ref.py vmsa FILE
+      the SEV-SNP VP contexts of FILE, one line each: vp_index, GPA,
+      SEV_FEATURES and the fields the COCONUT QEMU 9-era check_vmsa_supported
+      refuses when non-zero (GDTR/LDTR/IDTR/TR at 0x60..0x9F, MXCSR 0x408,
+      x87 FCW 0x410; struct sev_es_save_area offsets, Linux asm/svm.h).
   igvm_ref.py sample OUT
       write a small hand-made IGVM file that uses every header type QEMU's
       loader handles, for the cross-check in tests/tools/igvm.sh.
@@ -250,7 +255,35 @@ def sample():
     return fixed + vhb + b"".join(data)
 
 
+def vmsa_lines(b):
+    snp = 0
+    hs = headers(b)
+    for t, body in hs:
+        if t == 0x001:
+            mask, _vtl, ptype = struct.unpack_from("<IBB", body)
+            if ptype == 2:
+                snp = mask
+    out = []
+    for t, body in hs:
+        if t != 0x304:
+            continue
+        gpa, mask, fo, vp = struct.unpack_from("<QIIH", body)
+        if mask != snp:
+            continue
+        v = b[fo:fo + PAGE]
+        tables = v[0x60:0xA0]
+        out.append("vp=%d gpa=%#x sev_features=%#x gdtr_ldtr_idtr_tr=%s mxcsr=%#x fcw=%#x" % (
+            vp, gpa, struct.unpack_from("<Q", v, 0x3B0)[0],
+            "zero" if not any(tables) else "nonzero",
+            struct.unpack_from("<I", v, 0x408)[0], struct.unpack_from("<H", v, 0x410)[0]))
+    return out
+
+
 def main(argv):
+    if len(argv) >= 3 and argv[1] == "vmsa":
+        with open(argv[2], "rb") as f:
+            print("\n".join(vmsa_lines(f.read())))
+        return 0
     if len(argv) >= 3 and argv[1] == "sample":
         with open(argv[2], "wb") as f:
             f.write(sample())

@@ -1342,13 +1342,31 @@ static void test_create_vcpu_waits_for_csvsm_writes_in_flight(void **state)
  * with the state lock released (else serve_end could never take it), then
  * SUCCESS; FAIL_INUSE if the service outlasts the bound. */
 static gpa_t ending_vmsa;
+static bool ended_run = true; /* what the serving vCPU decided (src/guest_snp.c serve_end) */
 static void *end_serving_when_waited(void *arg)
 {
 	/* Once the deleter waits (it releases the lock as it does), serve_end gets in. */
 	while (__atomic_load_n(&vcpu_delete_waits, __ATOMIC_RELAXED) == 0)
 		sched_yield();
-	vcpu_serve_end(ending_vmsa);
+	ended_run = vcpu_serve_end_run(ending_vmsa, 12);
 	return NULL;
+}
+
+/* DELETE_VCPU of vmsa (APIC ID 12, being served) while another thread ends the service. */
+static uint64_t delete_while_service_ends(gpa_t vmsa)
+{
+	ending_vmsa = vmsa;
+	uint64_t saved = vcpu_delete_wait_us, saved_tries = vcpu_delete_wait_tries;
+	vcpu_delete_wait_us = 60ULL * 1000000; /* no race with the clock in the test */
+	vcpu_delete_wait_tries = ~0ULL;
+	vcpu_delete_waits = 0;
+	pthread_t t;
+	pthread_create(&t, NULL, end_serving_when_waited, NULL);
+	uint64_t rc = core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL);
+	pthread_join(t, NULL);
+	vcpu_delete_wait_us = saved;
+	vcpu_delete_wait_tries = saved_tries;
+	return rc;
 }
 
 static void test_delete_vcpu_waits_for_service(void **state)
@@ -1358,19 +1376,41 @@ static void test_delete_vcpu_waits_for_service(void **state)
 	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
 	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
 	assert_true(vcpu_serve_begin(12, &sgv, &got));
-	ending_vmsa = vmsa;
-	uint64_t saved = vcpu_delete_wait_us, saved_tries = vcpu_delete_wait_tries;
-	vcpu_delete_wait_us = 60ULL * 1000000; /* no race with the clock in the test */
-	vcpu_delete_wait_tries = ~0ULL;
-	vcpu_delete_waits = 0;
-	pthread_t t;
-	pthread_create(&t, NULL, end_serving_when_waited, NULL);
-	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_SUCCESS);
-	pthread_join(t, NULL);
-	vcpu_delete_wait_us = saved;
-	vcpu_delete_wait_tries = saved_tries;
+	assert_int_equal(delete_while_service_ends(vmsa), SVSM_SUCCESS);
 	assert_true(vcpu_delete_waits > 0); /* it did wait, and the serve ended meanwhile */
 	assert_null(vcpu_find(vmsa));
+}
+
+/*
+ * Issue 35 item 5: a vCPU that ends serving a VMSA while a DELETE_VCPU of it
+ * waits learns, in the same hold of the lock, not to run it again: the guest
+ * destroyed it at the host before deleting it, and a RUN_VMPL of that plane
+ * would stall the vCPU on the planes KVM (series v1 PATCH 58/60). A delete
+ * that fails leaves the vCPU runnable.
+ */
+static void test_serve_end_while_deleted_does_not_run(void **state)
+{
+	gpa_t vmsa = PG(4), got;
+	struct guest_vcpu sgv = {.vmpl = GUEST_VMPL};
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_end_run(0, 12));	 /* created, nothing served: runnable */
+	assert_false(vcpu_serve_end_run(0, 13)); /* no vCPU with that APIC ID */
+	/* A delete that fails (served past the bound) leaves it runnable. */
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
+	assert_int_equal(core(SVSM_CORE_DELETE_VCPU, vmsa, 0, 0, NULL), SVSM_ERR_FAIL_INUSE);
+	assert_true(vcpu_serve_end_run(vmsa, 12));
+	/* A delete waiting for the service: the serving vCPU does not run it. */
+	assert_true(vcpu_serve_begin(12, &sgv, &got));
+	ended_run = true;
+	assert_int_equal(delete_while_service_ends(vmsa), SVSM_SUCCESS);
+	assert_true(vcpu_delete_waits > 0);
+	assert_false(ended_run);
+	assert_false(vcpu_serve_end_run(0, 12)); /* gone */
+	/* Created again at the same GPA: a new vCPU, runnable. */
+	make_vmsa(vmsa, GUEST_VMPL, EFER_SVME, 0);
+	assert_int_equal(create(vmsa, PG(5), 12), SVSM_SUCCESS);
+	assert_true(vcpu_serve_end_run(0, 12));
 }
 
 /* A replaced vCPU (Linux creates the new VMSA, then deletes the old): while
@@ -1595,6 +1635,7 @@ int main(void)
 	    T(test_create_vcpu_waits_for_csvsm_writes_in_flight),
 	    T(test_delete_vcpu_while_served),
 	    T(test_delete_vcpu_waits_for_service),
+	    T(test_serve_end_while_deleted_does_not_run),
 	    T(test_replaced_vcpu_serves_newest),
 	    T(test_no_service_after_wipe),
 	    T(test_no_reply_after_wipe_during_call),

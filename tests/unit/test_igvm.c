@@ -113,14 +113,14 @@ static uint8_t *make_small(size_t *len)
 
 /* python3 tests/tools/igvm_ref.py measure small.igvm [...] */
 static const char small_ld_1[] = /* measure FILE (no-data page: NORMAL zeros, QEMU/KVM) */
-    "e580b7845d566b0cfa0cde0d30bc531bdc4290900790f2c79b74b528efb0f80f3d5a8acb3983e4dafe9834518b6039"
-    "f0";
+    "003ab6895193a66755fbd1c50e10aae3b3d27be27d3e11c6efa942af9595664d878883f9dab6d87e1f3a73c7bd7bfe"
+    "bb";
 static const char small_ld_2_epyc[] = /* --vcpus 2 --vcpu-sig 0x800f12 */
-    "5d61870f7ca3c23e3acdec91689663afb1ba7152f53f5d7436a0cf1901ed2ac2c2636e4498e5c2bbf9837422fb3523"
-    "66";
+    "d60c1fe9bb33904e610588422cc11d43675284bab07023e6d6904473539888ae5b2d6f0b541ff3b6f61e6d5a01c5ae"
+    "2a";
 static const char small_ld_native_zero[] = /* --native-zero (PSP ZERO page type) */
-    "559eecc19fd0c3537a37e8a2c329e590c0eea673dc2086567a000041057bb6eaedf25a0e2f1298eadda4771a13df3c"
-    "66";
+    "55b78a077ff147669149f3b86c92d175b3f60e32fd98f42b92572754ff13a5ea69d75b14717579682d5690a6db6a15"
+    "15";
 
 static void test_crc32(void **state)
 {

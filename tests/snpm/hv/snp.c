@@ -582,9 +582,13 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 	if (!hv_is_mem(gpa, bytes)) {
 		/* Memory the host does not back with guest_memfd (the legacy
 		 * window, MMIO, memory that is not the VM's): QEMU's conversion
-		 * fails (accel/kvm/kvm-all.c kvm_convert_memory) and a failed
-		 * KVM_HC_MAP_GPA_RANGE exit stops the vCPU with an internal
-		 * error (target/i386/kvm/kvm.c kvm_handle_hypercall, ret < 0). */
+		 * to private fails (accel/kvm/kvm-all.c kvm_convert_memory) and a
+		 * failed KVM_HC_MAP_GPA_RANGE exit stops the vCPU with an
+		 * internal error (target/i386/kvm/kvm.c kvm_handle_hypercall,
+		 * ret < 0). kvm_convert_memory answers a to-shared conversion of
+		 * MMIO or unassigned memory with success and does nothing (of
+		 * non-guest_memfd RAM or ROM it fails); the machine stops for
+		 * that too: harsher, and csvsm converts no such memory. */
 		if (snpm_psc_nonram_error)
 			return -1;
 		con_printf("%s: host: page-state change of GPA 0x%llx (+0x%llx), not guest memory: "
@@ -722,11 +726,22 @@ static void nae_guest_request(struct svm_vcpu *v, struct ghcb *g, bool ext)
  * creation) and the multi-VMPL events an SVSM needs (bit 5, Linux
  * GHCB_HV_FT_SNP_MULTI_VMPL; the planes series).
  */
-static const uint64_t hv_features = GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION |
-				    GHCB_HV_FT_RESTRICTED_INJ | GHCB_HV_FT_SNP_MULTI_VMPL;
+static const uint64_t hv_features_planes = GHCB_HV_FT_SNP | GHCB_HV_FT_SNP_AP_CREATION |
+					   GHCB_HV_FT_RESTRICTED_INJ | GHCB_HV_FT_SNP_MULTI_VMPL;
 
 /* snpm.run_vmpl=msr: a host without the GHCB RUN_VMPL event (MSR form only). */
 bool snpm_run_vmpl_msr_only;
+/*
+ * snpm.multi_vmpl=0: a host without the multi-VMPL events (upstream KVM, or
+ * the planes series before PATCH 60/60 "Advertise full multi-VMPL support",
+ * which sets bit 5 once RUN_VMPL and the MSR form exist): bit 5 is not
+ * reported, RUN_VMPL is an unknown event (sev_es_validate_vmgexit:
+ * INVALID_EVENT) and the MSR-form VMPL request an unknown request, whose
+ * value KVM leaves in the GHCB MSR (sev_handle_vmgexit_msr_protocol,
+ * default case).
+ */
+bool snpm_no_multi_vmpl;
+#define hv_features (hv_features_planes & ~(snpm_no_multi_vmpl ? GHCB_HV_FT_SNP_MULTI_VMPL : 0))
 
 static __noreturn void guest_terminates(struct svm_vcpu *v, unsigned set, unsigned code)
 {
@@ -800,13 +815,13 @@ static void vmgexit_page(struct svm_vcpu *v)
 		 * them would end those guests; the option exists to run
 		 * csvsm's own fallback to MSR 0x016 (docs/snp-machine.md).
 		 */
-		if (snpm_run_vmpl_msr_only && v->vmpl == 0) {
+		if ((snpm_run_vmpl_msr_only || snpm_no_multi_vmpl) && v->vmpl == 0) {
 			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_EVENT);
 			break;
 		}
 		/* Result first: the switch may run another context at once. */
 		result(g, GHCB_RESULT_OK, 0);
-		if ((info1 >> 32) != 0 || !hv_run_vmpl(v, (unsigned)info1))
+		if ((info1 >> 32) != 0 || !hv_run_vmpl(v, (unsigned)info1, false))
 			result(g, GHCB_RESULT_ERROR, GHCB_ERR_INVALID_INPUT);
 		break;
 	case SVM_VMGEXIT_HV_FEATURES:
@@ -870,8 +885,10 @@ static void vmgexit_msr(struct svm_vcpu *v)
 		break;
 	}
 	case GHCB_MSR_VMPL_REQ:
+		if (snpm_no_multi_vmpl && v->vmpl == 0)
+			break; /* unknown request: the value stays (see snpm_no_multi_vmpl) */
 		v->ghcb_msr = GHCB_MSR_VMPL_RESP;
-		if ((req >> 40) != 0 || !hv_run_vmpl(v, (unsigned)((req >> 32) & 0xFF)))
+		if ((req >> 40) != 0 || !hv_run_vmpl(v, (unsigned)((req >> 32) & 0xFF), true))
 			v->ghcb_msr = GHCB_MSR_VMPL_RESP | (1ULL << 32);
 		break;
 	case GHCB_MSR_HV_FT_REQ:

@@ -133,8 +133,8 @@ void hv_send_nmi(uint32_t apic_id);
  */
 /* GHCB AP creation (56421 §4.1.9) from context v: 0, or -1 refused. */
 uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t vmsa, uint64_t sev_features);
-/* v asks to run `vmpl` (GHCB MSR 0x016 or the RUN_VMPL exit): false refuses it. */
-bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl);
+/* v asks to run `vmpl` (GHCB MSR 0x016 when msr, or the RUN_VMPL exit): false refuses it. */
+bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl, bool msr);
 /* The guest powered off or reset (guest_power_event): report and end the VM. */
 __noreturn void hv_power_event(struct svm_vcpu *v);
 /*
@@ -207,8 +207,9 @@ bool hv_doorbell_nae(struct svm_vcpu *v, uint64_t op, gpa_t gpa, uint64_t *out);
 void hv_serving_audit(struct svm_vcpu *v);
 /* snp.c: whether the host side may touch [gpa, gpa+len) (shared guest memory). */
 bool sim_snp_host_may_touch(gpa_t gpa, uint64_t len);
-extern bool snpm_run_vmpl_msr_only, snpm_nmi_vmpl0, snpm_hv_doorbell_refuse;
-extern uint64_t snpm_vmsa_busy;
+extern bool snpm_run_vmpl_msr_only, snpm_nmi_vmpl0, snpm_no_multi_vmpl, snpm_create_race;
+extern uint64_t snpm_hv_doorbell_refuse; /* mask of vCPU indexes whose SET fails */
+extern uint64_t snpm_vmsa_busy, snpm_kvm_vmsa_features, snpm_delete_race_addr;
 extern uint8_t snpm_irq_vmpl0;
 
 #endif
