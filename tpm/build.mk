@@ -11,21 +11,28 @@
 # (base/libc.mk). The hash backend differs: mbedTLS in the image, OpenSSL on
 # the host (the library libtpms already links there).
 TPM_CORE_SRCS := tpm/vtpm.c tpm/vtpm_proto.c tpm/event_log.c tpm/vtpm_svsm.c
-CORE_SRCS  += $(TPM_CORE_SRCS)
+# Persistence (docs/vtpm.md "Persistence"): the sealed state format, the
+# channel's framing and client, the boot sequence and write-through, and
+# the kbs mode's JOSE and JSON reader; all on mbedTLS.
+TPM_PERSIST_SRCS := tpm/vtpm_seal.c tpm/vtpm_chan.c tpm/vtpm_persist.c tpm/vtpm_jose.c \
+                    tpm/vtpm_json.c tpm/vtpm_kbs.c
+CORE_SRCS  += $(TPM_CORE_SRCS) $(TPM_PERSIST_SRCS)
 IMAGE_SRCS += tpm/hash_mbedtls.c tpm/boot.c
 HOST_SRCS  += tpm/hash_openssl.c
 
 TPM_SHIM_INCS := -idirafter tpm/shim -idirafter /usr/include
 $(IMGOBJ)/tpm/vtpm.o: IMAGE_CFLAGS += $(TPM_SHIM_INCS)
+$(patsubst %.c,$(IMGOBJ)/%.o,$(TPM_PERSIST_SRCS)): \
+	IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu
 $(IMGOBJ)/tpm/hash_mbedtls.o: \
 	IMAGE_CFLAGS += $(TPM_SHIM_INCS) -idirafter /usr/include/x86_64-linux-gnu
 
 TOOLS += csvsm-tpm
 csvsm-tpm_SRCS := tools/csvsm-tpm.c
-csvsm-tpm_LIBS := -ltpms -lcrypto
+csvsm-tpm_LIBS := -ltpms -lcrypto -lmbedcrypto
 
-test_vtpm_LIBS := -ltpms -lcrypto
-test_vtpm_proto_LIBS := -ltpms -lcrypto
+test_vtpm_LIBS := -ltpms -lcrypto -lmbedcrypto
+test_vtpm_proto_LIBS := -ltpms -lcrypto -lmbedcrypto
 test_vtpm_svsm_LIBS := -ltpms -lcrypto -lmbedcrypto
 
 TEST_SCRIPTS += tests/tpm/tpm2tools.sh tests/tpm/credential.sh
@@ -47,7 +54,7 @@ fuzz-vtpm: $(BUILD)/fuzz/fuzz_vtpm_proto
 EXTRA_ALL += $(BUILD)/bench/tpm_bench
 $(BUILD)/bench/tpm_bench: bench/tpm_bench.c $(HOST_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -o $@ bench/tpm_bench.c $(HOST_LIB) -ltpms -lcrypto
+	$(CC) $(HOST_CFLAGS) -o $@ bench/tpm_bench.c $(HOST_LIB) -ltpms -lcrypto -lmbedcrypto
 bench-tpm: $(BUILD)/bench/tpm_bench $(BUILD)/csvsm-tpm
 	bench/tpm_bench.sh
 .PHONY: bench-tpm
