@@ -13,15 +13,19 @@
  * performs each access on the device).
  *
  * Transmit: the 16550 takes 16 bytes whenever its transmit FIFO is empty
- * (LSR.THRE with FIFOs on); "careful" writes keep to that. QEMU's 16550
- * hands each byte to the chardev at once and keeps it in the FIFO only when
- * the socket is full (hw/char/serial.c serial_ioport_write, serial_xmit), so
- * a fast write sends up to a shared buffer's worth per event after THRE and
- * loses bytes only if the host stops reading mid-block; the frame's CRC
- * then tells the host, and csvsm resends carefully (include/tpm/vtpm_chan.h).
+ * (LSR.THRE with FIFOs on), and csvsm never writes more. QEMU's 16550 hands
+ * each byte to the chardev at once and keeps it in the FIFO only when the
+ * socket does not take it (hw/char/serial.c serial_ioport_write,
+ * serial_xmit); a write past a full FIFO overwrites its oldest byte
+ * ("xmit overruns overwrite data"). Writing a whole shared buffer per event
+ * was tried and measured: a unix socket charges every one-byte send its
+ * full buffer overhead, so under load the socket refused bytes within a
+ * few hundred and the FIFO overran (the proxy saw a bad CRC;
+ * docs/vtpm.md "The channel"). So: LSR, then at most 16 bytes, per 16.
  *
- * Receive: QEMU's receive path is flow-controlled (serial_can_receive) and
- * a read of the data register with the FIFO empty returns 0
+ * Receive: QEMU's receive path is flow-controlled (serial_can_receive
+ * offers the FIFO's room up to the trigger level, which csvsm sets to 14)
+ * and a read of the data register with the FIFO empty returns 0
  * (serial_ioport_read), so one string IN of 16 bytes takes what the FIFO
  * holds and fills the rest with 0x00, which the channel never sends.
  */
@@ -110,9 +114,10 @@ int uart_chan_init(uint16_t port)
 
 	base = port;
 	/* Interrupts off, 115200 8N1 (the divisor is moot for QEMU), FIFOs on and
-	 * cleared, DTR|RTS without OUT2: the UART raises no IRQ. */
+	 * cleared with the receive trigger at 14 bytes (QEMU lets the chardev fill
+	 * the receive FIFO up to it), DTR|RTS without OUT2: the UART raises no IRQ. */
 	static const uint8_t setup[][2] = {{IER, 0x00}, {LCR, 0x80}, {RBR, 0x01}, {IER, 0x00},
-					   {LCR, 0x03}, {FCR, 0x07}, {MCR, 0x03}};
+					   {LCR, 0x03}, {FCR, 0xC7}, {MCR, 0x03}};
 	for (unsigned i = 0; i < ARRAY_SIZE(setup); i++) {
 		v = setup[i][1];
 		if (pio((uint16_t)(port + setup[i][0]), false, &v))
@@ -145,10 +150,10 @@ static int wait_thre(void)
 	}
 }
 
-int uart_chan_write(const uint8_t *p, size_t n, bool careful)
+int uart_chan_write(const uint8_t *p, size_t n)
 {
 	while (n) {
-		size_t k = MIN(n, careful ? (size_t)FIFO : (size_t)GHCB_SHARED_BUF_SIZE);
+		size_t k = MIN(n, (size_t)FIFO);
 		if (wait_thre() || pio_string(false, (uint8_t *)p, k))
 			return -1;
 		st.string_out++;

@@ -7,3 +7,4 @@ TOOLS += csvsm-proxy
 csvsm-proxy_SRCS := proxy/csvsm-proxy.c proxy/relay.c
 csvsm-proxy_LIBS := -lcurl -lmbedcrypto
 DEPS_PKGS += libcurl4-openssl-dev
+test_proxy_slots_LIBS := -lmbedcrypto

@@ -207,6 +207,7 @@ static int serve(int fd, int io_timeout_s)
 	static uint8_t wire[65536];
 	struct vchan_rx rx;
 	struct pollfd pfd = {fd, POLLIN, 0};
+	long bad_run = 0;
 
 	vchan_rx_init(&rx, rx_buf, sizeof(rx_buf));
 	for (;;) {
@@ -228,9 +229,19 @@ static int serve(int fd, int io_timeout_s)
 			int rc = vchan_rx_feed(&rx, wire + off, (size_t)n - off, &used);
 			off += used;
 			if (rc == VCHAN_RX_ERROR) {
-				logx("bad input from csvsm (%s): resynchronising\n", rx.error);
+				/* Resynchronise: look at the byte that failed again unless it
+				 * was the first one the reader saw (it may start the next
+				 * frame, after the rest of one damaged on the way). */
+				if (!bad_run++)
+					logx("bad input from csvsm (%s): resynchronising\n", rx.error);
+				if (used > 1)
+					off--;
 				vchan_rx_init(&rx, rx_buf, sizeof(rx_buf));
 				continue;
+			}
+			if (bad_run && rc == VCHAN_RX_FRAME) {
+				logx("resynchronised after %ld bad bytes\n", bad_run);
+				bad_run = 0;
 			}
 			if (rc != VCHAN_RX_FRAME)
 				continue;

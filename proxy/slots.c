@@ -196,11 +196,12 @@ int slots_write(int fd, const uint8_t *data, uint32_t len, long tear_after, uint
 	slots_header(buf, *gen, data, len);
 	memcpy(buf + SLOTS_HDR, data, len);
 	off_t off = (off_t)target * SLOTS_SLOT_SIZE;
-	size_t n = SLOTS_HDR + len;
 	if (tear_after >= 0) {
-		/* A crash mid-write: the data's first bytes land, the rest do not. */
-		size_t k = (size_t)tear_after < n ? (size_t)tear_after : n / 2;
-		if (write_full(fd, buf + SLOTS_HDR, k > SLOTS_HDR ? k - SLOTS_HDR : k, off + SLOTS_HDR))
+		/* A crash mid-write: the first tear_after bytes of the data land (half
+		 * of it for 0), the rest and the header do not. */
+		size_t k = tear_after > 0 && (size_t)tear_after < len ? (size_t)tear_after
+								       : (len + 1) / 2;
+		if (write_full(fd, buf + SLOTS_HDR, k, off + SLOTS_HDR))
 			return -1;
 		return -2;
 	}

@@ -43,9 +43,9 @@ static struct vchan chan;
 #define CHAN_ATTEMPTS	 3u
 static const char *const mode_names[] = {"ephemeral", "sealed", "kbs"};
 
-static int chan_write(void *ctx, const uint8_t *p, size_t n, bool careful)
+static int chan_write(void *ctx, const uint8_t *p, size_t n)
 {
-	return uart_chan_write(p, n, careful);
+	return uart_chan_write(p, n);
 }
 static long chan_read(void *ctx, uint8_t *p, size_t cap, uint64_t timeout_us)
 {
@@ -251,7 +251,14 @@ static int read_pcr0(struct event_log_digests *pcr0)
  */
 #define STACK_PAINT 0x5A5A5A5A5A5A5A5AULL
 
-static uint64_t *stack_paint(uint64_t *base, size_t bytes)
+/*
+ * Not inlined: inlined into tpm_boot, __builtin_frame_address(0) is the top
+ * of tpm_boot's frame, and once that frame held more than 64 bytes of
+ * locals and saved registers (the persistent mode's), the paint overwrote
+ * them (a #GP in the SNP machine with 0x5A5A... in rbx, rbp and r15). Here
+ * it is this function's own frame, below all of tpm_boot's.
+ */
+static __attribute__((noinline)) uint64_t *stack_paint(uint64_t *base, size_t bytes)
 {
 	uint64_t *sp = __builtin_frame_address(0);
 	uint64_t *lo = base + 64; /* leave the bottom 512 bytes alone */

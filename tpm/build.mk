@@ -45,9 +45,19 @@ VTPM_FUZZ_FLAGS := -std=gnu11 -g -O1 -fsanitize=fuzzer,address,undefined \
 $(BUILD)/fuzz/fuzz_vtpm_proto: tests/fuzz/fuzz_vtpm_proto.c tpm/vtpm_proto.c include/tpm/vtpm_proto.h
 	@mkdir -p $(dir $@)
 	$(VTPM_FUZZ_CC) $(VTPM_FUZZ_FLAGS) -o $@ tests/fuzz/fuzz_vtpm_proto.c tpm/vtpm_proto.c
-fuzz-vtpm: $(BUILD)/fuzz/fuzz_vtpm_proto
-	@mkdir -p $(BUILD)/fuzz/corpus-vtpm
+# The persistent vTPM's parsers of host input (tests/fuzz/fuzz_vtpm_chan.c):
+# the channel's frames, the sealed state, JSON, JOSE, the kbs release.
+VTPM_CHAN_FUZZ_SRCS := tests/fuzz/fuzz_vtpm_chan.c tpm/vtpm_chan.c tpm/vtpm_seal.c tpm/vtpm_json.c \
+                       tpm/vtpm_jose.c tpm/vtpm_kbs.c base/fmt.c tests/fake/console_host.c
+$(BUILD)/fuzz/fuzz_vtpm_chan: $(VTPM_CHAN_FUZZ_SRCS) $(wildcard include/tpm/*.h)
+	@mkdir -p $(dir $@)
+	$(VTPM_FUZZ_CC) $(VTPM_FUZZ_FLAGS) -o $@ $(VTPM_CHAN_FUZZ_SRCS) -lmbedcrypto
+fuzz-vtpm: $(BUILD)/fuzz/fuzz_vtpm_proto $(BUILD)/fuzz/fuzz_vtpm_chan
+	@mkdir -p $(BUILD)/fuzz/corpus-vtpm $(BUILD)/fuzz/corpus-vtpm-chan
 	$< -max_total_time=$(VTPM_FUZZ_TIME) -max_len=4200 -print_final_stats=1 $(BUILD)/fuzz/corpus-vtpm
+	tests/fuzz/seed_vtpm_chan.sh $(BUILD)/fuzz/corpus-vtpm-chan
+	$(BUILD)/fuzz/fuzz_vtpm_chan -max_total_time=$(VTPM_FUZZ_TIME) -max_len=16384 -print_final_stats=1 \
+	  -artifact_prefix=$(BUILD)/fuzz/vtpm-chan- $(BUILD)/fuzz/corpus-vtpm-chan
 .PHONY: fuzz-vtpm
 
 # vTPM benchmark (bench/tpm_bench.c, driven by bench/tpm_bench.sh): `make bench-tpm`.
@@ -58,3 +68,7 @@ $(BUILD)/bench/tpm_bench: bench/tpm_bench.c $(HOST_LIB)
 bench-tpm: $(BUILD)/bench/tpm_bench $(BUILD)/csvsm-tpm
 	bench/tpm_bench.sh
 .PHONY: bench-tpm
+test_vtpm_chan_LIBS := -lmbedcrypto
+test_vtpm_seal_LIBS := -lmbedcrypto -lcrypto
+test_vtpm_persist_LIBS := -ltpms -lcrypto -lmbedcrypto
+test_vtpm_jose_LIBS := -lmbedcrypto -lcrypto

@@ -195,14 +195,14 @@ void vchan_init(struct vchan *c, const struct vchan_io *io, void *ctx, uint8_t *
 	c->seq = 0;
 }
 
-static int send_part(struct vchan *c, const uint8_t *p, size_t n, bool careful, uint32_t *crc)
+static int send_part(struct vchan *c, const uint8_t *p, size_t n, uint32_t *crc)
 {
 	uint8_t stage[STAGE];
 	*crc = vchan_crc32(*crc, p, n);
 	while (n) {
 		size_t k = MIN(n, STAGE / 2); /* escaping at most doubles */
 		long e = vchan_escape(p, k, stage, sizeof(stage));
-		if (e < 0 || c->io->write(c->ctx, stage, (size_t)e, careful))
+		if (e < 0 || c->io->write(c->ctx, stage, (size_t)e))
 			return VCHAN_ERR_IO;
 		c->st.tx_wire += (uint64_t)e;
 		p += k;
@@ -261,23 +261,22 @@ int vchan_call(struct vchan *c, uint8_t type, const uint8_t *head, size_t hl, co
 		return VCHAN_ERR_SIZE;
 	c->st.calls++;
 	for (unsigned a = 0; a < c->attempts; a++) {
-		bool careful = a > 0; /* the first try fast, the others by the book */
 		uint32_t crc = 0, seq = ++c->seq;
 		if (a)
 			c->st.retries++;
 		vchan_hdr_put(hdr, type, seq, (uint32_t)total);
-		if (send_part(c, hdr, sizeof(hdr), careful, &crc) ||
-		    send_part(c, head, hl, careful, &crc) || send_part(c, tail, tl, careful, &crc))
+		if (send_part(c, hdr, sizeof(hdr), &crc) || send_part(c, head, hl, &crc) ||
+		    send_part(c, tail, tl, &crc))
 			return VCHAN_ERR_IO;
 		uint32_t crc_once = crc;
 		put32(crcb, crc);
-		if (send_part(c, crcb, sizeof(crcb), careful, &crc_once))
+		if (send_part(c, crcb, sizeof(crcb), &crc_once))
 			return VCHAN_ERR_IO;
 		c->st.tx_bytes += VCHAN_HDR + total + VCHAN_CRC;
 		rc = wait_answer(c, type, seq, len);
 		if (rc == VCHAN_OK && type == VCHAN_STORE && *len >= 4 &&
 		    get32(c->buf) == VCHAN_STORE_CORRUPT)
-			rc = VCHAN_ERR_TIMEOUT; /* damaged on the way: again, carefully */
+			rc = VCHAN_ERR_TIMEOUT; /* damaged on the way: again */
 		if (rc != VCHAN_ERR_TIMEOUT)
 			break;
 	}

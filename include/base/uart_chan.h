@@ -16,8 +16,8 @@
 
 /* Programs the UART at `port` and checks one answers there: 0, or -1 (no device). */
 int uart_chan_init(uint16_t port);
-/* All n bytes out (careful: 16 per empty FIFO, the 16550's rule); 0 or -1 on a stuck port. */
-int uart_chan_write(const uint8_t *p, size_t n, bool careful);
+/* All n bytes out, 16 per empty transmit FIFO (the 16550's rule); 0 or -1 on a stuck port. */
+int uart_chan_write(const uint8_t *p, size_t n);
 /* Up to cap bytes (0x00 where the receive FIFO ran empty) within timeout_us; -1 on error. */
 long uart_chan_read(uint8_t *p, size_t cap, uint64_t timeout_us);
 

@@ -60,8 +60,9 @@ int slots_open(const char *path);
 int slots_read(int fd, struct slots_view *v, uint8_t *out, size_t cap, uint32_t *len);
 /*
  * Writes data as the next generation and fdatasyncs. tear_after >= 0 (tests
- * only): write that many bytes of the slot and return -2 without syncing,
- * as a crash would leave it. 0, -1 (I/O) or -2.
+ * only): write that many bytes of the data (0: half of it) into the slot,
+ * not its header, and return -2 without syncing, as a crash would leave it.
+ * 0, -1 (I/O) or -2.
  */
 int slots_write(int fd, const uint8_t *data, uint32_t len, long tear_after, uint64_t *gen);
 

@@ -15,8 +15,9 @@
  * signed (include/tpm/vtpm_jose.h); the framing only has to be parsed
  * safely, and a host that breaks it gets a refusal. The CRC is no defence
  * (a host recomputes it): it tells the proxy that bytes were lost on the
- * way, which csvsm's fast writes risk (base/uart_chan.c), so that it can
- * answer VCHAN_STORE_CORRUPT and csvsm resends the careful way.
+ * way (a UART overrun, base/uart_chan.c), so that it answers
+ * VCHAN_STORE_CORRUPT and csvsm sends the state again instead of the proxy
+ * keeping a damaged one.
  *
  * On the wire every frame byte 0x00 is sent as 0x01 0x01 and 0x01 as
  * 0x01 0x02, so the stream never carries 0x00 and a reader drops every
@@ -97,13 +98,8 @@ void vchan_rx_next(struct vchan_rx *rx);
 /* ---- csvsm's client ---- */
 
 struct vchan_io {
-	/*
-	 * All n bytes out: 0, or -1 (the port stopped taking bytes). careful:
-	 * never more than the device is known to hold (a 16550: 16 bytes per
-	 * empty transmit FIFO); otherwise as fast as the port allows, at the
-	 * risk of losing bytes if the host is slow to take them.
-	 */
-	int (*write)(void *ctx, const uint8_t *p, size_t n, bool careful);
+	/* All n bytes out: 0, or -1 (the port stopped taking bytes). */
+	int (*write)(void *ctx, const uint8_t *p, size_t n);
 	/* Whatever arrives within timeout_us (0..cap bytes, 0x00 fill allowed); -1 on error. */
 	long (*read)(void *ctx, uint8_t *p, size_t cap, uint64_t timeout_us);
 	/* Microseconds, monotonic (for the deadlines). */
@@ -143,8 +139,7 @@ const char *vchan_strerror(int err);
  * the answer of type + 1 with the same sequence number; other sequence
  * numbers are stale answers and skipped. On VCHAN_OK the answer is in
  * c->buf[0..*len). A timeout, or a STORE_RSP saying the frame arrived
- * damaged, resends under a new sequence number and carefully, up to
- * c->attempts in all.
+ * damaged, resends under a new sequence number, up to c->attempts in all.
  */
 int vchan_call(struct vchan *c, uint8_t type, const uint8_t *head, size_t hl, const uint8_t *tail,
 	       size_t tl, size_t *len);

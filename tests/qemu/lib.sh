@@ -102,6 +102,14 @@ snpm_guest_args() { # snpm_guest_args probe|linux MEM SMP [probe.efi] [kernel ar
 	esac
 	return 0
 }
+# csvsm's vTPM channel (docs/vtpm.md "Persistence"): a 16550 at COM4
+# (0x2e8, IRQ 3, which csvsm never enables) whose chardev is a unix socket
+# that build/csvsm-proxy listens on (QEMU connects as the client: start the
+# proxy first). The machine passes VMPL0's accesses to 0x2e8-0x2ef through
+# and refuses the guest's (tests/snpm/model/devpolicy.c DP_SVSM_CHAN).
+snpm_vtpm_args() { # snpm_vtpm_args SOCKET
+	echo "-chardev socket,id=csvsm-vtpm,path=$1 -device isa-serial,chardev=csvsm-vtpm,iobase=0x2e8,irq=3"
+}
 # snpm_qemu LOG MEM SMP [extra qemu args...]; sets QEMU_RC (1 = success, 3 = failure).
 snpm_qemu() {
 	local log=$1 mem=$2 smp=$3

@@ -1,0 +1,638 @@
+/*
+ * csvsm's kbs-mode client pieces (tpm/vtpm_jose.c, tpm/vtpm_json.c,
+ * tpm/vtpm_kbs.c) against tokens OpenSSL (libcrypto 3) makes here, playing
+ * csvsm-kbs as /work/coord/vtpm-kbs-contract.md describes it: an ES384 JWS
+ * by the broker key carrying a JWE (ECDH-ES + A256GCM, RFC 7518 §4.6) to
+ * csvsm's TEE key. Two implementations (mbedTLS in csvsm, OpenSSL here)
+ * must agree; then each check is shown to refuse what it must.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <openssl/core_names.h>
+#include <openssl/ecdsa.h>
+#include <openssl/evp.h>
+#include <openssl/param_build.h>
+#include <openssl/rand.h>
+
+#include "tpm/vtpm_jose.h"
+#include "tpm/vtpm_json.h"
+#include "tpm/vtpm_kbs.h"
+
+/* ---- OpenSSL side: csvsm-kbs ---- */
+
+static EVP_PKEY *broker, *other_broker;
+static uint8_t broker_x[48], broker_y[48], broker_tp[32];
+static struct jose_p384_key tee, tee2;
+
+static void coords(EVP_PKEY *k, uint8_t x[48], uint8_t y[48])
+{
+	BIGNUM *bx = NULL, *by = NULL;
+	assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &bx), 1);
+	assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &by), 1);
+	assert_int_equal(BN_bn2binpad(bx, x, 48), 48);
+	assert_int_equal(BN_bn2binpad(by, y, 48), 48);
+	BN_free(bx);
+	BN_free(by);
+}
+
+static void b64u(const uint8_t *in, size_t n, char *out)
+{
+	/* OpenSSL's base64, then the URL alphabet without padding (RFC 7515 §2). */
+	int l = EVP_EncodeBlock((unsigned char *)out, in, (int)n);
+	for (int i = 0; i < l; i++)
+		out[i] = out[i] == '+' ? '-' : out[i] == '/' ? '_' : out[i];
+	while (l && out[l - 1] == '=')
+		l--;
+	out[l] = 0;
+}
+
+static void jwk_json(const uint8_t x[48], const uint8_t y[48], char *out, size_t cap)
+{
+	char ex[80], ey[80];
+	b64u(x, 48, ex);
+	b64u(y, 48, ey);
+	snprintf(out, cap, "{\"kty\":\"EC\",\"crv\":\"P-384\",\"x\":\"%s\",\"y\":\"%s\"}", ex, ey);
+}
+
+/* A compact JWS (ES384) over payload, header as given (NULL: alg ES384 + the signer's jwk). */
+static char *jws_make(EVP_PKEY *k, const char *header, const char *payload)
+{
+	static char out[2 * JOSE_TOKEN_MAX + 4096];
+	char h[1024], jwk[300];
+	uint8_t x[48], y[48];
+	if (!header) {
+		coords(k, x, y);
+		jwk_json(x, y, jwk, sizeof(jwk));
+		snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+		header = h;
+	}
+	static char eh[2048], ep[2 * JOSE_TOKEN_MAX];
+	b64u((const uint8_t *)header, strlen(header), eh);
+	b64u((const uint8_t *)payload, strlen(payload), ep);
+	snprintf(out, sizeof(out), "%s.%s", eh, ep);
+	/* ECDSA P-384 / SHA-384; DER (r, s) to the raw 96 bytes of RFC 7518 §3.4 */
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	uint8_t der[128], raw[96];
+	size_t dl = sizeof(der);
+	assert_int_equal(EVP_DigestSignInit(c, NULL, EVP_sha384(), NULL, k), 1);
+	assert_int_equal(EVP_DigestSign(c, der, &dl, (const uint8_t *)out, strlen(out)), 1);
+	EVP_MD_CTX_free(c);
+	const uint8_t *pd = der;
+	ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &pd, (long)dl);
+	assert_non_null(sig);
+	assert_int_equal(BN_bn2binpad(ECDSA_SIG_get0_r(sig), raw, 48), 48);
+	assert_int_equal(BN_bn2binpad(ECDSA_SIG_get0_s(sig), raw + 48, 48), 48);
+	ECDSA_SIG_free(sig);
+	char es[200];
+	b64u(raw, sizeof(raw), es);
+	strcat(out, ".");
+	strcat(out, es);
+	return out;
+}
+
+static EVP_PKEY *p384_public(const uint8_t x[48], const uint8_t y[48])
+{
+	uint8_t pt[97];
+	pt[0] = 4;
+	memcpy(pt + 1, x, 48);
+	memcpy(pt + 49, y, 48);
+	OSSL_PARAM_BLD *b = OSSL_PARAM_BLD_new();
+	OSSL_PARAM_BLD_push_utf8_string(b, OSSL_PKEY_PARAM_GROUP_NAME, "secp384r1", 0);
+	OSSL_PARAM_BLD_push_octet_string(b, OSSL_PKEY_PARAM_PUB_KEY, pt, sizeof(pt));
+	OSSL_PARAM *p = OSSL_PARAM_BLD_to_param(b);
+	EVP_PKEY_CTX *c = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL);
+	EVP_PKEY *k = NULL;
+	assert_int_equal(EVP_PKEY_fromdata_init(c), 1);
+	assert_int_equal(EVP_PKEY_fromdata(c, &k, EVP_PKEY_PUBLIC_KEY, p), 1);
+	EVP_PKEY_CTX_free(c);
+	OSSL_PARAM_free(p);
+	OSSL_PARAM_BLD_free(b);
+	return k;
+}
+
+static void put32be(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8),
+	p[3] = (uint8_t)v;
+}
+
+/*
+ * A compact JWE ECDH-ES + A256GCM of secret to the P-384 point (x, y),
+ * RFC 7518 §4.6. extra: more protected-header members (",..." or "").
+ * epk_override: a JWK to put in the header instead of the real one.
+ */
+static char *jwe_make(const uint8_t x[48], const uint8_t y[48], const uint8_t *secret, size_t n,
+		      const char *alg, const char *enc, const char *extra, const char *epk_override)
+{
+	static char out[JOSE_TOKEN_MAX + 4096];
+	EVP_PKEY *eph = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384"), *peer = p384_public(x, y);
+	uint8_t ex[48], ey[48], z[48], cek[32], iv[12], ct[256], tag[16];
+	size_t zl = sizeof(z);
+	char epk[300], h[1024], eh[2048], s1[32], s2[400], s3[64];
+	coords(eph, ex, ey);
+	EVP_PKEY_CTX *d = EVP_PKEY_CTX_new(eph, NULL);
+	assert_int_equal(EVP_PKEY_derive_init(d), 1);
+	assert_int_equal(EVP_PKEY_derive_set_peer(d, peer), 1);
+	assert_int_equal(EVP_PKEY_derive(d, z, &zl), 1);
+	assert_int_equal(zl, 48);
+	EVP_PKEY_CTX_free(d);
+	/* Concat KDF: SHA-256(1 || Z || len "A256GCM" || len 0 || len 0 || 256) */
+	uint8_t kdf[4 + 48 + 4 + 7 + 4 + 4 + 4], *q = kdf;
+	put32be(q, 1), q += 4;
+	memcpy(q, z, 48), q += 48;
+	put32be(q, 7), q += 4;
+	memcpy(q, "A256GCM", 7), q += 7;
+	put32be(q, 0), q += 4;
+	put32be(q, 0), q += 4;
+	put32be(q, 256), q += 4;
+	unsigned int cl = 32;
+	assert_int_equal(EVP_Digest(kdf, sizeof(kdf), cek, &cl, EVP_sha256(), NULL), 1);
+	jwk_json(ex, ey, epk, sizeof(epk));
+	snprintf(h, sizeof(h), "{\"alg\":\"%s\",\"enc\":\"%s\",\"epk\":%s%s}", alg, enc,
+		 epk_override ? epk_override : epk, extra);
+	b64u((const uint8_t *)h, strlen(h), eh);
+	assert_int_equal(RAND_bytes(iv, sizeof(iv)), 1);
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	int l;
+	assert_int_equal(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, cek, iv), 1);
+	assert_int_equal(EVP_EncryptUpdate(c, NULL, &l, (const uint8_t *)eh, (int)strlen(eh)), 1);
+	assert_int_equal(EVP_EncryptUpdate(c, ct, &l, secret, (int)n), 1);
+	assert_int_equal(EVP_EncryptFinal_ex(c, ct + l, &l), 1);
+	assert_int_equal(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, tag), 1);
+	EVP_CIPHER_CTX_free(c);
+	b64u(iv, sizeof(iv), s1);
+	b64u(ct, n, s2);
+	b64u(tag, sizeof(tag), s3);
+	snprintf(out, sizeof(out), "%s..%s.%s.%s", eh, s1, s2, s3);
+	EVP_PKEY_free(eph);
+	EVP_PKEY_free(peer);
+	return out;
+}
+
+static int rng(void *ctx, unsigned char *b, size_t n)
+{
+	return RAND_bytes(b, (int)n) == 1 ? 0 : -1;
+}
+
+static int setup(void **state)
+{
+	broker = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
+	other_broker = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
+	assert_non_null(broker);
+	coords(broker, broker_x, broker_y);
+	assert_int_equal(jose_thumbprint_p384(broker_x, broker_y, broker_tp), 0);
+	assert_int_equal(jose_p384_generate(&tee, rng, NULL), 0);
+	assert_int_equal(jose_p384_generate(&tee2, rng, NULL), 0);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	EVP_PKEY_free(broker);
+	EVP_PKEY_free(other_broker);
+	return 0;
+}
+
+/* ---- tests ---- */
+
+static void base64url(void **state)
+{
+	/* RFC 4648 §10 vectors, URL alphabet, no padding */
+	static const char *const in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
+	static const char *const want[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
+	char enc[32];
+	uint8_t dec[32];
+	for (unsigned i = 0; i < 7; i++) {
+		assert_int_equal(jose_b64url_encode((const uint8_t *)in[i], strlen(in[i]), enc,
+						    sizeof(enc)),
+				 strlen(want[i]));
+		assert_string_equal(enc, want[i]);
+		assert_int_equal(jose_b64url_decode(want[i], strlen(want[i]), dec, sizeof(dec)),
+				 strlen(in[i]));
+		assert_memory_equal(dec, in[i], strlen(in[i]));
+	}
+	static const uint8_t ff[] = {0xfb, 0xff};
+	assert_int_equal(jose_b64url_encode(ff, 2, enc, sizeof(enc)), 3);
+	assert_string_equal(enc, "-_8");
+	assert_int_equal(jose_b64url_decode("Zm9v=", 5, dec, sizeof(dec)), -1); /* padding */
+	assert_int_equal(jose_b64url_decode("Zm+v", 4, dec, sizeof(dec)), -1);	/* std alphabet */
+	assert_int_equal(jose_b64url_decode("Z", 1, dec, sizeof(dec)), -1);	/* 1 mod 4 */
+	assert_int_equal(jose_b64url_decode("Zh", 2, dec, sizeof(dec)), -1);	/* stray bits */
+	assert_int_equal(jose_b64url_decode("Zm9vYmFy", 8, dec, 5), -1);	/* no room */
+	assert_int_equal(jose_b64url_encode(ff, 2, enc, 3), -1);
+}
+
+static void thumbprint_matches_openssl(void **state)
+{
+	char jwk[300];
+	uint8_t md[32];
+	unsigned int ml = 32;
+	char ex[80], ey[80];
+	b64u(broker_x, 48, ex);
+	b64u(broker_y, 48, ey);
+	/* RFC 7638 §3.2: required members only, lexicographic order, no whitespace */
+	snprintf(jwk, sizeof(jwk), "{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}",
+		 ex, ey);
+	assert_int_equal(EVP_Digest(jwk, strlen(jwk), md, &ml, EVP_sha256(), NULL), 1);
+	assert_memory_equal(md, broker_tp, 32);
+}
+
+static void json_reader(void **state)
+{
+	static const char doc[] =
+	    " {\"a\" : \"x\\u0041\\n\", \"n\":12345678901234567890, \"o\":{\"k\":[1,{\"z\":null}]}} ";
+	char s[16];
+	size_t l;
+	uint64_t u;
+	const char *v;
+	assert_int_equal(json_validate(doc, sizeof(doc) - 1), 0);
+	assert_int_equal(json_get_string(doc, sizeof(doc) - 1, "a", s, sizeof(s), &l), 0);
+	assert_string_equal(s, "xA\n");
+	assert_int_equal(json_get_u64(doc, sizeof(doc) - 1, "n", &u), 0);
+	assert_true(u == 12345678901234567890ull);
+	assert_int_equal(json_get_raw(doc, sizeof(doc) - 1, "o", &v, &l), 0);
+	assert_int_equal(json_validate(v, l), 0);
+	assert_int_equal(json_get_string(doc, sizeof(doc) - 1, "n", s, sizeof(s), &l), -1);
+	assert_int_equal(json_get_u64(doc, sizeof(doc) - 1, "missing", &u), -1);
+	assert_int_equal(json_get_string(doc, sizeof(doc) - 1, "a", s, 3, &l), -1); /* too long */
+	/* refused: repeated keys, overflow, bad syntax, depth, \u beyond ASCII */
+	assert_int_equal(json_get_raw("{\"a\":1,\"a\":2}", 13, "a", &v, &l), -1);
+	assert_int_equal(json_get_u64("{\"n\":18446744073709551616}", 26, "n", &u), -1);
+	assert_int_equal(json_get_u64("{\"n\":01}", 8, "n", &u), -1);
+	assert_int_equal(json_get_u64("{\"n\":-1}", 8, "n", &u), -1);
+	static const char *const bad[] = {"{",	      "{\"a\":}", "[1,]",	  "{\"a\":1,}",
+					  "\"\\x\"",  "01",	  "1.",		  "tru",
+					  "{\"a\"1}", "[1 2]",	  "\"\x01\"",	  "{} {}",
+					  "[[[[[[[[[[1]]]]]]]]]]"};
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(json_validate(bad[i], strlen(bad[i])), -1);
+	assert_int_equal(json_get_string("{\"a\":\"\\u00e9\"}", 14, "a", s, sizeof(s), &l), -1);
+}
+
+static void jws_checks(void **state)
+{
+	uint8_t out[JOSE_PAYLOAD_MAX];
+	size_t l;
+	char *t = jws_make(broker, NULL, "{\"hello\":1}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l), JOSE_OK);
+	assert_int_equal(l, 11);
+	assert_memory_equal(out, "{\"hello\":1}", 11);
+
+	/* another key than the image names: even with a valid signature */
+	t = jws_make(other_broker, NULL, "{\"hello\":1}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+			 JOSE_ERR_KEY);
+	/* the broker's key named in the header, the signature by another */
+	char jwk[300], h[400];
+	jwk_json(broker_x, broker_y, jwk, sizeof(jwk));
+	snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+	t = jws_make(other_broker, h, "{\"hello\":1}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+			 JOSE_ERR_SIG);
+	/* a flipped payload character and a flipped signature character */
+	t = jws_make(broker, NULL, "{\"hello\":1}");
+	char *dot = strchr(t, '.');
+	dot[2] ^= 1;
+	assert_int_not_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+			     JOSE_OK);
+	t = jws_make(broker, NULL, "{\"hello\":1}");
+	t[strlen(t) - 3] = t[strlen(t) - 3] == 'A' ? 'B' : 'A';
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+			 JOSE_ERR_SIG);
+	/* algorithms csvsm does not take, crit, a private key member, a repeated alg */
+	static const char *const hdrs[] = {"{\"alg\":\"none\",\"jwk\":%s}",
+					   "{\"alg\":\"ES256\",\"jwk\":%s}",
+					   "{\"alg\":\"ES384\",\"crit\":[\"exp\"],\"jwk\":%s}"};
+	for (unsigned i = 0; i < 3; i++) {
+		snprintf(h, sizeof(h), hdrs[i], jwk);
+		t = jws_make(broker, h, "{}");
+		assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+				 JOSE_ERR_ALG);
+	}
+	snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+	t = jws_make(broker, h, "{}");
+	assert_int_not_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+			     JOSE_OK);
+	char jwkd[400];
+	snprintf(jwkd, sizeof(jwkd), "{\"alg\":\"ES384\",\"jwk\":{\"kty\":\"EC\",\"crv\":\"P-384\",%s",
+		 strstr(jwk, "\"x\""));
+	jwkd[strlen(jwkd) - 1] = 0;
+	strcat(jwkd, ",\"d\":\"AA\"}}");
+	t = jws_make(broker, jwkd, "{}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
+			 JOSE_ERR_FORMAT);
+	/* a point off the curve (y changed) */
+	uint8_t y2[48];
+	memcpy(y2, broker_y, 48);
+	y2[47] ^= 1;
+	jwk_json(broker_x, y2, jwk, sizeof(jwk));
+	snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+	uint8_t tp2[32];
+	assert_int_equal(jose_thumbprint_p384(broker_x, y2, tp2), 0);
+	t = jws_make(broker, h, "{}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), tp2, out, sizeof(out), &l), JOSE_ERR_FORMAT);
+	/* shapes */
+	assert_int_equal(jose_jws_verify("a.b", 3, broker_tp, out, sizeof(out), &l),
+			 JOSE_ERR_FORMAT);
+	assert_int_equal(jose_jws_verify("a.b.c.d", 7, broker_tp, out, sizeof(out), &l),
+			 JOSE_ERR_FORMAT);
+	t = jws_make(broker, NULL, "{\"hello\":1}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, 5, &l), JOSE_ERR_SIZE);
+}
+
+static void jwe_checks(void **state)
+{
+	static const uint8_t secret[32] = "0123456789abcdef0123456789abcdef";
+	uint8_t out[64];
+	size_t l;
+	char *t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_OK);
+	assert_int_equal(l, 32);
+	assert_memory_equal(out, secret, 32);
+	/* to another TEE key: csvsm cannot open it */
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee2, out, sizeof(out), &l),
+			 JOSE_ERR_DECRYPT);
+	/* the tag, the ciphertext */
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
+	t[strlen(t) - 2] = t[strlen(t) - 2] == 'A' ? 'B' : 'A';
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l),
+			 JOSE_ERR_DECRYPT);
+	/* algorithms, compression, crit */
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A128GCM", "", NULL);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", ",\"zip\":\"DEF\"", NULL);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", ",\"crit\":[\"x\"]", NULL);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
+	/* an epk off the curve: refused before any scalar multiplication */
+	char bad[300];
+	uint8_t y2[48];
+	memcpy(y2, tee.y, 48);
+	y2[0] ^= 0x80;
+	jwk_json(tee.x, y2, bad, sizeof(bad));
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", bad);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_FORMAT);
+	/* an encrypted key part where direct agreement has none */
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
+	static char withkey[JOSE_TOKEN_MAX + 4096];
+	char *dd = strstr(t, "..");
+	snprintf(withkey, sizeof(withkey), "%.*s.AAAA%s", (int)(dd - t), t, dd + 1);
+	assert_int_equal(jose_jwe_open(withkey, strlen(withkey), &tee, out, sizeof(out), &l),
+			 JOSE_ERR_FORMAT);
+	/* a secret larger than a key */
+	static uint8_t big[100];
+	t = jwe_make(tee.x, tee.y, big, sizeof(big), "ECDH-ES", "A256GCM", "", NULL);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_SIZE);
+}
+
+/* The broker's release for this boot, as the contract defines it. */
+static char *release(EVP_PKEY *signer, const char *instance, const char *nonce, const char *extra,
+		     const uint8_t *secret, const struct jose_p384_key *to)
+{
+	static char payload[2 * JOSE_TOKEN_MAX];
+	char *jwe = jwe_make(to->x, to->y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
+	snprintf(payload, sizeof(payload),
+		 "{\"instance\":\"%s\",\"nonce\":\"%s\"%s,\"lease\":\"lease-7\","
+		 "\"lease-expires\":1900000000,\"key\":\"%s\"}",
+		 instance, nonce, extra, jwe);
+	return jws_make(signer, NULL, payload);
+}
+
+static const uint8_t inst[16] = {0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
+				 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef};
+#define INST_HEX "0123456789abcdef0123456789abcdef"
+static const uint8_t state_key[32] = "the-state-key-csvsm-kbs-released";
+
+static void release_checks(void **state)
+{
+	uint8_t root[32];
+	struct vtpm_kbs_grant g;
+	char why[160];
+	char *t = release(broker, INST_HEX, "n-1", ",\"version\":4", state_key, &tee);
+	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
+						&g, why, sizeof(why)),
+			 0);
+	assert_memory_equal(root, state_key, 32);
+	assert_int_equal(g.version, 4);
+	assert_string_equal(g.lease, "lease-7");
+	assert_int_equal(g.lease_expires, 1900000000);
+	/* replayed (another boot's nonce), another instance, no version, another signer, to another key */
+	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-2", &tee, root,
+						&g, why, sizeof(why)),
+			 -1);
+	assert_non_null(strstr(why, "replayed"));
+	t = release(broker, "ffffffffffffffffffffffffffffffff", "n-1", ",\"version\":4", state_key,
+		    &tee);
+	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
+						&g, why, sizeof(why)),
+			 -1);
+	assert_non_null(strstr(why, "instance"));
+	t = release(broker, INST_HEX, "n-1", "", state_key, &tee);
+	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
+						&g, why, sizeof(why)),
+			 -1);
+	t = release(other_broker, INST_HEX, "n-1", ",\"version\":4", state_key, &tee);
+	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
+						&g, why, sizeof(why)),
+			 -1);
+	assert_non_null(strstr(why, "broker"));
+	t = release(broker, INST_HEX, "n-1", ",\"version\":4", state_key, &tee2);
+	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
+						&g, why, sizeof(why)),
+			 -1);
+}
+
+/* ---- the whole exchange through a fake relay: csvsm-kbs played here ---- */
+
+static struct {
+	unsigned requests;
+	bool unreachable;
+	char nonce[32];
+	char rd[600];
+	uint8_t report_data[64];
+	struct jose_p384_key tee_seen;
+	bool report_called;
+} kbs;
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint8_t wire_in[65536], wire_out[65536];
+static size_t in_len, out_len, out_pos;
+
+static void relay_answer(uint32_t seq, uint32_t status, uint32_t http, const char *body)
+{
+	static uint8_t p[VCHAN_RELAY_MAX + 8];
+	size_t bl = body ? strlen(body) : 0;
+	uint8_t hdr[VCHAN_HDR], crc[4];
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(status >> (8 * i)), p[4 + i] = (uint8_t)(http >> (8 * i));
+	memcpy(p + 8, body, bl);
+	vchan_hdr_put(hdr, VCHAN_RELAY_RSP, seq, (uint32_t)(8 + bl));
+	uint32_t c = vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, 8 + bl);
+	for (int i = 0; i < 4; i++)
+		crc[i] = (uint8_t)(c >> (8 * i));
+	out_len += (size_t)vchan_escape(hdr, sizeof(hdr), wire_out + out_len, sizeof(wire_out) - out_len);
+	out_len += (size_t)vchan_escape(p, 8 + bl, wire_out + out_len, sizeof(wire_out) - out_len);
+	out_len += (size_t)vchan_escape(crc, 4, wire_out + out_len, sizeof(wire_out) - out_len);
+}
+
+static void kbs_serve(void)
+{
+	static struct vchan_rx rx;
+	static uint8_t pb[VCHAN_MAX_PAYLOAD];
+	size_t used;
+	vchan_rx_init(&rx, pb, sizeof(pb));
+	if (vchan_rx_feed(&rx, wire_in, in_len, &used) != VCHAN_RX_FRAME)
+		return;
+	in_len = 0;
+	assert_int_equal(rx.type, VCHAN_RELAY);
+	kbs.requests++;
+	if (kbs.unreachable) {
+		relay_answer(rx.seq, VCHAN_RELAY_UNREACH, 0, NULL);
+		return;
+	}
+	uint32_t method = le32(pb), pl = le32(pb + 4);
+	char path[200];
+	memcpy(path, pb + 8, pl);
+	path[pl] = 0;
+	const char *body = (const char *)pb + 8 + pl;
+	size_t bl = rx.got - 8 - pl;
+	if (!strcmp(path, "/kbs/v0/auth")) {
+		assert_int_equal(method, VCHAN_METHOD_POST);
+		char tee_s[16];
+		assert_int_equal(json_validate(body, bl), 0);
+		assert_int_equal(json_get_string(body, bl, "tee", tee_s, sizeof(tee_s), NULL), 0);
+		assert_string_equal(tee_s, "csvsm");
+		strcpy(kbs.nonce, "bm9uY2UtZm9yLXRoaXMtYm9vdA");
+		char a[128];
+		snprintf(a, sizeof(a), "{\"nonce\":\"%s\",\"extra-params\":\"\"}", kbs.nonce);
+		relay_answer(rx.seq, VCHAN_RELAY_OK, 200, a);
+	} else if (!strcmp(path, "/kbs/v0/attest")) {
+		/* the evidence binds the nonce and the TEE key: REPORT_DATA = SHA-512(nonce || rd) */
+		const char *ev, *rd, *pk;
+		size_t evl, rdl, pkl;
+		char x[80], y[80];
+		assert_int_equal(json_validate(body, bl), 0);
+		assert_int_equal(json_get_raw(body, bl, "tee-evidence", &ev, &evl), 0);
+		assert_int_equal(json_get_raw(ev, evl, "runtime-data", &rd, &rdl), 0);
+		assert_int_equal(json_get_raw(body, bl, "tee-pubkey", &pk, &pkl), 0);
+		assert_int_equal(json_get_string(pk, pkl, "x", x, sizeof(x), NULL), 0);
+		assert_int_equal(json_get_string(pk, pkl, "y", y, sizeof(y), NULL), 0);
+		assert_int_equal(jose_b64url_decode(x, strlen(x), kbs.tee_seen.x, 48), 48);
+		assert_int_equal(jose_b64url_decode(y, strlen(y), kbs.tee_seen.y, 48), 48);
+		uint8_t md[64];
+		unsigned int ml = 64;
+		EVP_MD_CTX *c = EVP_MD_CTX_new();
+		EVP_DigestInit_ex(c, EVP_sha512(), NULL);
+		EVP_DigestUpdate(c, kbs.nonce, strlen(kbs.nonce));
+		EVP_DigestUpdate(c, rd, rdl);
+		EVP_DigestFinal_ex(c, md, &ml);
+		EVP_MD_CTX_free(c);
+		assert_memory_equal(md, kbs.report_data, 64);
+		char inst_s[40];
+		assert_int_equal(json_get_string(rd, rdl, "instance", inst_s, sizeof(inst_s), NULL),
+				 0);
+		assert_string_equal(inst_s, INST_HEX);
+		relay_answer(rx.seq, VCHAN_RELAY_OK, 200, "{\"token\":\"ear\"}");
+	} else {
+		assert_int_equal(method, VCHAN_METHOD_GET);
+		assert_string_equal(path, "/kbs/v0/resource/csvsm-vtpm/" INST_HEX "/state-key");
+		char *t = release(broker, INST_HEX, kbs.nonce, ",\"version\":9", state_key,
+				  &kbs.tee_seen);
+		relay_answer(rx.seq, VCHAN_RELAY_OK, 200, t);
+	}
+}
+
+static int r_write(void *ctx, const uint8_t *p, size_t n)
+{
+	memcpy(wire_in + in_len, p, n);
+	in_len += n;
+	return 0;
+}
+static long r_read(void *ctx, uint8_t *p, size_t cap, uint64_t t)
+{
+	kbs_serve();
+	if (out_pos == out_len) {
+		out_pos = out_len = 0;
+		return 0;
+	}
+	size_t n = MIN(cap, out_len - out_pos);
+	memcpy(p, wire_out + out_pos, n);
+	out_pos += n;
+	return (long)n;
+}
+static uint64_t r_now(void *ctx)
+{
+	static uint64_t t;
+	return t += 1000;
+}
+static const struct vchan_io rio = {.write = r_write, .read = r_read, .now_us = r_now};
+
+static int report(void *ctx, const uint8_t rd[64], uint8_t rep[KBS_REPORT_BYTES])
+{
+	memcpy(kbs.report_data, rd, 64);
+	memset(rep, 0x5A, KBS_REPORT_BYTES);
+	memcpy(rep + 0x50, rd, 64); /* where an SNP report carries REPORT_DATA */
+	kbs.report_called = true;
+	return 0;
+}
+
+static void unlock_end_to_end(void **state)
+{
+	static uint8_t cbuf[VCHAN_MAX_PAYLOAD];
+	struct vchan ch;
+	struct vtpm_kbs_cfg cfg = {.chan = &ch, .report = report, .rng = rng};
+	struct vtpm_kbs_grant g;
+	uint8_t root[32];
+	char why[160];
+
+	memcpy(cfg.instance, inst, 16);
+	memcpy(cfg.broker, broker_tp, 32);
+	memset(&kbs, 0, sizeof(kbs));
+	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), 0);
+	assert_true(kbs.report_called);
+	assert_int_equal(kbs.requests, 3);
+	assert_memory_equal(root, state_key, 32);
+	assert_int_equal(g.version, 9);
+	assert_memory_equal(kbs.tee_seen.x, g.tee.x, 48);
+
+	/* an unreachable broker: bounded retries, then the reason */
+	memset(&kbs, 0, sizeof(kbs));
+	kbs.unreachable = true;
+	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
+	assert_int_equal(kbs.requests, KBS_RELAY_ATTEMPTS);
+	assert_non_null(strstr(why, "unreachable"));
+	/* a broker the image does not name */
+	memset(&kbs, 0, sizeof(kbs));
+	uint8_t x[48], y[48];
+	coords(other_broker, x, y);
+	assert_int_equal(jose_thumbprint_p384(x, y, cfg.broker), 0);
+	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "broker"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(base64url),	cmocka_unit_test(thumbprint_matches_openssl),
+	    cmocka_unit_test(json_reader),	cmocka_unit_test(jws_checks),
+	    cmocka_unit_test(jwe_checks),	cmocka_unit_test(release_checks),
+	    cmocka_unit_test(unlock_end_to_end),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
