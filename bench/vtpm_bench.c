@@ -35,12 +35,10 @@ static void put32(uint8_t *p, uint32_t v)
 
 static void frame(uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
 {
-	uint8_t hdr[VCHAN_HDR], crc[4];
-	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
-	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n));
-	out_len += (size_t)vchan_escape(hdr, sizeof(hdr), out + out_len, sizeof(out) - out_len);
-	out_len += (size_t)vchan_escape(p, n, out + out_len, sizeof(out) - out_len);
-	out_len += (size_t)vchan_escape(crc, 4, out + out_len, sizeof(out) - out_len);
+	long w = vchan_frame(out + out_len, sizeof(out) - out_len, type, seq, p, n);
+	if (w < 0)
+		abort();
+	out_len += (size_t)w;
 }
 
 /* The host: csvsm-proxy's answers, in memory. Not csvsm's cost (subtracted). */

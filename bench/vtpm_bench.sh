@@ -66,11 +66,8 @@ build/csvsm-igvm --elf build/csvsm.elf --ovmf build/guests/OVMF.fd --entry-symbo
 run() { # run NAME IGVM [sealed]
 	local args=() t0
 	if [ -n "${3:-}" ]; then
-		rm -f "$T/sock"
-		build/csvsm-proxy --socket "$T/sock" --state "$T/state" --log "$T/$1.proxy" \
-			--max-connections 1 --idle-exit "$QEMU_TIMEOUT" &
-		proxy_pid=$!
-		for _ in $(seq 100); do [ -S "$T/sock" ] && break; sleep 0.1; done
+		snpm_vtpm_proxy "$T/sock" "$T/state" "$T/$1.proxy"
+		proxy_pid=$VTPM_PROXY_PID
 		read -r -a args <<<"$(snpm_vtpm_args "$T/sock")"
 	fi
 	t0=$(date +%s)

@@ -102,22 +102,17 @@ static uint32_t get32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* One answer frame: header, payload, CRC, escaped. */
+/* One answer frame: header, payload, CRC, escaped (vchan_frame). */
 static int answer(int fd, uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
 {
 	static uint8_t wire[2 * (VCHAN_HDR + VCHAN_MAX_PAYLOAD + VCHAN_CRC)];
-	uint8_t hdr[VCHAN_HDR], crc[VCHAN_CRC];
-	long a, b, c;
+	long w = vchan_frame(wire, sizeof(wire), type, seq, p, n);
 
-	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
-	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n));
-	if ((a = vchan_escape(hdr, sizeof(hdr), wire, sizeof(wire))) < 0 ||
-	    (b = vchan_escape(p, n, wire + a, sizeof(wire) - (size_t)a)) < 0 ||
-	    (c = vchan_escape(crc, sizeof(crc), wire + a + b, sizeof(wire) - (size_t)(a + b))) < 0)
+	if (w < 0)
 		return -1;
 	logx("-> %s seq=%u len=%zu payload=", type_name(type), seq, n);
 	log_hex(p, n);
-	return write_all(fd, wire, (size_t)(a + b + c));
+	return write_all(fd, wire, (size_t)w);
 }
 
 static int on_fetch(int fd, uint32_t seq, const uint8_t *p, size_t n)

@@ -122,25 +122,11 @@ fail:
 	return -1;
 }
 
-static int read_full(int fd, uint8_t *p, size_t n, off_t off)
+/* All n bytes at off, read or written (EINTR retried, short transfers continued). */
+static int io_full(int fd, uint8_t *p, size_t n, off_t off, bool write)
 {
 	while (n) {
-		ssize_t r = pread(fd, p, n, off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		p += r;
-		n -= (size_t)r;
-		off += r;
-	}
-	return 0;
-}
-
-static int write_full(int fd, const uint8_t *p, size_t n, off_t off)
-{
-	while (n) {
-		ssize_t r = pwrite(fd, p, n, off);
+		ssize_t r = write ? pwrite(fd, p, n, off) : pread(fd, p, n, off);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -159,7 +145,7 @@ int slots_read(int fd, struct slots_view *v, uint8_t *out, size_t cap, uint32_t 
 	memset(v, 0, sizeof(*v));
 	v->newest = -1;
 	for (int i = 0; i < 2; i++) {
-		if (read_full(fd, buf, sizeof(buf), (off_t)i * SLOTS_SLOT_SIZE))
+		if (io_full(fd, buf, sizeof(buf), (off_t)i * SLOTS_SLOT_SIZE, false))
 			return -1;
 		if (!memcmp(buf, SLOTS_MAGIC, 8))
 			v->written = true;
@@ -170,8 +156,8 @@ int slots_read(int fd, struct slots_view *v, uint8_t *out, size_t cap, uint32_t 
 	}
 	if (v->newest < 0)
 		return 0;
-	if (read_full(fd, buf, SLOTS_HDR + v->slot[v->newest].len,
-		      (off_t)v->newest * SLOTS_SLOT_SIZE))
+	if (io_full(fd, buf, SLOTS_HDR + v->slot[v->newest].len, (off_t)v->newest * SLOTS_SLOT_SIZE,
+		    false))
 		return -1;
 	/* Read again and checked again: the copy handed out is the one verified. */
 	struct slot_info again = slots_check(buf, SLOTS_HDR + v->slot[v->newest].len);
@@ -201,13 +187,13 @@ int slots_write(int fd, const uint8_t *data, uint32_t len, long tear_after, uint
 		 * of it for 0), the rest and the header do not. */
 		size_t k = tear_after > 0 && (size_t)tear_after < len ? (size_t)tear_after
 								       : (len + 1) / 2;
-		if (write_full(fd, buf + SLOTS_HDR, k, off + SLOTS_HDR))
+		if (io_full(fd, buf + SLOTS_HDR, k, off + SLOTS_HDR, true))
 			return -1;
 		return -2;
 	}
 	/* The data, then the header that makes it count; then durable. */
-	if (write_full(fd, buf + SLOTS_HDR, len, off + SLOTS_HDR) ||
-	    write_full(fd, buf, SLOTS_HDR, off) || fdatasync(fd))
+	if (io_full(fd, buf + SLOTS_HDR, len, off + SLOTS_HDR, true) ||
+	    io_full(fd, buf, SLOTS_HDR, off, true) || fdatasync(fd))
 		return -1;
 	return 0;
 }

@@ -7,11 +7,11 @@
 #include <mbedtls/ecp.h>
 #include <mbedtls/pk.h>
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <mm/cmdline.h>
 #include <tpm/vtpm_jose.h>
 
 #include "vtpm_opts.h"
@@ -35,25 +35,14 @@ const char *vtpm_mode_name(uint32_t mode)
 	return "?";
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
+/* A number as the other csvsm-* options take it: 0x... hex or decimal (mm/cmdline.c). */
 static int parse_u64(const char *s, uint64_t *out)
 {
-	char *end;
-	if (!s || !*s || *s == '-')
+	const char *p = s, *end = s + strlen(s);
+	bool hex = end - s > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+	if ((hex ? cmdline_parse_hex(&p, end, out) : cmdline_parse_dec(&p, end, out)) || p != end)
 		return -1;
-	errno = 0;
-	*out = strtoull(s, &end, 0);
-	return (errno || *end) ? -1 : 0;
+	return 0;
 }
 
 int vtpm_opts_parse(struct vtpm_opts *o, const char *name, const char *arg, char *err, size_t n)
@@ -75,10 +64,12 @@ int vtpm_opts_parse(struct vtpm_opts *o, const char *name, const char *arg, char
 		if (strlen(arg) != 2 * CSVSM_IGVM_VTPM_INSTANCE)
 			return snprintf(err, n, "--vtpm-instance wants 32 hex digits"), -1;
 		for (unsigned i = 0; i < CSVSM_IGVM_VTPM_INSTANCE; i++) {
-			int h = hexval(arg[2 * i]), l = hexval(arg[2 * i + 1]);
-			if (h < 0 || l < 0)
+			const char *p = arg + 2 * i;
+			uint64_t b;
+			if (p[1] == 'x' || p[1] == 'X' || cmdline_parse_hex(&p, p + 2, &b) ||
+			    p != arg + 2 * i + 2)
 				return snprintf(err, n, "--vtpm-instance wants 32 hex digits"), -1;
-			o->cfg.instance[i] = (uint8_t)(h << 4 | l);
+			o->cfg.instance[i] = (uint8_t)b;
 			o->instance_hex[2 * i] = (char)(arg[2 * i] | 0x20);
 			o->instance_hex[2 * i + 1] = (char)(arg[2 * i + 1] | 0x20);
 		}

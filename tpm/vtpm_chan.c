@@ -64,6 +64,22 @@ uint32_t vchan_crc32(uint32_t crc, const uint8_t *p, size_t n)
 	return ~crc;
 }
 
+long vchan_frame(uint8_t *out, size_t cap, uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
+{
+	uint8_t hdr[VCHAN_HDR], crc[VCHAN_CRC];
+	long a, b, c;
+
+	if (n > VCHAN_MAX_PAYLOAD)
+		return -1;
+	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
+	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n));
+	if ((a = vchan_escape(hdr, sizeof(hdr), out, cap)) < 0 ||
+	    (b = vchan_escape(p, n, out + a, cap - (size_t)a)) < 0 ||
+	    (c = vchan_escape(crc, sizeof(crc), out + a + b, cap - (size_t)(a + b))) < 0)
+		return -1;
+	return a + b + c;
+}
+
 void vchan_rx_init(struct vchan_rx *rx, uint8_t *buf, size_t cap)
 {
 	memset(rx, 0, sizeof(*rx));

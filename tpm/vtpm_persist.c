@@ -145,6 +145,17 @@ int vtpm_persist_commit(void)
 	return -1;
 }
 
+/* A refused boot: the TPM off and forgotten, the key wiped, persistence disarmed. */
+static int refused(struct vtpm_persist_report *rep, enum vtpm_persist_step step)
+{
+	rep->step = step;
+	vtpm_power_off();
+	vtpm_destroy();
+	memzero_explicit(ps.key, sizeof(ps.key));
+	ps.active = false;
+	return -1;
+}
+
 static int fail(struct vtpm_persist_report *rep, enum vtpm_persist_step step, const char *fmt,
 		...)
 {
@@ -152,12 +163,7 @@ static int fail(struct vtpm_persist_report *rep, enum vtpm_persist_step step, co
 	va_start(ap, fmt);
 	fmt_vsnprintf(rep->why, sizeof(rep->why), fmt, ap);
 	va_end(ap);
-	rep->step = step;
-	vtpm_power_off();
-	vtpm_destroy();
-	memzero_explicit(ps.key, sizeof(ps.key));
-	ps.active = false;
-	return -1;
+	return refused(rep, step);
 }
 
 static uint32_t le32(const uint8_t *p)
@@ -256,14 +262,8 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 	/* store: the state after power-on, before the guest can see the TPM */
 	ps.active = true;
 	vtpm_nv_dirty_take();
-	if (store(rep->why, sizeof(rep->why))) {
-		rep->step = VTPM_STEP_STORE;
-		vtpm_power_off();
-		vtpm_destroy();
-		memzero_explicit(ps.key, sizeof(ps.key));
-		ps.active = false;
-		return -1;
-	}
+	if (store(rep->why, sizeof(rep->why)))
+		return refused(rep, VTPM_STEP_STORE);
 	rep->version = ps.version;
 	rep->state_bytes = ps.st.state_bytes;
 	rep->sealed_bytes = ps.st.sealed_bytes;

@@ -66,6 +66,13 @@ long vchan_escape(const uint8_t *in, size_t n, uint8_t *out, size_t cap);
 void vchan_hdr_put(uint8_t hdr[VCHAN_HDR], uint8_t type, uint32_t seq, uint32_t len);
 /* CRC-32 (reflected, polynomial 0xEDB88320, init and final xor ~0), continued from crc. */
 uint32_t vchan_crc32(uint32_t crc, const uint8_t *p, size_t n);
+/*
+ * One whole frame on the wire (header, payload, CRC; escaped) into
+ * out[0..cap): its length, or -1 if cap is short. The host's side
+ * (csvsm-proxy) and the tests build their frames with it; csvsm streams its
+ * own (vchan_call) without a buffer that size.
+ */
+long vchan_frame(uint8_t *out, size_t cap, uint8_t type, uint32_t seq, const uint8_t *p, size_t n);
 
 /* The streaming reader: escaped wire bytes in, one frame at a time out. */
 enum vchan_rx_state { VCHAN_RX_MORE = 0, VCHAN_RX_FRAME = 1, VCHAN_RX_ERROR = -1 };

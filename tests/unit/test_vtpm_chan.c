@@ -24,18 +24,39 @@ static void put32(uint8_t *p, uint32_t v)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* A whole escaped frame into out; returns its wire length. */
+/* A whole escaped frame into out (vchan_frame), or one with its CRC off by one bit. */
 static size_t frame(uint8_t *out, size_t cap, uint8_t type, uint32_t seq, const uint8_t *p,
 		    size_t n, bool bad_crc)
 {
+	if (!bad_crc) {
+		long w = vchan_frame(out, cap, type, seq, p, n);
+		assert_true(w > 0);
+		return (size_t)w;
+	}
 	uint8_t hdr[VCHAN_HDR], crc[4];
 	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
-	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n) ^ (bad_crc ? 1u : 0u));
+	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n) ^ 1u);
 	long a = vchan_escape(hdr, sizeof(hdr), out, cap);
 	long b = vchan_escape(p, n, out + a, cap - (size_t)a);
 	long c = vchan_escape(crc, 4, out + a + b, cap - (size_t)(a + b));
 	assert_true(a > 0 && b >= 0 && c > 0);
 	return (size_t)(a + b + c);
+}
+
+/* vchan_frame's output is what the reader takes back. */
+static void frame_builder(void **state)
+{
+	uint8_t w[64];
+	struct vchan_rx rx;
+	size_t used;
+	assert_int_equal(vchan_frame(w, 20, VCHAN_STORE, 1, (const uint8_t *)"ab", 2), -1);
+	long n = vchan_frame(w, sizeof(w), VCHAN_STORE, 77, (const uint8_t *)"\0\1x", 3);
+	assert_true(n > 0);
+	vchan_rx_init(&rx, buf, sizeof(buf));
+	assert_int_equal(vchan_rx_feed(&rx, w, (size_t)n, &used), VCHAN_RX_FRAME);
+	assert_int_equal(rx.seq, 77);
+	assert_false(rx.crc_bad);
+	assert_memory_equal(rx.buf, "\0\1x", 3);
 }
 
 static void crc32_known_value(void **state)
@@ -335,6 +356,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(crc32_known_value),
 	    cmocka_unit_test(escape_never_sends_zero),
+	    cmocka_unit_test(frame_builder),
 	    cmocka_unit_test(frame_split_everywhere_with_zero_fill),
 	    cmocka_unit_test(two_frames_back_to_back),
 	    cmocka_unit_test(malformed_headers),

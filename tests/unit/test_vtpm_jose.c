@@ -475,17 +475,13 @@ static void relay_answer(uint32_t seq, uint32_t status, uint32_t http, const cha
 {
 	static uint8_t p[VCHAN_RELAY_MAX + 8];
 	size_t bl = body ? strlen(body) : 0;
-	uint8_t hdr[VCHAN_HDR], crc[4];
 	for (int i = 0; i < 4; i++)
 		p[i] = (uint8_t)(status >> (8 * i)), p[4 + i] = (uint8_t)(http >> (8 * i));
 	memcpy(p + 8, body, bl);
-	vchan_hdr_put(hdr, VCHAN_RELAY_RSP, seq, (uint32_t)(8 + bl));
-	uint32_t c = vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, 8 + bl);
-	for (int i = 0; i < 4; i++)
-		crc[i] = (uint8_t)(c >> (8 * i));
-	out_len += (size_t)vchan_escape(hdr, sizeof(hdr), wire_out + out_len, sizeof(wire_out) - out_len);
-	out_len += (size_t)vchan_escape(p, 8 + bl, wire_out + out_len, sizeof(wire_out) - out_len);
-	out_len += (size_t)vchan_escape(crc, 4, wire_out + out_len, sizeof(wire_out) - out_len);
+	long w = vchan_frame(wire_out + out_len, sizeof(wire_out) - out_len, VCHAN_RELAY_RSP, seq, p,
+			     8 + bl);
+	assert_true(w > 0);
+	out_len += (size_t)w;
 }
 
 static void kbs_serve(void)

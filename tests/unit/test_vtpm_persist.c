@@ -52,17 +52,10 @@ static void put32(uint8_t *p, uint32_t v)
 
 static void answer(uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
 {
-	uint8_t hdr[VCHAN_HDR], crc[4];
-	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
-	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n));
-	long a = vchan_escape(hdr, sizeof(hdr), host.out + host.out_len,
-			      sizeof(host.out) - host.out_len);
-	host.out_len += (size_t)a;
-	long b = vchan_escape(p, n, host.out + host.out_len, sizeof(host.out) - host.out_len);
-	host.out_len += (size_t)b;
-	long c = vchan_escape(crc, 4, host.out + host.out_len, sizeof(host.out) - host.out_len);
-	host.out_len += (size_t)c;
-	assert_true(a > 0 && b >= 0 && c > 0);
+	long w = vchan_frame(host.out + host.out_len, sizeof(host.out) - host.out_len, type, seq, p,
+			     n);
+	assert_true(w > 0);
+	host.out_len += (size_t)w;
 }
 
 static void host_serve(void)

@@ -17,6 +17,9 @@
 #   boot 4  a blob whose mode says kbs: refused at step 'open'
 #   boot 5  another launch image (another measured command line), the same
 #           state: another key, refused at step 'open'
+#   boot 6  the image in kbs mode, a proxy with no broker: csvsm asks the
+#           relay (bounded attempts) and refuses at step 'key'; nothing is
+#           manufactured, the state file is untouched
 #   then    what the proxy saw holds no plaintext state, key or seed
 #           (tests/vtpm/scan.py); csvsm-measure --vtpm-mode names the mode
 #
@@ -73,16 +76,28 @@ de=$("$MEASURE" --igvm "$tmp/a.igvm" --vtpm-mode ephemeral 2>/dev/null)
 tap_check "csvsm-measure --vtpm-mode sealed gives the sealed image's digest (${da:0:16}...), and refuses to call it ephemeral" \
 	test -n "$da" -a -z "$de"
 tap_check "the second image measures differently (${db:0:16}...)" test -n "$db" -a "$da" != "$db"
+# kbs mode: the image names the broker's key; another key is another image.
+openssl ecparam -name secp384r1 -genkey -noout -out "$tmp/kbs.key" 2>/dev/null &&
+	openssl ec -in "$tmp/kbs.key" -pubout -out "$tmp/kbs.pub" 2>/dev/null &&
+	openssl ecparam -name secp384r1 -genkey -noout -out "$tmp/kbs2.key" 2>/dev/null &&
+	openssl ec -in "$tmp/kbs2.key" -pubout -out "$tmp/kbs2.pub" 2>/dev/null
+"$IGVM_TOOL" --elf build/csvsm.elf --ovmf "$OVMF_FD" --entry-symbol snp_entry32 --vtpm-mode kbs \
+	--vtpm-instance "$INSTANCE" --vtpm-broker-key "$tmp/kbs.pub" -o "$tmp/k.igvm" >/dev/null
+dk=$("$MEASURE" --igvm "$tmp/k.igvm" --vtpm-mode kbs --vtpm-instance "$INSTANCE" --vtpm-broker-key "$tmp/kbs.pub")
+dk2=$("$MEASURE" --igvm "$tmp/k.igvm" --vtpm-mode kbs --vtpm-instance "$INSTANCE" --vtpm-broker-key "$tmp/kbs2.pub" 2>/dev/null)
+tap_check "kbs image: csvsm-measure gives its digest with its broker key only (${dk:0:16}...)" \
+	test -n "$dk" -a -z "$dk2" -a "$dk" != "$da"
+nokey=$("$IGVM_TOOL" --elf build/csvsm.elf --ovmf "$OVMF_FD" --vtpm-mode kbs --vtpm-instance "$INSTANCE" \
+	-o "$tmp/x.igvm" 2>&1 >/dev/null | head -n1)
+tap_check "csvsm-igvm refuses a kbs image without the broker's key: $nokey" \
+	test -n "$nokey" -a ! -e "$tmp/x.igvm"
 
 # boot NAME IGVM STATE [proxy options...]: proxy on STATE, the machine with the probe.
 boot() {
 	local name=$1 igvm=$2 state=$3
 	shift 3
-	rm -f "$tmp/sock"
-	"$PROXY" --socket "$tmp/sock" --state "$state" --log "$tmp/$name.proxy" --max-connections 1 \
-		--idle-exit "$QEMU_TIMEOUT" --io-timeout "$QEMU_TIMEOUT" "$@" &
-	proxy_pid=$!
-	for _ in $(seq 100); do [ -S "$tmp/sock" ] && break; sleep 0.1; done
+	snpm_vtpm_proxy "$tmp/sock" "$state" "$tmp/$name.proxy" "$@"
+	proxy_pid=$VTPM_PROXY_PID
 	# shellcheck disable=SC2046
 	CSVSM_IGVM=$igvm snpm_qemu "$tmp/$name.log" 2G 2 $(snpm_guest_args probe 2G 2 "$PROBE") \
 		$(snpm_vtpm_args "$tmp/sock")
@@ -91,13 +106,14 @@ boot() {
 	proxy_pid=
 	echo "# $name: QEMU exit $QEMU_RC, proxy exit $PROXY_RC, $(($(date +%s) - t0)) s so far"
 }
-probe_field() { sed -n "s/^vtpm-probe: $2 *//p" "$tmp/$1.log" | tr -d '\r' | head -n1; }
-ek_of() { sed -n 's/^vtpm-probe: ek sha256=\([0-9a-f]*\) public=\([0-9a-f]*\).*/\2/p' "$tmp/$1.log" | head -n1; }
+# The probe prints hex with gnu-efi's Print, in capitals: compared in lower case.
+probe_field() { sed -n "s/^vtpm-probe: $2 *//p" "$tmp/$1.log" | tr -d '\r' | tr A-F a-f | head -n1; }
+ek_of() { probe_field "$1" 'ek sha256=[0-9A-Fa-f]* public=' | cut -d' ' -f1; }
 
 # ---- boot 1: manufacture, make things, crash mid-write ----
 boot b1 "$tmp/a.igvm" "$tmp/state" --test-tear-store "$TEAR_AT"
 ek1=$(ek_of b1)
-name1=$(sed -n 's/^vtpm-probe: persistent created name=\([0-9a-f]*\).*/\1/p' "$tmp/b1.log" | head -n1)
+name1=$(probe_field b1 'persistent created name=')
 tap_check "boot 1: csvsm found no state and manufactured (first boot), wrote version 1" \
 	grep -q 'sealed state: none kept: manufactured (first boot), version 1 written through' "$tmp/b1.log"
 tap_check "boot 1: the probe got an EK, made the NV marker and the persistent key" \
@@ -153,17 +169,30 @@ refusal b3 "$tmp/a.igvm" "$tmp/altered.blob" "altered"
 refusal b4 "$tmp/a.igvm" "$tmp/mode.blob" "another vTPM mode"
 refusal b5 "$tmp/b.igvm" "" "another key"
 
+# ---- boot 6: kbs mode without a broker ----
+cp "$tmp/state" "$tmp/b6.state"
+boot b6 "$tmp/k.igvm" "$tmp/b6.state"
+line=$(grep -m1 "^csvsm: vtpm: refused at step" "$tmp/b6.log")
+tap_check "b6: kbs mode, no broker: refused at step 'key' after 3 relay attempts: ${line#csvsm: vtpm: }" \
+	grep -q "^csvsm: vtpm: refused at step 'key': csvsm-kbs is unreachable through the host (the host has no broker configured, 3 attempts)" "$tmp/b6.log"
+tap_check "b6: the proxy relayed the attempts and nothing else (no FETCH, no STORE)" \
+	test "$(grep -c '^[0-9.]* <- RELAY ' "$tmp/b6.proxy")" -eq 3 -a \
+	"$(grep -c '^[0-9.]* <- \(FETCH\|STORE\) ' "$tmp/b6.proxy")" -eq 0
+tap_check "b6: the guest never ran" test -z "$(grep -m1 '^vtpm-probe: start' "$tmp/b6.log")"
+
 # ---- what the host saw ----
 meas=$(sed -n 's/^snpm: launch: measurement=\([0-9a-f]*\).*/\1/p' "$tmp/b2.log" | head -n1)
 tap_check "the machine's launch measurement is csvsm-measure's (${meas:0:16}...)" test "$meas" = "$da"
 "$PROXY" --state "$tmp/state" --export "$tmp/final.blob"
+# What the proxy saw (its logs of every frame) and kept (the state file);
+# not the console logs, where the guest prints its own marker.
 python3 tests/vtpm/scan.py "$PSP_KEYS" "$meas" 0x30000 "$INSTANCE" "$tmp/final.blob" "$MARKER" \
-	"$tmp"/b*.proxy "$tmp"/b*.log "$tmp/state" >"$tmp/scan.tap"
+	"$tmp"/b*.proxy "$tmp/state" >"$tmp/scan.tap"
 while IFS= read -r l; do
 	case "$l" in
 	ok*) tap_ok "scan: ${l#ok * - }" ;;
 	"not ok"*) tap_fail "scan: ${l#not ok * - }" ;;
 	esac
 done <"$tmp/scan.tap"
-echo "# tests/vtpm/sealed.sh: 5 boots, $(($(date +%s) - t0)) s"
+echo "# tests/vtpm/sealed.sh: 6 boots, $(($(date +%s) - t0)) s"
 [ "$TAP_FAILS" -eq 0 ]

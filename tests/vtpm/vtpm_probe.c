@@ -264,6 +264,13 @@ static void nv_marker(void)
 	Print(L"\n");
 }
 
+static u32 read_public(u32 handle)
+{
+	start(0x8001, 0x173); /* TPM2_ReadPublic */
+	p32(handle);
+	return send();
+}
+
 static void persistent(void)
 {
 	/* ECC P-256 storage key: fixedTPM|fixedParent|sensitiveDataOrigin|userWithAuth|
@@ -275,9 +282,7 @@ static void persistent(void)
 	u16 plen;
 	const CHAR16 *how = L"present";
 
-	start(0x8001, 0x173); /* TPM2_ReadPublic */
-	p32(PERSISTENT);
-	u32 rc = send();
+	u32 rc = read_public(PERSISTENT);
 	if (rc == TPM_RC_HANDLE_1) {
 		u32 h = create_primary(TPM_RH_OWNER, srk, sizeof(srk), &pub, &plen);
 		start(0x8002, 0x120); /* TPM2_EvictControl */
@@ -290,9 +295,7 @@ static void persistent(void)
 			fail(L"TPM2_EvictControl", rc);
 		flush(h);
 		how = L"created";
-		start(0x8001, 0x173);
-		p32(PERSISTENT);
-		rc = send();
+		rc = read_public(PERSISTENT);
 	}
 	if (rc)
 		fail(L"TPM2_ReadPublic", rc);
