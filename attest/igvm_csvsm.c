@@ -312,7 +312,8 @@ static int vtpm_config(const struct igvm_csvsm_params *p, struct igvm_csvsm_imag
 		return -1;
 	}
 	if ((v->mode == CSVSM_VTPM_MODE_KBS) != !!memcmp(v->broker_key, zero, sizeof(zero))) {
-		snprintf(err, n, "the broker key identity goes with vTPM mode kbs, and only with it");
+		snprintf(err, n,
+			 "the broker key identity goes with vTPM mode kbs, and only with it");
 		return -1;
 	}
 	img->vtpm = *v;

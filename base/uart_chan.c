@@ -45,9 +45,9 @@
 #define LSR 5
 #define SCR 7
 
-#define LSR_DR	 0x01
-#define LSR_THRE 0x20
-#define FIFO	 16u
+#define LSR_DR	    0x01
+#define LSR_THRE    0x20
+#define FIFO	    16u
 #define IOIO_SEG_DS (3ULL << IOIO_SEG_SHIFT) /* OUTS reads DS:RSI, INS writes ES:RDI (ES = 0) */
 
 #define WRITE_STALL_US (10ULL * 1000 * 1000) /* a transmitter that never empties */
@@ -90,8 +90,8 @@ static int pio_string(bool in, uint8_t *p, size_t n)
 {
 	struct percpu *cpu;
 	struct ghcb *g = ghcb_of(&cpu);
-	uint64_t info = (uint64_t)base << IOIO_PORT_SHIFT | IOIO_TYPE_STR | IOIO_REP |
-			IOIO_DATA_8 | IOIO_ADDR_64;
+	uint64_t info = (uint64_t)base << IOIO_PORT_SHIFT | IOIO_TYPE_STR | IOIO_REP | IOIO_DATA_8 |
+			IOIO_ADDR_64;
 
 	if (!g || !n || n > GHCB_SHARED_BUF_SIZE)
 		return -1;
@@ -128,8 +128,8 @@ int uart_chan_init(uint16_t port)
 	for (unsigned k = 0; k < 2; k++) {
 		uint8_t want = k ? 0xA5 : 0x5A;
 		v = want;
-		if (pio((uint16_t)(port + SCR), false, &v) || pio((uint16_t)(port + SCR), true, &v) ||
-		    v != want)
+		if (pio((uint16_t)(port + SCR), false, &v) ||
+		    pio((uint16_t)(port + SCR), true, &v) || v != want)
 			return -1;
 	}
 	return 0;

@@ -73,7 +73,7 @@ static void log_hex(const uint8_t *p, size_t n)
 
 static const char *type_name(unsigned t)
 {
-	static const char *const n[] = {"?",	 "FETCH", "FETCH_RSP", "STORE",
+	static const char *const n[] = {"?",	     "FETCH", "FETCH_RSP", "STORE",
 					"STORE_RSP", "RELAY", "RELAY_RSP"};
 	return t < sizeof(n) / sizeof(n[0]) ? n[t] : "?";
 }
@@ -182,7 +182,8 @@ static int on_relay(int fd, uint32_t seq, const uint8_t *p, size_t n)
 
 	if (n >= 8) {
 		uint32_t method = get32(p), pl = get32(p + 4);
-		if (pl < sizeof(path) && pl <= n - 8 && (method == RELAY_GET || method == RELAY_POST)) {
+		if (pl < sizeof(path) && pl <= n - 8 &&
+		    (method == RELAY_GET || method == RELAY_POST)) {
 			memcpy(path, p + 8, pl);
 			path[pl] = 0;
 			if (strlen(path) == pl)
@@ -228,7 +229,8 @@ static int serve(int fd, int io_timeout_s)
 				 * was the first one the reader saw (it may start the next
 				 * frame, after the rest of one damaged on the way). */
 				if (!bad_run++)
-					logx("bad input from csvsm (%s): resynchronising\n", rx.error);
+					logx("bad input from csvsm (%s): resynchronising\n",
+					     rx.error);
 				if (used > 1)
 					off--;
 				vchan_rx_init(&rx, rx_buf, sizeof(rx_buf));
@@ -306,23 +308,31 @@ static int tool(const char *show, const char *export_path, const char *import_pa
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: %s --socket PATH --state FILE [--log FILE] [--kbs-url URL [--kbs-cacert PEM]]\n"
-		"       [--max-connections N] [--idle-exit SEC] [--io-timeout SEC] [--test-tear-store N]\n"
-		"       %s --state FILE --show | --export OUT | --import IN\n",
-		prog, prog);
+	fprintf(
+	    f,
+	    "usage: %s --socket PATH --state FILE [--log FILE] [--kbs-url URL [--kbs-cacert PEM]]\n"
+	    "       [--max-connections N] [--idle-exit SEC] [--io-timeout SEC] [--test-tear-store "
+	    "N]\n"
+	    "       %s --state FILE --show | --export OUT | --import IN\n",
+	    prog, prog);
 }
 
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-	    {"socket", required_argument, NULL, 's'},	{"state", required_argument, NULL, 'f'},
-	    {"log", required_argument, NULL, 'l'},	{"kbs-url", required_argument, NULL, 'k'},
-	    {"kbs-cacert", required_argument, NULL, 'c'}, {"max-connections", required_argument, NULL, 'm'},
-	    {"idle-exit", required_argument, NULL, 'i'}, {"io-timeout", required_argument, NULL, 't'},
-	    {"test-tear-store", required_argument, NULL, 'T'}, {"show", no_argument, NULL, 'S'},
-	    {"export", required_argument, NULL, 'E'},	{"import", required_argument, NULL, 'I'},
-	    {"help", no_argument, NULL, 'h'},		{NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"socket", required_argument, NULL, 's'},
+					     {"state", required_argument, NULL, 'f'},
+					     {"log", required_argument, NULL, 'l'},
+					     {"kbs-url", required_argument, NULL, 'k'},
+					     {"kbs-cacert", required_argument, NULL, 'c'},
+					     {"max-connections", required_argument, NULL, 'm'},
+					     {"idle-exit", required_argument, NULL, 'i'},
+					     {"io-timeout", required_argument, NULL, 't'},
+					     {"test-tear-store", required_argument, NULL, 'T'},
+					     {"show", no_argument, NULL, 'S'},
+					     {"export", required_argument, NULL, 'E'},
+					     {"import", required_argument, NULL, 'I'},
+					     {"help", no_argument, NULL, 'h'},
+					     {NULL, 0, NULL, 0}};
 	const char *sock = NULL, *state = NULL, *log_path = NULL, *url = NULL, *cacert = NULL;
 	const char *show = NULL, *exp = NULL, *imp = NULL;
 	long max_conns = 0, idle = 0, io_timeout = 600;
@@ -331,28 +341,55 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		char *end = NULL;
 		switch (c) {
-		case 's': sock = optarg; break;
-		case 'f': state = optarg; break;
-		case 'l': log_path = optarg; break;
-		case 'k': url = optarg; break;
-		case 'c': cacert = optarg; break;
-		case 'S': show = "1"; break;
-		case 'E': exp = optarg; break;
-		case 'I': imp = optarg; break;
-		case 'm': case 'i': case 't': case 'T': {
+		case 's':
+			sock = optarg;
+			break;
+		case 'f':
+			state = optarg;
+			break;
+		case 'l':
+			log_path = optarg;
+			break;
+		case 'k':
+			url = optarg;
+			break;
+		case 'c':
+			cacert = optarg;
+			break;
+		case 'S':
+			show = "1";
+			break;
+		case 'E':
+			exp = optarg;
+			break;
+		case 'I':
+			imp = optarg;
+			break;
+		case 'm':
+		case 'i':
+		case 't':
+		case 'T': {
 			long v = strtol(optarg, &end, 10);
 			if (!*optarg || *end || v < 0) {
 				fprintf(stderr, "%s: bad number '%s'\n", prog, optarg);
 				return 2;
 			}
-			if (c == 'm') max_conns = v;
-			else if (c == 'i') idle = v;
-			else if (c == 't') io_timeout = v ? v : 1;
-			else tear_store = v;
+			if (c == 'm')
+				max_conns = v;
+			else if (c == 'i')
+				idle = v;
+			else if (c == 't')
+				io_timeout = v ? v : 1;
+			else
+				tear_store = v;
 			break;
 		}
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind < argc || !state || (!sock && !show && !exp && !imp) ||

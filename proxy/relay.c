@@ -54,7 +54,8 @@ int relay_init(struct relay *r, const char *base_url, const char *cacert, long t
 void relay_new_session(struct relay *r)
 {
 	if (r->curl)
-		curl_easy_setopt(r->curl, CURLOPT_COOKIELIST, "ALL"); /* a new boot: forget cookies */
+		curl_easy_setopt(r->curl, CURLOPT_COOKIELIST,
+				 "ALL"); /* a new boot: forget cookies */
 }
 
 void relay_free(struct relay *r)

@@ -161,8 +161,7 @@ int slots_read(int fd, struct slots_view *v, uint8_t *out, size_t cap, uint32_t 
 		return -1;
 	/* Read again and checked again: the copy handed out is the one verified. */
 	struct slot_info again = slots_check(buf, SLOTS_HDR + v->slot[v->newest].len);
-	if (!again.intact || again.generation != v->slot[v->newest].generation ||
-	    again.len > cap)
+	if (!again.intact || again.generation != v->slot[v->newest].generation || again.len > cap)
 		return -1;
 	memcpy(out, buf + SLOTS_HDR, again.len);
 	*len = again.len;
@@ -185,8 +184,8 @@ int slots_write(int fd, const uint8_t *data, uint32_t len, long tear_after, uint
 	if (tear_after >= 0) {
 		/* A crash mid-write: the first tear_after bytes of the data land (half
 		 * of it for 0), the rest and the header do not. */
-		size_t k = tear_after > 0 && (size_t)tear_after < len ? (size_t)tear_after
-								       : (len + 1) / 2;
+		size_t k =
+		    tear_after > 0 && (size_t)tear_after < len ? (size_t)tear_after : (len + 1) / 2;
 		if (io_full(fd, buf + SLOTS_HDR, k, off + SLOTS_HDR, true))
 			return -1;
 		return -2;

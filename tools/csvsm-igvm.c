@@ -248,8 +248,7 @@ int main(int argc, char **argv)
 		case OPT_VTPM_PORT:
 		case OPT_VTPM_TCB:
 		case OPT_VTPM_BROKER:
-			if (vtpm_opts_parse(&vo, long_opts[idx].name, optarg, err,
-					    sizeof(err)))
+			if (vtpm_opts_parse(&vo, long_opts[idx].name, optarg, err, sizeof(err)))
 				return usage_err(err, NULL);
 			break;
 		case OPT_ELF:

@@ -66,7 +66,8 @@ static void usage(FILE *f)
 	    "  --igvm FILE               SNP launch digest of an IGVM file as QEMU loads it\n"
 	    "  --dump                    with --igvm: list every header instead\n"
 	    "  --vtpm-mode MODE [--vtpm-instance HEX] [--vtpm-port N] [--vtpm-tcb N]\n"
-	    "  [--vtpm-broker-key PEM]  with --igvm: print the digest only if the image's measured\n"
+	    "  [--vtpm-broker-key PEM]  with --igvm: print the digest only if the image's "
+	    "measured\n"
 	    "                            vTPM configuration is exactly this (docs/vtpm.md)\n"
 	    "  --zero-pages normal|zero  with --igvm: pages without data as NORMAL pages of\n"
 	    "                            zeros (QEMU/KVM, default) or as the PSP ZERO page\n"
@@ -432,11 +433,12 @@ static int vtpm_config_check(const struct igvm_file *f, const char *path)
 	else
 		want.magic = CSVSM_IGVM_VTPM_MAGIC;
 	if (mode != want.mode || memcmp(&have, &want, sizeof(want))) {
-		fprintf(stderr,
-			"%s: %s: the image's vTPM configuration is not the one asked for (its mode: "
-			"%s%s)\n",
-			prog, path, vtpm_mode_name(mode),
-			mode == want.mode ? "; instance, port, TCB or broker key differ" : "");
+		fprintf(
+		    stderr,
+		    "%s: %s: the image's vTPM configuration is not the one asked for (its mode: "
+		    "%s%s)\n",
+		    prog, path, vtpm_mode_name(mode),
+		    mode == want.mode ? "; instance, port, TCB or broker key differ" : "");
 		return 1;
 	}
 	return 0;

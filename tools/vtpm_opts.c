@@ -126,8 +126,9 @@ int vtpm_opts_finish(struct vtpm_opts *o, char *err, size_t n)
 	bool persistent = o->cfg.mode != CSVSM_VTPM_MODE_EPHEMERAL;
 
 	if (!persistent && (o->have_instance || o->have_port || o->have_tcb || o->broker_pem))
-		return snprintf(err, n, "the --vtpm-* options other than --vtpm-mode need "
-					"--vtpm-mode sealed or kbs"),
+		return snprintf(err, n,
+				"the --vtpm-* options other than --vtpm-mode need "
+				"--vtpm-mode sealed or kbs"),
 		       -1;
 	if (!persistent)
 		return 0;
@@ -136,8 +137,9 @@ int vtpm_opts_finish(struct vtpm_opts *o, char *err, size_t n)
 				vtpm_mode_name(o->cfg.mode)),
 		       -1;
 	if ((o->cfg.mode == CSVSM_VTPM_MODE_KBS) != (o->broker_pem != NULL))
-		return snprintf(err, n, "--vtpm-broker-key goes with --vtpm-mode kbs, and kbs "
-					"needs it (else any broker could release a key)"),
+		return snprintf(err, n,
+				"--vtpm-broker-key goes with --vtpm-mode kbs, and kbs "
+				"needs it (else any broker could release a key)"),
 		       -1;
 	if (o->broker_pem && vtpm_broker_thumbprint(o->broker_pem, o->cfg.broker_key, err, n))
 		return -1;

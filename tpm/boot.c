@@ -39,8 +39,8 @@ static bool booted;
 static uint8_t chan_buf[VCHAN_MAX_PAYLOAD];
 static struct vchan chan;
 /* A write-through waits this long per attempt for the host's confirmation. */
-#define CHAN_TIMEOUT_US	 (30ULL * 1000 * 1000)
-#define CHAN_ATTEMPTS	 3u
+#define CHAN_TIMEOUT_US (30ULL * 1000 * 1000)
+#define CHAN_ATTEMPTS	3u
 static const char *const mode_names[] = {"ephemeral", "sealed", "kbs"};
 
 static int chan_write(void *ctx, const uint8_t *p, size_t n)
@@ -85,8 +85,8 @@ static int sealed_root(const struct tpm_boot_persist *p, uint8_t root[SNP_DERIVE
 {
 	struct snp_key_req req = {
 	    .root_key_select = 1u << SNP_KEY_SEL_SHIFT,
-	    .guest_field_select = SNP_GFS_POLICY | SNP_GFS_MEASUREMENT |
-				  (p->mix_tcb ? SNP_GFS_TCB_VERSION : 0),
+	    .guest_field_select =
+		SNP_GFS_POLICY | SNP_GFS_MEASUREMENT | (p->mix_tcb ? SNP_GFS_TCB_VERSION : 0),
 	    .vmpl = 0,
 	    .guest_svn = 0,
 	    .tcb_version = p->mix_tcb ? p->tcb_version : 0,
@@ -176,10 +176,10 @@ static int persist_boot(const struct tpm_boot_persist *p, const struct vtpm_opti
 	memzero_explicit(root, sizeof(root));
 	if (rc)
 		return refuse(vtpm_persist_step_name(rep.step), rep.why);
-	boot_phase("vtpm",
-		   "%s state: %s, version %llu written through (%zu bytes, %zu sealed)",
+	boot_phase("vtpm", "%s state: %s, version %llu written through (%zu bytes, %zu sealed)",
 		   mode_names[p->mode],
-		   rep.manufactured ? "none kept: manufactured (first boot)" : "opened and restored",
+		   rep.manufactured ? "none kept: manufactured (first boot)"
+				    : "opened and restored",
 		   (unsigned long long)rep.version, rep.state_bytes, rep.sealed_bytes);
 	return 0;
 }

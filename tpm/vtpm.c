@@ -458,7 +458,7 @@ int vtpm_process(const uint8_t *cmd, size_t len, uint8_t *rsp, size_t *rsplen)
 		return -1;
 	/* TPMLIB_Process only reads the command (its parameter is not const-qualified). */
 	if (TPMLIB_Process(&vt.rsp, &n, &vt.rsp_cap, (unsigned char *)cmd, (uint32_t)len) !=
-		TPM_SUCCESS)
+	    TPM_SUCCESS)
 		return -1;
 	/*
 	 * Write-through: a command that changed the permanent state is answered

@@ -8,8 +8,8 @@
 #include "base/string.h"
 #include "tpm/vtpm_chan.h"
 
-#define ESC	     0x01
-#define STAGE	     512u /* escaped bytes written per io->write */
+#define ESC   0x01
+#define STAGE 512u /* escaped bytes written per io->write */
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -51,10 +51,10 @@ void vchan_hdr_put(uint8_t hdr[VCHAN_HDR], uint8_t type, uint32_t seq, uint32_t 
 uint32_t vchan_crc32(uint32_t crc, const uint8_t *p, size_t n)
 {
 	/* Half-byte table of the reflected polynomial 0xEDB88320. */
-	static const uint32_t t[16] = {
-	    0x00000000, 0x1DB71064, 0x3B6E20C8, 0x26D930AC, 0x76DC4190, 0x6B6B51F4,
-	    0x4DB26158, 0x5005713C, 0xEDB88320, 0xF00F9344, 0xD6D6A3E8, 0xCB61B38C,
-	    0x9B64C2B0, 0x86D3D2D4, 0xA00AE278, 0xBDBDF21C};
+	static const uint32_t t[16] = {0x00000000, 0x1DB71064, 0x3B6E20C8, 0x26D930AC,
+				       0x76DC4190, 0x6B6B51F4, 0x4DB26158, 0x5005713C,
+				       0xEDB88320, 0xF00F9344, 0xD6D6A3E8, 0xCB61B38C,
+				       0x9B64C2B0, 0x86D3D2D4, 0xA00AE278, 0xBDBDF21C};
 	crc = ~crc;
 	for (size_t i = 0; i < n; i++) {
 		crc ^= p[i];

@@ -14,8 +14,8 @@ struct cur {
 
 static void ws(struct cur *c)
 {
-	while (c->i < c->n &&
-	       (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' || c->s[c->i] == '\r'))
+	while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' ||
+			       c->s[c->i] == '\r'))
 		c->i++;
 }
 

@@ -48,9 +48,9 @@ static uint32_t le32(const uint8_t *p)
  * {u32 status, u32 HTTP status, body} back (include/tpm/vtpm_chan.h). An
  * unreachable broker is asked again, KBS_RELAY_ATTEMPTS times in all.
  */
-static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *path,
-		 const char *req, size_t req_len, uint32_t *http, const char **rsp, size_t *rsp_len,
-		 char *why, size_t n)
+static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *path, const char *req,
+		 size_t req_len, uint32_t *http, const char **rsp, size_t *rsp_len, char *why,
+		 size_t n)
 {
 	uint8_t head[8 + 128];
 	size_t pl = strlen(path), ans = 0;
@@ -69,8 +69,9 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 		int rc = vchan_call(cfg->chan, VCHAN_RELAY, head, 8 + pl, (const uint8_t *)req,
 				    req_len, &ans);
 		if (rc) {
-			fmt_snprintf(why, n, "%s %s: %s", method == VCHAN_METHOD_GET ? "GET" : "POST",
-				     path, vchan_strerror(rc));
+			fmt_snprintf(why, n, "%s %s: %s",
+				     method == VCHAN_METHOD_GET ? "GET" : "POST", path,
+				     vchan_strerror(rc));
 			return -1;
 		}
 		if (ans < 8 || ans - 8 > VCHAN_RELAY_MAX) {
@@ -183,7 +184,8 @@ int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtp
 		return -1;
 	}
 	/* 2 */
-	static const char auth[] = "{\"version\":\"0.1.0\",\"tee\":\"csvsm\",\"extra-params\":\"\"}";
+	static const char auth[] =
+	    "{\"version\":\"0.1.0\",\"tee\":\"csvsm\",\"extra-params\":\"\"}";
 	if (relay(cfg, VCHAN_METHOD_POST, PATH_AUTH, auth, sizeof(auth) - 1, &http, &rsp, &rl, why,
 		  why_len))
 		return -1;
@@ -211,10 +213,11 @@ int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtp
 	    jose_b64url_encode(grant->tee.x, JOSE_P384_COORD, x, sizeof(x)) < 0 ||
 	    jose_b64url_encode(grant->tee.y, JOSE_P384_COORD, y, sizeof(y)) < 0)
 		return -1;
-	int bl = fmt_snprintf(body, sizeof(body),
-			      "{\"tee-pubkey\":{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\","
-			      "\"y\":\"%s\"},\"tee-evidence\":{\"report\":\"%s\",\"runtime-data\":%s}}",
-			      x, y, b64, rd);
+	int bl =
+	    fmt_snprintf(body, sizeof(body),
+			 "{\"tee-pubkey\":{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\","
+			 "\"y\":\"%s\"},\"tee-evidence\":{\"report\":\"%s\",\"runtime-data\":%s}}",
+			 x, y, b64, rd);
 	if (bl < 0 || (size_t)bl >= sizeof(body)) {
 		fmt_snprintf(why, why_len, "evidence too large");
 		return -1;

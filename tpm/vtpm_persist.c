@@ -12,6 +12,7 @@
 #include <mbedtls/sha256.h>
 
 #include "base/console.h"
+#include "base/secret.h"
 #include "base/string.h"
 #include "tpm/vtpm_persist.h"
 
@@ -21,7 +22,11 @@ void free(void *p);
 static struct {
 	bool active, failed;
 	struct vtpm_persist_cfg cfg;
-	uint8_t key[VTPM_SEAL_KEY], kcv[VTPM_SEAL_KCV];
+	/* The secret part, the one region the termination wipe covers (vtpm_persist_secret):
+	 * the flags above survive it, so a wiped key is never mistaken for "not persistent". */
+	struct {
+		uint8_t key[VTPM_SEAL_KEY], kcv[VTPM_SEAL_KCV];
+	} sec;
 	uint64_t version;
 	uint8_t last[32]; /* SHA-256 of the last state written (or restored) */
 	struct vtpm_persist_stats st;
@@ -54,8 +59,8 @@ void vtpm_persist_stats(struct vtpm_persist_stats *st)
 
 void vtpm_persist_secret(void **p, size_t *n)
 {
-	*p = &ps;
-	*n = sizeof(ps);
+	*p = &ps.sec;
+	*n = sizeof(ps.sec);
 }
 
 void vtpm_persist_reset(void)
@@ -88,25 +93,36 @@ static int store(char *why, size_t why_len)
 		fmt_snprintf(why, why_len, "no random nonce");
 		return -1;
 	}
-	rc = vtpm_seal(ps.key, ps.kcv, &ps.cfg.id, ps.version + 1, nonce, plain, plain_len, sealed,
-		       sizeof(sealed), &sealed_len);
+	rc = vtpm_seal(ps.sec.key, ps.sec.kcv, &ps.cfg.id, ps.version + 1, nonce, plain, plain_len,
+		       sealed, sizeof(sealed), &sealed_len);
 	if (rc) {
 		fmt_snprintf(why, why_len, "sealing: %s (%zu bytes)", vtpm_seal_strerror(rc),
 			     plain_len);
 		return -1;
 	}
 	ps.st.seal_us += ps.cfg.chan->io->now_us(ps.cfg.chan->ctx) - t0;
+	/*
+	 * A termination on another vCPU wipes the state key (base/secret.c),
+	 * after marking csvsm terminating: if that began while this vCPU sealed,
+	 * the blob may be under a zeroed key, which the host could open. Checked
+	 * after sealing, as attest/guest_req.c does after its seal: x86 keeps
+	 * loads in order, so a flag still clear means the key read was whole.
+	 */
+	if (secret_terminating()) {
+		memzero_explicit(sealed, sealed_len);
+		fmt_snprintf(why, why_len, "csvsm is terminating: nothing is sent");
+		return -1;
+	}
 	rc = vchan_call(ps.cfg.chan, VCHAN_STORE, sealed, sealed_len, NULL, 0, &ans);
 	if (rc) {
 		fmt_snprintf(why, why_len, "the host did not take the state: %s",
 			     vchan_strerror(rc));
 		return -1;
 	}
-	uint32_t status = ans >= 4 ? (uint32_t)ps.cfg.chan->buf[0] |
-					 (uint32_t)ps.cfg.chan->buf[1] << 8 |
-					 (uint32_t)ps.cfg.chan->buf[2] << 16 |
-					 (uint32_t)ps.cfg.chan->buf[3] << 24
-				   : ~0u;
+	uint32_t status =
+	    ans >= 4 ? (uint32_t)ps.cfg.chan->buf[0] | (uint32_t)ps.cfg.chan->buf[1] << 8 |
+			   (uint32_t)ps.cfg.chan->buf[2] << 16 | (uint32_t)ps.cfg.chan->buf[3] << 24
+		     : ~0u;
 	if (ans != 4 || status != VCHAN_STORE_OK) {
 		fmt_snprintf(why, why_len, "the host did not keep the state (status %u, %zu bytes)",
 			     status, ans);
@@ -133,7 +149,7 @@ int vtpm_persist_commit(void)
 
 	if (!ps.active)
 		return 0;
-	if (ps.failed)
+	if (ps.failed || secret_terminating())
 		return -1;
 	if (store(why, sizeof(why)) == 0)
 		return 0;
@@ -151,13 +167,12 @@ static int refused(struct vtpm_persist_report *rep, enum vtpm_persist_step step)
 	rep->step = step;
 	vtpm_power_off();
 	vtpm_destroy();
-	memzero_explicit(ps.key, sizeof(ps.key));
+	memzero_explicit(ps.sec.key, sizeof(ps.sec.key));
 	ps.active = false;
 	return -1;
 }
 
-static int fail(struct vtpm_persist_report *rep, enum vtpm_persist_step step, const char *fmt,
-		...)
+static int fail(struct vtpm_persist_report *rep, enum vtpm_persist_step step, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -183,7 +198,7 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 	if (!cfg || !cfg->chan || !cfg->rng || vtpm_running())
 		return fail(rep, VTPM_STEP_KEY, "bad configuration");
 	ps.cfg = *cfg;
-	if (vtpm_seal_key(root, &cfg->id, ps.key, ps.kcv))
+	if (vtpm_seal_key(root, &cfg->id, ps.sec.key, ps.sec.kcv))
 		return fail(rep, VTPM_STEP_KEY, "state key derivation failed");
 
 	/* fetch */
@@ -197,7 +212,8 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 		return fail(rep, VTPM_STEP_FETCH, "the host says its copy of the state is damaged");
 	if (ans < 4 || (le32(cfg->chan->buf) == VCHAN_FETCH_NONE && ans != 4) ||
 	    (le32(cfg->chan->buf) != VCHAN_FETCH_NONE && le32(cfg->chan->buf) != VCHAN_FETCH_STATE))
-		return fail(rep, VTPM_STEP_FETCH, "the host's answer is malformed (%zu bytes)", ans);
+		return fail(rep, VTPM_STEP_FETCH, "the host's answer is malformed (%zu bytes)",
+			    ans);
 
 	bool none = le32(cfg->chan->buf) == VCHAN_FETCH_NONE;
 	if (cfg->registry && none && cfg->registry_version)
@@ -220,14 +236,15 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 		uint64_t ver = 0;
 		if (!plain)
 			return fail(rep, VTPM_STEP_OPEN, "out of memory");
-		rc = vtpm_unseal(ps.key, ps.kcv, &cfg->id, blob, blob_len, plain, VTPM_STATE_MAX,
-				 &plain_len, &ver);
+		rc = vtpm_unseal(ps.sec.key, ps.sec.kcv, &cfg->id, blob, blob_len, plain,
+				 VTPM_STATE_MAX, &plain_len, &ver);
 		if (rc == VTPM_SEAL_ERR_MODE) {
 			uint32_t m = 0;
 			vtpm_seal_peek(blob, blob_len, &m, NULL);
 			memzero_explicit(plain, VTPM_STATE_MAX);
 			free(plain);
-			return fail(rep, VTPM_STEP_OPEN, "%s (the state's mode is %u, this image's %u)",
+			return fail(rep, VTPM_STEP_OPEN,
+				    "%s (the state's mode is %u, this image's %u)",
 				    vtpm_seal_strerror(rc), m, cfg->id.mode);
 		}
 		if (rc || ver == 0) {

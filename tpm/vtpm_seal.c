@@ -86,10 +86,10 @@ int vtpm_seal_key(const uint8_t root[VTPM_SEAL_KEY], const struct vtpm_seal_id *
 	memcpy(info, label, sizeof(label) - 1);
 	put32(info + sizeof(label) - 1, id->mode);
 	memcpy(info + sizeof(label) + 3, id->instance, VTPM_SEAL_INSTANCE);
-	if (!md || mbedtls_hkdf(md, NULL, 0, root, VTPM_SEAL_KEY, info, sizeof(info), key,
-				VTPM_SEAL_KEY) ||
-	    mbedtls_md_hmac(md, key, VTPM_SEAL_KEY, (const uint8_t *)check, sizeof(check) - 1,
-			    mac))
+	if (!md ||
+	    mbedtls_hkdf(md, NULL, 0, root, VTPM_SEAL_KEY, info, sizeof(info), key,
+			 VTPM_SEAL_KEY) ||
+	    mbedtls_md_hmac(md, key, VTPM_SEAL_KEY, (const uint8_t *)check, sizeof(check) - 1, mac))
 		return VTPM_SEAL_ERR_CRYPTO;
 	memcpy(kcv, mac, VTPM_SEAL_KCV);
 	memzero_explicit(mac, sizeof(mac));
@@ -97,9 +97,8 @@ int vtpm_seal_key(const uint8_t root[VTPM_SEAL_KEY], const struct vtpm_seal_id *
 }
 
 int vtpm_seal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV],
-	      const struct vtpm_seal_id *id, uint64_t version,
-	      const uint8_t nonce[VTPM_SEAL_NONCE], const uint8_t *plain, size_t len,
-	      uint8_t *out, size_t cap, size_t *out_len)
+	      const struct vtpm_seal_id *id, uint64_t version, const uint8_t nonce[VTPM_SEAL_NONCE],
+	      const uint8_t *plain, size_t len, uint8_t *out, size_t cap, size_t *out_len)
 {
 	mbedtls_gcm_context g;
 	int rc;
@@ -146,8 +145,8 @@ int vtpm_seal_peek(const uint8_t *blob, size_t blob_len, uint32_t *mode, uint64_
 }
 
 int vtpm_unseal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV],
-		const struct vtpm_seal_id *id, const uint8_t *blob, size_t blob_len,
-		uint8_t *plain, size_t cap, size_t *len, uint64_t *version)
+		const struct vtpm_seal_id *id, const uint8_t *blob, size_t blob_len, uint8_t *plain,
+		size_t cap, size_t *len, uint64_t *version)
 {
 	mbedtls_gcm_context g;
 	uint32_t mode;
@@ -183,7 +182,8 @@ int vtpm_unseal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KC
 				      plain);
 	mbedtls_gcm_free(&g);
 	if (rc)
-		return rc == MBEDTLS_ERR_GCM_AUTH_FAILED ? VTPM_SEAL_ERR_AUTH : VTPM_SEAL_ERR_CRYPTO;
+		return rc == MBEDTLS_ERR_GCM_AUTH_FAILED ? VTPM_SEAL_ERR_AUTH
+							 : VTPM_SEAL_ERR_CRYPTO;
 	*len = n;
 	if (version)
 		*version = ver;

@@ -22,9 +22,9 @@ int uart_chan_write(const uint8_t *p, size_t n);
 long uart_chan_read(uint8_t *p, size_t cap, uint64_t timeout_us);
 
 struct uart_chan_stats {
-	uint64_t exits;	       /* GHCB IOIO events */
-	uint64_t string_out;   /* of which string OUT */
-	uint64_t string_in;    /* of which string IN */
+	uint64_t exits;		      /* GHCB IOIO events */
+	uint64_t string_out;	      /* of which string OUT */
+	uint64_t string_in;	      /* of which string IN */
 	uint64_t bytes_out, bytes_in; /* non-zero bytes read */
 };
 void uart_chan_stats(struct uart_chan_stats *st);

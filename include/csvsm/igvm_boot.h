@@ -149,16 +149,16 @@ _Static_assert(offsetof(struct csvsm_igvm_boot_block, vtpm_mode) == 0x0AC, "igvm
  */
 #define CSVSM_IGVM_VTPM_OFF	  0x900u
 #define CSVSM_IGVM_VTPM_MAGIC	  0x4D5054564D565343ULL /* "CSVMVTPM" */
-#define CSVSM_IGVM_VTPM_PORT	  0x2E8u /* COM4: COM1 is the console, COM2 the guest's */
+#define CSVSM_IGVM_VTPM_PORT	  0x2E8u    /* COM4: COM1 is the console, COM2 the guest's */
 #define CSVSM_IGVM_VTPM_F_TCB	  (1u << 0) /* mix tcb_version into the MSG_KEY_REQ key */
 #define CSVSM_IGVM_VTPM_INSTANCE  16u
 #define CSVSM_IGVM_VTPM_BROKER_ID 32u
 
 struct csvsm_igvm_vtpm {
-	uint64_t magic;	   /* 0x00 CSVSM_IGVM_VTPM_MAGIC */
-	uint32_t mode;	   /* 0x08 = csvsm_igvm_boot_block.vtpm_mode */
-	uint16_t port;	   /* 0x0C I/O base of the host channel's 16550 */
-	uint16_t flags;	   /* 0x0E CSVSM_IGVM_VTPM_F_* */
+	uint64_t magic;				    /* 0x00 CSVSM_IGVM_VTPM_MAGIC */
+	uint32_t mode;				    /* 0x08 = csvsm_igvm_boot_block.vtpm_mode */
+	uint16_t port;				    /* 0x0C I/O base of the host channel's 16550 */
+	uint16_t flags;				    /* 0x0E CSVSM_IGVM_VTPM_F_* */
 	uint8_t instance[CSVSM_IGVM_VTPM_INSTANCE]; /* 0x10 the VM instance (owner's choice) */
 	uint64_t tcb_version;			    /* 0x20 with F_TCB: the TCB the key binds */
 	/* 0x28 kbs: RFC 7638 JWK thumbprint (SHA-256) of csvsm-kbs's signing key */

@@ -18,9 +18,9 @@
  * layer). mode 0 (ephemeral): the rest is unused.
  */
 struct tpm_boot_persist {
-	uint32_t mode;	     /* 0 ephemeral, 1 sealed, 2 kbs */
-	uint16_t port;	     /* the host channel's 16550 */
-	bool mix_tcb;	     /* bind the sealed key to tcb_version too */
+	uint32_t mode; /* 0 ephemeral, 1 sealed, 2 kbs */
+	uint16_t port; /* the host channel's 16550 */
+	bool mix_tcb;  /* bind the sealed key to tcb_version too */
 	uint64_t tcb_version;
 	uint8_t instance[16];
 	uint8_t broker_key[32]; /* kbs: RFC 7638 thumbprint of csvsm-kbs's signing key */
@@ -38,8 +38,8 @@ struct tpm_boot_persist {
  * measurement failed: the guest must not run then. The caller registers
  * the vTPM protocol (vtpm_svsm_protocol) once it returned 0.
  */
-int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
-	     size_t stack_bytes, const struct tpm_boot_persist *persist);
+int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack, size_t stack_bytes,
+	     const struct tpm_boot_persist *persist);
 
 /* The TCG crypto-agile event log of csvsm's measurements; NULL before tpm_boot. */
 const uint8_t *tpm_event_log(size_t *len);

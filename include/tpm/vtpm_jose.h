@@ -17,21 +17,21 @@
 
 #include "base/types.h"
 
-#define JOSE_P384_COORD	  48u
-#define JOSE_THUMBPRINT	  32u /* SHA-256 */
-#define JOSE_TOKEN_MAX	  16384u
-#define JOSE_PAYLOAD_MAX  8192u
-#define JOSE_SECRET_MAX	  64u
+#define JOSE_P384_COORD	 48u
+#define JOSE_THUMBPRINT	 32u /* SHA-256 */
+#define JOSE_TOKEN_MAX	 16384u
+#define JOSE_PAYLOAD_MAX 8192u
+#define JOSE_SECRET_MAX	 64u
 
 enum jose_err {
 	JOSE_OK = 0,
-	JOSE_ERR_FORMAT = -1,	/* not a compact token, bad base64url, bad JSON */
-	JOSE_ERR_ALG = -2,	/* an algorithm or curve csvsm does not accept */
-	JOSE_ERR_KEY = -3,	/* the signer is not the broker the image names */
-	JOSE_ERR_SIG = -4,	/* the signature does not verify */
-	JOSE_ERR_DECRYPT = -5,	/* the JWE does not open with csvsm's key */
-	JOSE_ERR_SIZE = -6,	/* larger than csvsm accepts */
-	JOSE_ERR_CRYPTO = -7,	/* the crypto library failed (out of memory, RNG) */
+	JOSE_ERR_FORMAT = -1,  /* not a compact token, bad base64url, bad JSON */
+	JOSE_ERR_ALG = -2,     /* an algorithm or curve csvsm does not accept */
+	JOSE_ERR_KEY = -3,     /* the signer is not the broker the image names */
+	JOSE_ERR_SIG = -4,     /* the signature does not verify */
+	JOSE_ERR_DECRYPT = -5, /* the JWE does not open with csvsm's key */
+	JOSE_ERR_SIZE = -6,    /* larger than csvsm accepts */
+	JOSE_ERR_CRYPTO = -7,  /* the crypto library failed (out of memory, RNG) */
 };
 const char *jose_strerror(int err);
 

@@ -52,7 +52,7 @@ struct vtpm_kbs_cfg {
 struct vtpm_kbs_grant {
 	uint64_t version; /* the registry's state version (0: none yet, manufacture) */
 	char lease[KBS_LEASE_MAX];
-	uint64_t lease_expires; /* seconds since the epoch, the broker's clock */
+	uint64_t lease_expires;	  /* seconds since the epoch, the broker's clock */
 	struct jose_p384_key tee; /* csvsm's TEE key, for signing later requests */
 };
 

@@ -97,12 +97,12 @@ bool vtpm_persist_failed(void);
 int vtpm_persist_commit(void);
 
 struct vtpm_persist_stats {
-	uint64_t commits;      /* writes through the channel */
-	uint64_t skipped;      /* commits that found the state unchanged */
-	uint64_t version;      /* the last version written */
-	size_t state_bytes;    /* the last plaintext size */
-	size_t sealed_bytes;   /* the last sealed size */
-	uint64_t seal_us;      /* time spent sealing */
+	uint64_t commits;    /* writes through the channel */
+	uint64_t skipped;    /* commits that found the state unchanged */
+	uint64_t version;    /* the last version written */
+	size_t state_bytes;  /* the last plaintext size */
+	size_t sealed_bytes; /* the last sealed size */
+	uint64_t seal_us;    /* time spent sealing */
 };
 void vtpm_persist_stats(struct vtpm_persist_stats *st);
 

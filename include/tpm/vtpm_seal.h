@@ -42,8 +42,8 @@
 #define VTPM_SEAL_KEY	     32u
 #define VTPM_SEAL_KCV	     16u
 /* The largest permanent state csvsm keeps (libtpms 0.9: NV_MEMORY_SIZE 128 KiB plus headers). */
-#define VTPM_STATE_MAX	     (192u * 1024u)
-#define VTPM_SEALED_MAX	     (VTPM_SEAL_HDR + VTPM_STATE_MAX + VTPM_SEAL_TAG)
+#define VTPM_STATE_MAX	(192u * 1024u)
+#define VTPM_SEALED_MAX (VTPM_SEAL_HDR + VTPM_STATE_MAX + VTPM_SEAL_TAG)
 
 struct vtpm_seal_id {
 	uint32_t mode;
@@ -72,9 +72,8 @@ int vtpm_seal_key(const uint8_t root[VTPM_SEAL_KEY], const struct vtpm_seal_id *
  * sealed size (len + VTPM_SEAL_HDR + VTPM_SEAL_TAG).
  */
 int vtpm_seal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV],
-	      const struct vtpm_seal_id *id, uint64_t version,
-	      const uint8_t nonce[VTPM_SEAL_NONCE], const uint8_t *plain, size_t len,
-	      uint8_t *out, size_t cap, size_t *out_len);
+	      const struct vtpm_seal_id *id, uint64_t version, const uint8_t nonce[VTPM_SEAL_NONCE],
+	      const uint8_t *plain, size_t len, uint8_t *out, size_t cap, size_t *out_len);
 
 /*
  * Checks a sealed blob (untrusted: from the host) in this order: its size
@@ -83,8 +82,8 @@ int vtpm_seal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV]
  * Returns the first failure; after a failed tag plain holds zeros.
  */
 int vtpm_unseal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV],
-		const struct vtpm_seal_id *id, const uint8_t *blob, size_t blob_len,
-		uint8_t *plain, size_t cap, size_t *len, uint64_t *version);
+		const struct vtpm_seal_id *id, const uint8_t *blob, size_t blob_len, uint8_t *plain,
+		size_t cap, size_t *len, uint64_t *version);
 
 /* The header fields of a blob without opening it (for messages and tests): 0 or FORMAT. */
 int vtpm_seal_peek(const uint8_t *blob, size_t blob_len, uint32_t *mode, uint64_t *version);

@@ -81,7 +81,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t u;
 		if (json_validate((const char *)in, n) == 0) {
 			static const char *const keys[] = {"nonce", "instance", "version", "jwk",
-							   "x", "alg", "key", ""};
+							   "x",	    "alg",	"key",	   ""};
 			for (unsigned i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 				if (!json_get_raw((const char *)in, n, keys[i], &v, &vl) &&
 				    (v < (const char *)in || v + vl > (const char *)in + n))

@@ -291,7 +291,8 @@ static void key_derivation(void **state)
 			continue;
 		bad = (struct snp_key_req){.guest_field_select = SNP_GFS_TCB_VERSION,
 					   .tcb_version = tcb + (1ull << (8 * i))};
-		assert_int_equal(call(SNP_MSG_KEY_REQ, &bad, sizeof(bad), &rs, sizeof(rs), &len), 0);
+		assert_int_equal(call(SNP_MSG_KEY_REQ, &bad, sizeof(bad), &rs, sizeof(rs), &len),
+				 0);
 		assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
 	}
 	/* Another guest policy: another key when the policy is selected. */
@@ -299,8 +300,8 @@ static void key_derivation(void **state)
 	assert_int_equal(setup_meas(meas_a), 0);
 	derive(&kr, p1);
 	seq = 0;
-	assert_int_equal(psp_model_init(vmpck, &keys, meas_a, PSP_MODEL_DEFAULT_POLICY & ~(1ull << 16),
-					rng, NULL),
+	assert_int_equal(psp_model_init(vmpck, &keys, meas_a,
+					PSP_MODEL_DEFAULT_POLICY & ~(1ull << 16), rng, NULL),
 			 0);
 	derive(&kr, p2);
 	assert_memory_not_equal(p1, p2, 32);

@@ -64,9 +64,9 @@ static void crc32_known_value(void **state)
 	/* The CRC-32 check value (IEEE 802.3, as zlib's crc32): "123456789" -> 0xCBF43926. */
 	assert_int_equal(vchan_crc32(0, (const uint8_t *)"123456789", 9), 0xCBF43926u);
 	/* Continued over pieces = over the whole. */
-	assert_int_equal(vchan_crc32(vchan_crc32(0, (const uint8_t *)"1234", 4),
-				     (const uint8_t *)"56789", 5),
-			 0xCBF43926u);
+	assert_int_equal(
+	    vchan_crc32(vchan_crc32(0, (const uint8_t *)"1234", 4), (const uint8_t *)"56789", 5),
+	    0xCBF43926u);
 }
 
 static void escape_never_sends_zero(void **state)
@@ -254,8 +254,8 @@ static void host_answer(struct host *h)
 		h->script = 0;
 		break;
 	case 3: /* the wrong type */
-		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len, VCHAN_RELAY_RSP,
-				    rx.seq, st, 4, false);
+		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,
+				    VCHAN_RELAY_RSP, rx.seq, st, 4, false);
 		break;
 	case 4: /* a bad CRC from the host */
 		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,

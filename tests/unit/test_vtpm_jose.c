@@ -206,13 +206,14 @@ static void base64url(void **state)
 {
 	/* RFC 4648 §10 vectors, URL alphabet, no padding */
 	static const char *const in[] = {"", "f", "fo", "foo", "foob", "fooba", "foobar"};
-	static const char *const want[] = {"", "Zg", "Zm8", "Zm9v", "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
+	static const char *const want[] = {"",	     "Zg",	"Zm8",	   "Zm9v",
+					   "Zm9vYg", "Zm9vYmE", "Zm9vYmFy"};
 	char enc[32];
 	uint8_t dec[32];
 	for (unsigned i = 0; i < 7; i++) {
-		assert_int_equal(jose_b64url_encode((const uint8_t *)in[i], strlen(in[i]), enc,
-						    sizeof(enc)),
-				 strlen(want[i]));
+		assert_int_equal(
+		    jose_b64url_encode((const uint8_t *)in[i], strlen(in[i]), enc, sizeof(enc)),
+		    strlen(want[i]));
 		assert_string_equal(enc, want[i]);
 		assert_int_equal(jose_b64url_decode(want[i], strlen(want[i]), dec, sizeof(dec)),
 				 strlen(in[i]));
@@ -246,8 +247,8 @@ static void thumbprint_matches_openssl(void **state)
 
 static void json_reader(void **state)
 {
-	static const char doc[] =
-	    " {\"a\" : \"x\\u0041\\n\", \"n\":12345678901234567890, \"o\":{\"k\":[1,{\"z\":null}]}} ";
+	static const char doc[] = " {\"a\" : \"x\\u0041\\n\", \"n\":12345678901234567890, "
+				  "\"o\":{\"k\":[1,{\"z\":null}]}} ";
 	char s[16];
 	size_t l;
 	uint64_t u;
@@ -267,9 +268,18 @@ static void json_reader(void **state)
 	assert_int_equal(json_get_u64("{\"n\":18446744073709551616}", 26, "n", &u), -1);
 	assert_int_equal(json_get_u64("{\"n\":01}", 8, "n", &u), -1);
 	assert_int_equal(json_get_u64("{\"n\":-1}", 8, "n", &u), -1);
-	static const char *const bad[] = {"{",	      "{\"a\":}", "[1,]",	  "{\"a\":1,}",
-					  "\"\\x\"",  "01",	  "1.",		  "tru",
-					  "{\"a\"1}", "[1 2]",	  "\"\x01\"",	  "{} {}",
+	static const char *const bad[] = {"{",
+					  "{\"a\":}",
+					  "[1,]",
+					  "{\"a\":1,}",
+					  "\"\\x\"",
+					  "01",
+					  "1.",
+					  "tru",
+					  "{\"a\"1}",
+					  "[1 2]",
+					  "\"\x01\"",
+					  "{} {}",
 					  "[[[[[[[[[[1]]]]]]]]]]"};
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(json_validate(bad[i], strlen(bad[i])), -1);
@@ -321,7 +331,8 @@ static void jws_checks(void **state)
 	assert_int_not_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
 			     JOSE_OK);
 	char jwkd[400];
-	snprintf(jwkd, sizeof(jwkd), "{\"alg\":\"ES384\",\"jwk\":{\"kty\":\"EC\",\"crv\":\"P-384\",%s",
+	snprintf(jwkd, sizeof(jwkd),
+		 "{\"alg\":\"ES384\",\"jwk\":{\"kty\":\"EC\",\"crv\":\"P-384\",%s",
 		 strstr(jwk, "\"x\""));
 	jwkd[strlen(jwkd) - 1] = 0;
 	strcat(jwkd, ",\"d\":\"AA\"}}");
@@ -362,8 +373,7 @@ static void jwe_checks(void **state)
 	/* the tag, the ciphertext */
 	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
 	t[strlen(t) - 2] = t[strlen(t) - 2] == 'A' ? 'B' : 'A';
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l),
-			 JOSE_ERR_DECRYPT);
+	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_DECRYPT);
 	/* algorithms, compression, crit */
 	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL);
 	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
@@ -425,7 +435,8 @@ static void release_checks(void **state)
 	assert_int_equal(g.version, 4);
 	assert_string_equal(g.lease, "lease-7");
 	assert_int_equal(g.lease_expires, 1900000000);
-	/* replayed (another boot's nonce), another instance, no version, another signer, to another key */
+	/* replayed (another boot's nonce), another instance, no version, another signer, to another
+	 * key */
 	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-2", &tee, root,
 						&g, why, sizeof(why)),
 			 -1);
@@ -478,8 +489,8 @@ static void relay_answer(uint32_t seq, uint32_t status, uint32_t http, const cha
 	for (int i = 0; i < 4; i++)
 		p[i] = (uint8_t)(status >> (8 * i)), p[4 + i] = (uint8_t)(http >> (8 * i));
 	memcpy(p + 8, body, bl);
-	long w = vchan_frame(wire_out + out_len, sizeof(wire_out) - out_len, VCHAN_RELAY_RSP, seq, p,
-			     8 + bl);
+	long w = vchan_frame(wire_out + out_len, sizeof(wire_out) - out_len, VCHAN_RELAY_RSP, seq,
+			     p, 8 + bl);
 	assert_true(w > 0);
 	out_len += (size_t)w;
 }
@@ -516,7 +527,8 @@ static void kbs_serve(void)
 		snprintf(a, sizeof(a), "{\"nonce\":\"%s\",\"extra-params\":\"\"}", kbs.nonce);
 		relay_answer(rx.seq, VCHAN_RELAY_OK, 200, a);
 	} else if (!strcmp(path, "/kbs/v0/attest")) {
-		/* the evidence binds the nonce and the TEE key: REPORT_DATA = SHA-512(nonce || rd) */
+		/* the evidence binds the nonce and the TEE key: REPORT_DATA = SHA-512(nonce || rd)
+		 */
 		const char *ev, *rd, *pk;
 		size_t evl, rdl, pkl;
 		char x[80], y[80];
@@ -625,9 +637,9 @@ static void unlock_end_to_end(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(base64url),	cmocka_unit_test(thumbprint_matches_openssl),
-	    cmocka_unit_test(json_reader),	cmocka_unit_test(jws_checks),
-	    cmocka_unit_test(jwe_checks),	cmocka_unit_test(release_checks),
+	    cmocka_unit_test(base64url),	 cmocka_unit_test(thumbprint_matches_openssl),
+	    cmocka_unit_test(json_reader),	 cmocka_unit_test(jws_checks),
+	    cmocka_unit_test(jwe_checks),	 cmocka_unit_test(release_checks),
 	    cmocka_unit_test(unlock_end_to_end),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

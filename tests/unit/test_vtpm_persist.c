@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/secret.h"
 #include "proxy/slots.h"
 #include "tpm/vtpm.h"
 #include "tpm/vtpm_persist.h"
@@ -52,8 +53,8 @@ static void put32(uint8_t *p, uint32_t v)
 
 static void answer(uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
 {
-	long w = vchan_frame(host.out + host.out_len, sizeof(host.out) - host.out_len, type, seq, p,
-			     n);
+	long w =
+	    vchan_frame(host.out + host.out_len, sizeof(host.out) - host.out_len, type, seq, p, n);
 	assert_true(w > 0);
 	host.out_len += (size_t)w;
 }
@@ -75,7 +76,7 @@ static void host_serve(void)
 		host.fetches++;
 		assert_int_equal(rx.got, 20);
 		assert_int_equal(slots_read(host.fd, &v, ans + 4, sizeof(ans) - 4, &len), 0);
-		put32(ans, v.newest >= 0			  ? VCHAN_FETCH_STATE
+		put32(ans, v.newest >= 0			      ? VCHAN_FETCH_STATE
 			   : (v.written || host.mode == HOST_DAMAGED) ? VCHAN_FETCH_DAMAGED
 								      : VCHAN_FETCH_NONE);
 		answer(VCHAN_FETCH_RSP, rx.seq, ans, v.newest >= 0 ? 4 + len : 4);
@@ -135,9 +136,8 @@ static const struct vtpm_options opt = {.no_startup = false};
 
 static struct vtpm_persist_cfg cfg(void)
 {
-	struct vtpm_persist_cfg c = {.id = {.mode = 1, .instance = {1, 2, 3, 4}},
-				     .chan = &chan,
-				     .rng = rng};
+	struct vtpm_persist_cfg c = {
+	    .id = {.mode = 1, .instance = {1, 2, 3, 4}}, .chan = &chan, .rng = rng};
 	vchan_init(&chan, &hio, NULL, chan_buf, sizeof(chan_buf), 1000000, 3);
 	return c;
 }
@@ -195,12 +195,12 @@ static int64_t tpm(const uint8_t *cmd, size_t len)
 
 /* TPM2_NV_DefineSpace(owner, index 0x01500016, 32 bytes, OWNERWRITE|OWNERREAD) */
 static const uint8_t nv_define[] = {
-    0x80, 0x02, 0, 0, 0, 45, 0x00, 0x00, 0x01, 0x2A, 0x40, 0x00, 0x00, 0x01, 0, 0, 0, 9,
-    0x40, 0x00, 0x00, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 14, 0x01, 0x50, 0x00, 0x16, 0x00, 0x0B,
-    0x00, 0x02, 0x00, 0x02, 0, 0, 0, 32};
+    0x80, 0x02, 0,    0,    0,	  45,	0x00, 0x00, 0x01, 0x2A, 0x40, 0x00, 0x00, 0x01, 0,
+    0,	  0,	9,    0x40, 0x00, 0x00, 0x09, 0,    0,	  0,	0,    0,    0,	  0,	0,
+    14,	  0x01, 0x50, 0x00, 0x16, 0x00, 0x0B, 0x00, 0x02, 0x00, 0x02, 0,    0,	  0,	32};
 /* TPM2_NV_ReadPublic(0x01500016) */
-static const uint8_t nv_read_public[] = {0x80, 0x01, 0, 0, 0, 14, 0x00, 0x00, 0x01, 0x69,
-					0x01, 0x50, 0x00, 0x16};
+static const uint8_t nv_read_public[] = {0x80, 0x01, 0,	   0,	 0,    14,   0x00,
+					 0x00, 0x01, 0x69, 0x01, 0x50, 0x00, 0x16};
 /* TPM2_GetRandom(8) */
 static const uint8_t get_random[] = {0x80, 0x01, 0, 0, 0, 12, 0x00, 0x00, 0x01, 0x7B, 0, 8};
 
@@ -365,6 +365,24 @@ static void unconfirmed_write_stops_the_vtpm(void **state)
 	assert_int_not_equal(tpm(nv_read_public, sizeof(nv_read_public)), 0);
 }
 
+/* A termination on another vCPU (the key may be wiped under the sealer): nothing leaves. */
+static void terminating_sends_nothing(void **state)
+{
+	struct vtpm_persist_cfg c = cfg();
+	struct vtpm_persist_report r;
+	void *sec;
+	size_t sec_len;
+
+	assert_int_equal(boot(root_a, &c, &r), 0);
+	vtpm_persist_secret(&sec, &sec_len);
+	assert_int_equal(secret_register(sec, sec_len), 0);
+	unsigned stores = host.stores;
+	secret_wipe_all(); /* the state key is zero from here on */
+	assert_int_equal(tpm(nv_define, sizeof(nv_define)), -1);
+	assert_int_equal(host.stores, stores); /* no blob under a zeroed key reached the host */
+	secret_reset();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +390,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(refusals_name_their_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(registry_checks, setup, teardown),
 	    cmocka_unit_test_setup_teardown(unconfirmed_write_stops_the_vtpm, setup, teardown),
+	    cmocka_unit_test_setup_teardown(terminating_sends_nothing, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

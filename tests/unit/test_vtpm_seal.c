@@ -30,9 +30,9 @@ static size_t seal_a(uint64_t version)
 	for (unsigned i = 0; i < sizeof(plain); i++)
 		plain[i] = (uint8_t)(i * 13 + 1);
 	assert_int_equal(vtpm_seal_key(root_a, &id_s, k, kcv), VTPM_SEAL_OK);
-	assert_int_equal(vtpm_seal(k, kcv, &id_s, version, nonce, plain, sizeof(plain), out,
-				   sizeof(out), &n),
-			 VTPM_SEAL_OK);
+	assert_int_equal(
+	    vtpm_seal(k, kcv, &id_s, version, nonce, plain, sizeof(plain), out, sizeof(out), &n),
+	    VTPM_SEAL_OK);
 	assert_int_equal(n, VTPM_SEAL_HDR + sizeof(plain) + VTPM_SEAL_TAG);
 	return n;
 }
@@ -127,17 +127,17 @@ static void sizes(void **state)
 		assert_int_not_equal(open_with(root_a, &id_s, out, m, &len, NULL), VTPM_SEAL_OK);
 	assert_int_equal(open_with(root_a, &id_s, out, n - 1, &len, NULL), VTPM_SEAL_ERR_FORMAT);
 	assert_int_equal(open_with(root_a, &id_s, out, n + 1, &len, NULL), VTPM_SEAL_ERR_FORMAT);
-	assert_int_equal(vtpm_unseal(k, kcv, &id_s, out, VTPM_SEALED_MAX + 1, back, sizeof(back),
-				     &len, NULL),
-			 VTPM_SEAL_ERR_SIZE);
+	assert_int_equal(
+	    vtpm_unseal(k, kcv, &id_s, out, VTPM_SEALED_MAX + 1, back, sizeof(back), &len, NULL),
+	    VTPM_SEAL_ERR_SIZE);
 	/* a plaintext larger than the caller's buffer */
 	assert_int_equal(vtpm_seal_key(root_a, &id_s, k, kcv), 0);
 	assert_int_equal(vtpm_unseal(k, kcv, &id_s, out, n, back, 100, &len, NULL),
 			 VTPM_SEAL_ERR_SIZE);
 	/* sealing beyond the limits */
-	assert_int_equal(vtpm_seal(k, kcv, &id_s, 1, nonce, plain, VTPM_STATE_MAX + 1, out,
-				   sizeof(out), &len),
-			 VTPM_SEAL_ERR_SIZE);
+	assert_int_equal(
+	    vtpm_seal(k, kcv, &id_s, 1, nonce, plain, VTPM_STATE_MAX + 1, out, sizeof(out), &len),
+	    VTPM_SEAL_ERR_SIZE);
 	assert_int_equal(vtpm_seal(k, kcv, &id_s, 1, nonce, plain, 100, out, 100, &len),
 			 VTPM_SEAL_ERR_SIZE);
 }
@@ -164,9 +164,12 @@ static void matches_openssl_gcm(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(round_trip),	       cmocka_unit_test(key_depends_on_everything),
-	    cmocka_unit_test(wrong_key_mode_instance), cmocka_unit_test(every_byte_is_bound),
-	    cmocka_unit_test(sizes),		       cmocka_unit_test(matches_openssl_gcm),
+	    cmocka_unit_test(round_trip),
+	    cmocka_unit_test(key_depends_on_everything),
+	    cmocka_unit_test(wrong_key_mode_instance),
+	    cmocka_unit_test(every_byte_is_bound),
+	    cmocka_unit_test(sizes),
+	    cmocka_unit_test(matches_openssl_gcm),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
