@@ -43,7 +43,7 @@ static void usage(FILE *f)
 		"  --vtpm-instance HEX   the VM instance, 32 hex digits (sealed, kbs)\n"
 		"  --vtpm-port N         I/O base of the host channel's 16550 (default %#x)\n"
 		"  --vtpm-tcb N          bind the sealed key to this TCB_VERSION (MSG_KEY_REQ)\n"
-		"  --vtpm-broker-key PEM csvsm-kbs's signing public key, EC P-384 (kbs)\n"
+		"  --vtpm-broker-key PEM csvsm-kbs's signing public key, EC P-256 or P-384 (kbs)\n"
 		"  -v, --verbose         list the launch ranges\n",
 		prog, CSVSM_IGVM_ENTRY_SYMBOL, (unsigned long long)CSVSM_IGVM_REGION_SIZE,
 		(unsigned long long)CSVSM_IGVM_POLICY, (unsigned long long)CSVSM_IGVM_SEV_FEATURES,

@@ -97,6 +97,7 @@ int vtpm_broker_thumbprint(const char *pem, uint8_t out[32], char *err, size_t n
 {
 	mbedtls_pk_context pk;
 	uint8_t x[JOSE_P384_COORD], y[JOSE_P384_COORD];
+	size_t coord;
 	int rc = -1;
 
 	mbedtls_pk_init(&pk);
@@ -105,13 +106,17 @@ int vtpm_broker_thumbprint(const char *pem, uint8_t out[32], char *err, size_t n
 		goto out;
 	}
 	if (mbedtls_pk_get_type(&pk) != MBEDTLS_PK_ECKEY ||
-	    mbedtls_pk_ec(pk)->grp.id != MBEDTLS_ECP_DP_SECP384R1) {
-		snprintf(err, n, "%s: the broker's key must be EC P-384 (ES384)", pem);
+	    (mbedtls_pk_ec(pk)->grp.id != MBEDTLS_ECP_DP_SECP256R1 &&
+	     mbedtls_pk_ec(pk)->grp.id != MBEDTLS_ECP_DP_SECP384R1)) {
+		snprintf(err, n, "%s: the broker's key must be EC P-256 (ES256) or P-384 (ES384)",
+			 pem);
 		goto out;
 	}
+	coord = mbedtls_pk_ec(pk)->grp.id == MBEDTLS_ECP_DP_SECP256R1 ? JOSE_P256_COORD
+								      : JOSE_P384_COORD;
 	const mbedtls_ecp_point *q = &mbedtls_pk_ec(pk)->Q;
-	if (mbedtls_mpi_write_binary(&q->X, x, sizeof(x)) ||
-	    mbedtls_mpi_write_binary(&q->Y, y, sizeof(y)) || jose_thumbprint_p384(x, y, out)) {
+	if (mbedtls_mpi_write_binary(&q->X, x, coord) ||
+	    mbedtls_mpi_write_binary(&q->Y, y, coord) || jose_thumbprint_ec(x, y, coord, out)) {
 		snprintf(err, n, "%s: cannot compute the key's thumbprint", pem);
 		goto out;
 	}

@@ -1,21 +1,24 @@
 /*
  * JOSE for csvsm's kbs mode (include/tpm/vtpm_jose.h), on mbedTLS 2.28.
- * RFC 7515 (JWS compact serialization §7.1), RFC 7516 (JWE compact §7.1),
- * RFC 7518 (ES384 §3.4: the signature is R || S, 48 bytes each; ECDH-ES
- * §4.6 with the Concat KDF of NIST SP 800-56A §5.8.1 as §4.6.2 profiles
- * it), RFC 7638 (thumbprints). Only what the broker contract uses is
- * accepted: one signing algorithm, one curve, one key agreement, one
- * content encryption; everything else is JOSE_ERR_ALG.
+ * RFC 7515 (JWS compact serialization §7.1), RFC 7516 (JWE flattened JSON
+ * §7.2.2), RFC 7518 (ES256/ES384 §3.4: the signature is R || S; ECDH-ES+
+ * A256KW §4.6 with the Concat KDF of NIST SP 800-56A §5.8.1 as §4.6.2
+ * profiles it; A256KW §4.4 = RFC 3394 AES key wrap), RFC 7638
+ * (thumbprints). Only what csvsm-kbs makes is accepted (kbs/jose.c: ES256
+ * tokens, ECDH-ES+A256KW + A256GCM JWEs to an EC TEE key), plus ES384;
+ * everything else is JOSE_ERR_ALG.
  *
  * Inputs come from the host's relay: every token is split and every part
  * size-checked before it is decoded, and decoded into fixed buffers.
  */
+#include <mbedtls/aes.h>
 #include <mbedtls/ecdh.h>
 #include <mbedtls/ecdsa.h>
 #include <mbedtls/gcm.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
 
+#include "base/console.h"
 #include "base/string.h"
 #include "tpm/vtpm_jose.h"
 #include "tpm/vtpm_json.h"
@@ -119,39 +122,37 @@ long jose_b64url_decode(const char *in, size_t len, uint8_t *out, size_t cap)
 
 /* ---- thumbprint and keys ---- */
 
-int jose_thumbprint_p384(const uint8_t x[JOSE_P384_COORD], const uint8_t y[JOSE_P384_COORD],
-			 uint8_t out[JOSE_THUMBPRINT])
+int jose_thumbprint_ec(const uint8_t *x, const uint8_t *y, size_t coord,
+		       uint8_t out[JOSE_THUMBPRINT])
 {
-	char buf[200], ex[72], ey[72];
-	size_t n = 0;
+	char buf[224], ex[72], ey[72];
+	const char *crv = coord == JOSE_P256_COORD ? "P-256" : "P-384";
 
-	if (jose_b64url_encode(x, JOSE_P384_COORD, ex, sizeof(ex)) != 64 ||
-	    jose_b64url_encode(y, JOSE_P384_COORD, ey, sizeof(ey)) != 64)
+	if ((coord != JOSE_P256_COORD && coord != JOSE_P384_COORD) ||
+	    jose_b64url_encode(x, coord, ex, sizeof(ex)) < 0 ||
+	    jose_b64url_encode(y, coord, ey, sizeof(ey)) < 0)
 		return JOSE_ERR_CRYPTO;
 	/* RFC 7638 §3.2: the required members in lexicographic order, no whitespace. */
-	static const char a[] = "{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"", b[] = "\",\"y\":\"",
-			  c[] = "\"}";
-	memcpy(buf + n, a, sizeof(a) - 1);
-	n += sizeof(a) - 1;
-	memcpy(buf + n, ex, 64);
-	n += 64;
-	memcpy(buf + n, b, sizeof(b) - 1);
-	n += sizeof(b) - 1;
-	memcpy(buf + n, ey, 64);
-	n += 64;
-	memcpy(buf + n, c, sizeof(c) - 1);
-	n += sizeof(c) - 1;
-	return mbedtls_sha256_ret((const uint8_t *)buf, n, out, 0) ? JOSE_ERR_CRYPTO : JOSE_OK;
+	int n =
+	    fmt_snprintf(buf, sizeof(buf),
+			 "{\"crv\":\"%s\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}", crv, ex, ey);
+	if (n < 0 || (size_t)n >= sizeof(buf))
+		return JOSE_ERR_CRYPTO;
+	return mbedtls_sha256_ret((const uint8_t *)buf, (size_t)n, out, 0) ? JOSE_ERR_CRYPTO
+									   : JOSE_OK;
 }
 
-/* A JWK {"kty":"EC","crv":"P-384","x","y"} (a JSON object span) -> coordinates. */
-static int jwk_p384(const char *jwk, size_t len, uint8_t x[JOSE_P384_COORD],
-		    uint8_t y[JOSE_P384_COORD])
+/*
+ * A JWK {"kty":"EC","crv","x","y"} (a JSON object span) on the curve whose
+ * coordinates are `coord` bytes (P-256: 32, P-384: 48) -> coordinates.
+ */
+static int jwk_ec(const char *jwk, size_t len, size_t coord, uint8_t *x, uint8_t *y)
 {
 	char s[80];
 
 	if (json_get_string(jwk, len, "kty", s, sizeof(s), NULL) || strcmp(s, "EC") ||
-	    json_get_string(jwk, len, "crv", s, sizeof(s), NULL) || strcmp(s, "P-384"))
+	    json_get_string(jwk, len, "crv", s, sizeof(s), NULL) ||
+	    strcmp(s, coord == JOSE_P256_COORD ? "P-256" : "P-384"))
 		return JOSE_ERR_ALG;
 	/* A private member has no business in a header: refuse rather than ignore it. */
 	const char *v;
@@ -160,23 +161,23 @@ static int jwk_p384(const char *jwk, size_t len, uint8_t x[JOSE_P384_COORD],
 		return JOSE_ERR_FORMAT;
 	size_t l;
 	if (json_get_string(jwk, len, "x", s, sizeof(s), &l) ||
-	    jose_b64url_decode(s, l, x, JOSE_P384_COORD) != JOSE_P384_COORD ||
+	    jose_b64url_decode(s, l, x, coord) != (long)coord ||
 	    json_get_string(jwk, len, "y", s, sizeof(s), &l) ||
-	    jose_b64url_decode(s, l, y, JOSE_P384_COORD) != JOSE_P384_COORD)
+	    jose_b64url_decode(s, l, y, coord) != (long)coord)
 		return JOSE_ERR_FORMAT;
 	return JOSE_OK;
 }
 
-/* Loads (x, y) as a point of P-384, refusing anything off the curve (invalid-curve attacks). */
+/* Loads (x, y) as a point of the group, refusing anything off the curve (invalid-curve attacks). */
 static int load_point(mbedtls_ecp_group *grp, mbedtls_ecp_point *q, const uint8_t *x,
-		      const uint8_t *y)
+		      const uint8_t *y, size_t coord)
 {
 	uint8_t pt[1 + 2 * JOSE_P384_COORD];
 
 	pt[0] = 0x04;
-	memcpy(pt + 1, x, JOSE_P384_COORD);
-	memcpy(pt + 1 + JOSE_P384_COORD, y, JOSE_P384_COORD);
-	if (mbedtls_ecp_point_read_binary(grp, q, pt, sizeof(pt)) ||
+	memcpy(pt + 1, x, coord);
+	memcpy(pt + 1 + coord, y, coord);
+	if (mbedtls_ecp_point_read_binary(grp, q, pt, 1 + 2 * coord) ||
 	    mbedtls_ecp_check_pubkey(grp, q))
 		return JOSE_ERR_FORMAT;
 	return JOSE_OK;
@@ -229,9 +230,9 @@ int jose_jws_verify(const char *jws, size_t jws_len, const uint8_t broker[JOSE_T
 	static char h[HDR_MAX];
 	static uint8_t body[JOSE_PAYLOAD_MAX];
 	const char *p[3], *jwk;
-	size_t pl[3], hl, jwkl;
-	uint8_t x[JOSE_P384_COORD], y[JOSE_P384_COORD], tp[JOSE_THUMBPRINT], sig[96],
-	    hash[64]; /* mbedtls_sha512_ret's output is declared 64 bytes; SHA-384 fills 48 */
+	size_t pl[3], hl, jwkl, coord;
+	uint8_t x[JOSE_P384_COORD], y[JOSE_P384_COORD], tp[JOSE_THUMBPRINT],
+	    sig[2 * JOSE_P384_COORD], hash[64]; /* mbedTLS's SHA-512/384 output is 64 bytes */
 	char alg[16];
 	long bl;
 	int rc;
@@ -240,21 +241,28 @@ int jose_jws_verify(const char *jws, size_t jws_len, const uint8_t broker[JOSE_T
 		return JOSE_ERR_FORMAT;
 	if ((rc = header(p[0], pl[0], h, &hl)))
 		return rc;
-	if (json_get_string(h, hl, "alg", alg, sizeof(alg), NULL) || strcmp(alg, "ES384"))
+	if (json_get_string(h, hl, "alg", alg, sizeof(alg), NULL))
+		return JOSE_ERR_ALG;
+	if (!strcmp(alg, "ES256"))
+		coord = JOSE_P256_COORD;
+	else if (!strcmp(alg, "ES384"))
+		coord = JOSE_P384_COORD;
+	else
 		return JOSE_ERR_ALG;
 	if ((rc = no_crit(h, hl)))
 		return rc;
-	if (json_get_raw(h, hl, "jwk", &jwk, &jwkl) || (rc = jwk_p384(jwk, jwkl, x, y)))
+	/* The key's curve must be the algorithm's (RFC 7518 §3.4). */
+	if (json_get_raw(h, hl, "jwk", &jwk, &jwkl) || (rc = jwk_ec(jwk, jwkl, coord, x, y)))
 		return rc ? rc : JOSE_ERR_FORMAT;
 	/* The broker is the key whose thumbprint the measured image names. */
-	if ((rc = jose_thumbprint_p384(x, y, tp)))
+	if ((rc = jose_thumbprint_ec(x, y, coord, tp)))
 		return rc;
 	uint8_t diff = 0;
 	for (unsigned i = 0; i < JOSE_THUMBPRINT; i++)
 		diff |= tp[i] ^ broker[i];
 	if (diff)
 		return JOSE_ERR_KEY;
-	if (jose_b64url_decode(p[2], pl[2], sig, sizeof(sig)) != (long)sizeof(sig))
+	if (jose_b64url_decode(p[2], pl[2], sig, sizeof(sig)) != (long)(2 * coord))
 		return JOSE_ERR_FORMAT;
 	bl = jose_b64url_decode(p[1], pl[1], body, sizeof(body));
 	if (bl < 0)
@@ -262,7 +270,10 @@ int jose_jws_verify(const char *jws, size_t jws_len, const uint8_t broker[JOSE_T
 	if ((size_t)bl > cap)
 		return JOSE_ERR_SIZE;
 	/* JWS Signing Input: ASCII(BASE64URL(header) || '.' || BASE64URL(payload)). */
-	if (mbedtls_sha512_ret((const uint8_t *)p[0], pl[0] + 1 + pl[1], hash, 1))
+	const uint8_t *in = (const uint8_t *)p[0];
+	size_t in_len = pl[0] + 1 + pl[1];
+	if (coord == JOSE_P256_COORD ? mbedtls_sha256_ret(in, in_len, hash, 0)
+				     : mbedtls_sha512_ret(in, in_len, hash, 1))
 		return JOSE_ERR_CRYPTO;
 
 	mbedtls_ecp_group grp;
@@ -273,14 +284,16 @@ int jose_jws_verify(const char *jws, size_t jws_len, const uint8_t broker[JOSE_T
 	mbedtls_mpi_init(&r);
 	mbedtls_mpi_init(&s);
 	rc = JOSE_ERR_CRYPTO;
-	if (mbedtls_ecp_group_load(&grp, MBEDTLS_ECP_DP_SECP384R1))
+	if (mbedtls_ecp_group_load(&grp, coord == JOSE_P256_COORD ? MBEDTLS_ECP_DP_SECP256R1
+								  : MBEDTLS_ECP_DP_SECP384R1))
 		goto out;
-	if ((rc = load_point(&grp, &q, x, y)))
+	if ((rc = load_point(&grp, &q, x, y, coord)))
 		goto out;
 	rc = JOSE_ERR_CRYPTO;
-	if (mbedtls_mpi_read_binary(&r, sig, 48) || mbedtls_mpi_read_binary(&s, sig + 48, 48))
+	if (mbedtls_mpi_read_binary(&r, sig, coord) ||
+	    mbedtls_mpi_read_binary(&s, sig + coord, coord))
 		goto out;
-	rc = mbedtls_ecdsa_verify(&grp, hash, 48, &q, &r, &s) ? JOSE_ERR_SIG : JOSE_OK;
+	rc = mbedtls_ecdsa_verify(&grp, hash, coord, &q, &r, &s) ? JOSE_ERR_SIG : JOSE_OK;
 out:
 	mbedtls_ecp_group_free(&grp);
 	mbedtls_ecp_point_free(&q);
@@ -294,7 +307,7 @@ out:
 	return rc;
 }
 
-/* ---- ECDH-ES + A256GCM ---- */
+/* ---- ECDH-ES+A256KW + A256GCM ---- */
 
 int jose_p384_generate(struct jose_p384_key *k, int (*rng)(void *, unsigned char *, size_t),
 		       void *rng_ctx)
@@ -329,13 +342,13 @@ static void put32be(uint8_t *p, uint32_t v)
  * RFC 7518 §4.6.2: one round of the Concat KDF (keydatalen 256 = one
  * SHA-256 block): SHA-256(counter 1 || Z || AlgorithmID || PartyUInfo ||
  * PartyVInfo || SuppPubInfo), each info a 32-bit big-endian length then
- * the bytes; AlgorithmID is "A256GCM" in direct key agreement; SuppPubInfo
- * the key length in bits.
+ * the bytes; with key wrapping AlgorithmID is the "alg" value,
+ * "ECDH-ES+A256KW"; SuppPubInfo the key length in bits.
  */
 static int concat_kdf(const uint8_t z[JOSE_P384_COORD], const uint8_t *apu, size_t apul,
 		      const uint8_t *apv, size_t apvl, uint8_t cek[32])
 {
-	static const char alg[] = "A256GCM";
+	static const char alg[] = "ECDH-ES+A256KW";
 	mbedtls_sha256_context c;
 	uint8_t w[4];
 	int rc = 0;
@@ -380,44 +393,104 @@ static int party_info(const char *h, size_t hl, const char *name, uint8_t *out, 
 	return JOSE_OK;
 }
 
+/*
+ * RFC 3394 §2.2.2 AES key unwrap (index-based), AES-256, a 32-byte key
+ * from its 40-byte wrapping; the integrity check value A6A6A6A6A6A6A6A6.
+ */
+static int aes_kw_unwrap(const uint8_t kek[32], const uint8_t in[40], uint8_t out[32])
+{
+	static const uint8_t iv[8] = {0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6, 0xA6};
+	mbedtls_aes_context aes;
+	uint8_t a[8], r[4][8], b[16];
+	int rc = 0;
+
+	mbedtls_aes_init(&aes);
+	if (mbedtls_aes_setkey_dec(&aes, kek, 256)) {
+		mbedtls_aes_free(&aes);
+		return JOSE_ERR_CRYPTO;
+	}
+	memcpy(a, in, 8);
+	for (int i = 0; i < 4; i++)
+		memcpy(r[i], in + 8 + 8 * i, 8);
+	for (int j = 5; j >= 0; j--)
+		for (int i = 4; i >= 1; i--) {
+			uint64_t t = (uint64_t)(4 * j + i);
+			for (int k = 0; k < 8; k++)
+				b[k] = a[k] ^ (uint8_t)(t >> (56 - 8 * k));
+			memcpy(b + 8, r[i - 1], 8);
+			rc |= mbedtls_aes_crypt_ecb(&aes, MBEDTLS_AES_DECRYPT, b, b);
+			memcpy(a, b, 8);
+			memcpy(r[i - 1], b + 8, 8);
+		}
+	mbedtls_aes_free(&aes);
+	uint8_t diff = 0;
+	for (int k = 0; k < 8; k++)
+		diff |= a[k] ^ iv[k];
+	if (!rc && !diff)
+		for (int i = 0; i < 4; i++)
+			memcpy(out + 8 * i, r[i], 8);
+	memzero_explicit(r, sizeof(r));
+	memzero_explicit(b, sizeof(b));
+	if (rc)
+		return JOSE_ERR_CRYPTO;
+	return diff ? JOSE_ERR_DECRYPT : JOSE_OK;
+}
+
+/* A base64url member of the flattened JWE, decoded to exactly/at most its size. */
+static long member(const char *j, size_t jl, const char *name, uint8_t *out, size_t cap, char *tmp,
+		   size_t tmp_cap)
+{
+	size_t l;
+	if (json_get_string(j, jl, name, tmp, tmp_cap, &l))
+		return -1;
+	return jose_b64url_decode(tmp, l, out, cap);
+}
+
 int jose_jwe_open(const char *jwe, size_t jwe_len, const struct jose_p384_key *k, uint8_t *out,
 		  size_t cap, size_t *len)
 {
-	static char h[HDR_MAX];
-	const char *p[5], *epk;
-	size_t pl[5], hl, epkl, apul, apvl;
-	uint8_t ex[JOSE_P384_COORD], ey[JOSE_P384_COORD], z[JOSE_P384_COORD], cek[32],
-	    iv[GCM_IV_LEN], tag[GCM_TAG_LEN], ct[JOSE_SECRET_MAX], pt[JOSE_SECRET_MAX], apu[64],
-	    apv[64];
-	char s[16];
+	static char h[HDR_MAX], prot[2 * HDR_MAX], tmp[2 * HDR_MAX];
+	const char *epk, *v;
+	size_t hl, epkl, apul, apvl, protl, vl;
+	uint8_t ex[JOSE_P384_COORD], ey[JOSE_P384_COORD], z[JOSE_P384_COORD], kek[32], cek[32],
+	    wrapped[40], iv[GCM_IV_LEN], tag[GCM_TAG_LEN], ct[JOSE_SECRET_MAX], pt[JOSE_SECRET_MAX],
+	    apu[64], apv[64];
+	char s[24];
 	long ctl;
 	int rc;
 
-	if (!k || !out || !len || split(jwe, jwe_len, 5, p, pl))
+	if (!k || !out || !len || !jwe || jwe_len > JOSE_TOKEN_MAX || json_validate(jwe, jwe_len))
 		return JOSE_ERR_FORMAT;
-	if ((rc = header(p[0], pl[0], h, &hl)))
+	/* Flattened JSON, the five members and nothing else (no "aad", "header", "unprotected"). */
+	static const char *const extra[] = {"aad", "header", "unprotected", "recipients"};
+	for (unsigned i = 0; i < ARRAY_SIZE(extra); i++)
+		if (!json_get_raw(jwe, jwe_len, extra[i], &v, &vl))
+			return JOSE_ERR_FORMAT;
+	if (json_get_string(jwe, jwe_len, "protected", prot, sizeof(prot), &protl))
+		return JOSE_ERR_FORMAT;
+	if ((rc = header(prot, protl, h, &hl)))
 		return rc;
-	if (json_get_string(h, hl, "alg", s, sizeof(s), NULL) || strcmp(s, "ECDH-ES") ||
+	if (json_get_string(h, hl, "alg", s, sizeof(s), NULL) || strcmp(s, "ECDH-ES+A256KW") ||
 	    json_get_string(h, hl, "enc", s, sizeof(s), NULL) || strcmp(s, "A256GCM"))
 		return JOSE_ERR_ALG;
-	const char *zipv;
-	size_t zipl;
-	if (!json_get_raw(h, hl, "zip", &zipv, &zipl)) /* compression: not accepted */
+	if (!json_get_raw(h, hl, "zip", &v, &vl)) /* compression: not accepted */
 		return JOSE_ERR_ALG;
 	if ((rc = no_crit(h, hl)))
 		return rc;
 	if (json_get_raw(h, hl, "epk", &epk, &epkl))
 		return JOSE_ERR_FORMAT;
-	if ((rc = jwk_p384(epk, epkl, ex, ey)) || (rc = party_info(h, hl, "apu", apu, &apul)) ||
+	if ((rc = jwk_ec(epk, epkl, JOSE_P384_COORD, ex, ey)) ||
+	    (rc = party_info(h, hl, "apu", apu, &apul)) ||
 	    (rc = party_info(h, hl, "apv", apv, &apvl)))
 		return rc;
-	/* Direct key agreement: the encrypted key part is empty (RFC 7516 §5.1 step 6). */
-	if (pl[1] != 0 || jose_b64url_decode(p[2], pl[2], iv, sizeof(iv)) != GCM_IV_LEN ||
-	    jose_b64url_decode(p[4], pl[4], tag, sizeof(tag)) != GCM_TAG_LEN)
+	if (member(jwe, jwe_len, "encrypted_key", wrapped, sizeof(wrapped), tmp, sizeof(tmp)) !=
+		(long)sizeof(wrapped) ||
+	    member(jwe, jwe_len, "iv", iv, sizeof(iv), tmp, sizeof(tmp)) != GCM_IV_LEN ||
+	    member(jwe, jwe_len, "tag", tag, sizeof(tag), tmp, sizeof(tmp)) != GCM_TAG_LEN)
 		return JOSE_ERR_FORMAT;
-	ctl = jose_b64url_decode(p[3], pl[3], ct, sizeof(ct));
+	ctl = member(jwe, jwe_len, "ciphertext", ct, sizeof(ct), tmp, sizeof(tmp));
 	if (ctl < 0)
-		return pl[3] / 4 * 3 > sizeof(ct) ? JOSE_ERR_SIZE : JOSE_ERR_FORMAT;
+		return JOSE_ERR_SIZE; /* malformed or larger than a key: neither is csvsm-kbs's */
 	if ((size_t)ctl > cap)
 		return JOSE_ERR_SIZE;
 
@@ -431,23 +504,25 @@ int jose_jwe_open(const char *jwe, size_t jwe_len, const struct jose_p384_key *k
 	rc = JOSE_ERR_CRYPTO;
 	if (mbedtls_ecp_group_load(&grp, MBEDTLS_ECP_DP_SECP384R1))
 		goto out;
-	if ((rc = load_point(&grp, &q, ex, ey)))
+	if ((rc = load_point(&grp, &q, ex, ey, JOSE_P384_COORD)))
 		goto out;
 	rc = JOSE_ERR_CRYPTO;
-	/* No RNG for blinding here: csvsm's key is single-use and the point is checked. */
+	/* f_rng NULL: mbedTLS 2.28 blinds the multiplication with its internal
+	 * deterministic generator (ecp.c, MBEDTLS_ECP_NO_INTERNAL_RNG unset). */
 	if (mbedtls_mpi_read_binary(&d, k->d, JOSE_P384_COORD) ||
 	    mbedtls_ecdh_compute_shared(&grp, &zm, &q, &d, NULL, NULL) ||
 	    mbedtls_mpi_write_binary(&zm, z, sizeof(z)))
 		goto out;
-	if ((rc = concat_kdf(z, apu, apul, apv, apvl, cek)))
+	if ((rc = concat_kdf(z, apu, apul, apv, apvl, kek)) ||
+	    (rc = aes_kw_unwrap(kek, wrapped, cek)))
 		goto out;
 	mbedtls_gcm_context g;
 	mbedtls_gcm_init(&g);
 	/* AAD: ASCII(BASE64URL(UTF8(JWE Protected Header))) (RFC 7516 §5.2 step 14). */
 	if (mbedtls_gcm_setkey(&g, MBEDTLS_CIPHER_ID_AES, cek, 256))
 		rc = JOSE_ERR_CRYPTO;
-	else if (mbedtls_gcm_auth_decrypt(&g, (size_t)ctl, iv, sizeof(iv), (const uint8_t *)p[0],
-					  pl[0], tag, sizeof(tag), ct, pt))
+	else if (mbedtls_gcm_auth_decrypt(&g, (size_t)ctl, iv, sizeof(iv), (const uint8_t *)prot,
+					  protl, tag, sizeof(tag), ct, pt))
 		rc = JOSE_ERR_DECRYPT;
 	else
 		rc = JOSE_OK;
@@ -462,6 +537,7 @@ out:
 		*len = (size_t)ctl;
 	}
 	memzero_explicit(z, sizeof(z));
+	memzero_explicit(kek, sizeof(kek));
 	memzero_explicit(cek, sizeof(cek));
 	memzero_explicit(pt, sizeof(pt));
 	return rc;

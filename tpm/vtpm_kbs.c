@@ -3,17 +3,19 @@
  * Trustee's KBS "Request-Challenge-Attestation-Response" (confidential-
  * containers/trustee docs/kbs_attestation_protocol.md: /kbs/v0/auth,
  * /kbs/v0/attest, /kbs/v0/resource/<repository>/<type>/<tag>; the TEE's
- * public key as a JWK; the nonce bound into the evidence), with csvsm's
- * evidence kind and one change the threat model needs: the released key
- * comes inside a JWS by the broker key the launch image names, because a
- * JWE to csvsm's key proves nothing about who made it (anyone holding the
- * public key, the host included, can make one). The full contract:
- * /work/coord/vtpm-kbs-contract.md.
+ * public key as a JWK; the nonce bound into the evidence) as csvsm-kbs
+ * speaks it (docs/kbs.md on main: tee "snp", csvsm's SVSM evidence form,
+ * JWEs ECDH-ES+A256KW to an EC TEE key, ES256 tokens), with one change the
+ * threat model needs: the released key comes inside a JWS by the broker key
+ * the launch image names, because a JWE to csvsm's key proves nothing about
+ * who made it (anyone holding the public key, the host included, can make
+ * one). The full contract: /work/coord/vtpm-kbs-contract.md.
  *
  * Every answer is the host's relay of what it says the broker said: each is
  * parsed with the strict JSON reader into fixed buffers, and nothing in it
  * counts until the broker's signature over it verified.
  */
+#include <mbedtls/base64.h>
 #include <mbedtls/sha512.h>
 
 #include "base/console.h"
@@ -46,7 +48,8 @@ static uint32_t le32(const uint8_t *p)
 /*
  * One relayed HTTP exchange: {u32 method, u32 path length, path, body} out,
  * {u32 status, u32 HTTP status, body} back (include/tpm/vtpm_chan.h). An
- * unreachable broker is asked again, KBS_RELAY_ATTEMPTS times in all.
+ * unreachable broker is asked again, KBS_RELAY_ATTEMPTS times in all; a host
+ * without a broker (VCHAN_RELAY_NONE) is not asked again.
  */
 static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *path, const char *req,
 		 size_t req_len, uint32_t *http, const char **rsp, size_t *rsp_len, char *why,
@@ -55,6 +58,7 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 	uint8_t head[8 + 128];
 	size_t pl = strlen(path), ans = 0;
 	uint32_t status = VCHAN_RELAY_UNREACH;
+	unsigned a;
 
 	if (pl > 128 || req_len > VCHAN_RELAY_MAX) {
 		fmt_snprintf(why, n, "request too large");
@@ -65,7 +69,7 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 		head[4 + i] = (uint8_t)(pl >> (8 * i));
 	}
 	memcpy(head + 8, path, pl);
-	for (unsigned a = 0; a < KBS_RELAY_ATTEMPTS && status == VCHAN_RELAY_UNREACH; a++) {
+	for (a = 0; a < KBS_RELAY_ATTEMPTS && status == VCHAN_RELAY_UNREACH; a++) {
 		int rc = vchan_call(cfg->chan, VCHAN_RELAY, head, 8 + pl, (const uint8_t *)req,
 				    req_len, &ans);
 		if (rc) {
@@ -81,10 +85,10 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 		status = le32(cfg->chan->buf);
 	}
 	if (status != VCHAN_RELAY_OK) {
-		fmt_snprintf(why, n, "csvsm-kbs is unreachable through the host (%s, %u attempts)",
+		fmt_snprintf(why, n, "csvsm-kbs is unreachable through the host (%s, %u attempt%s)",
 			     status == VCHAN_RELAY_NONE ? "the host has no broker configured"
 							: "the host could not reach it",
-			     KBS_RELAY_ATTEMPTS);
+			     a, a == 1 ? "" : "s");
 		return -1;
 	}
 	*http = le32(cfg->chan->buf + 4);
@@ -97,22 +101,70 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 	return 0;
 }
 
-long vtpm_kbs_runtime_data(const uint8_t instance[16], const struct jose_p384_key *tee, char *out,
-			   size_t cap)
-{
-	char inst[33], x[72], y[72];
+/* 97eba30c-ca68-4fa3-986c-d3a1e4444973, EFI byte order (the manifest's other GUIDs:
+ * attest/manifest.c). */
+const uint8_t vtpm_kbs_unlock_guid[16] = {0x0c, 0xa3, 0xeb, 0x97, 0x68, 0xca, 0xa3, 0x4f,
+					  0x98, 0x6c, 0xd3, 0xa1, 0xe4, 0x44, 0x49, 0x73};
+/* The services manifest's table GUID, 63849ebb-3d92-4670-a1ff-58f9c94b87bb (attest/manifest.c). */
+static const uint8_t manifest_guid[16] = {0xbb, 0x9e, 0x84, 0x63, 0x92, 0x3d, 0x70, 0x46,
+					  0xa1, 0xff, 0x58, 0xf9, 0xc9, 0x4b, 0x87, 0xbb};
 
-	hex(instance, 16, inst);
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int vtpm_kbs_binding(const char *nonce, const uint8_t instance[16], const struct jose_p384_key *tee,
+		     char *jwk, size_t jwk_cap, uint8_t manifest[KBS_MANIFEST_BYTES],
+		     uint8_t report_data[64])
+{
+	static char jcs[512];
+	char x[72], y[72];
+	uint8_t n64[64] = {0};
+	int n, rc;
+
 	if (jose_b64url_encode(tee->x, JOSE_P384_COORD, x, sizeof(x)) < 0 ||
 	    jose_b64url_encode(tee->y, JOSE_P384_COORD, y, sizeof(y)) < 0)
 		return -1;
-	/* Members in lexicographic order, no whitespace: one byte string per key. */
-	int n = fmt_snprintf(out, cap,
-			     "{\"instance\":\"%s\",\"purpose\":\"csvsm-vtpm-unlock\","
-			     "\"tee-pubkey\":{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\","
-			     "\"y\":\"%s\"}}",
-			     inst, x, y);
-	return n < 0 || (size_t)n >= cap ? -1 : n;
+	/* The JWK as csvsm-kbs takes an EC TEE key (alg ECDH-ES+A256KW), members in
+	 * RFC 8785 order already, so that it is its own canonical form. */
+	n = fmt_snprintf(
+	    jwk, jwk_cap,
+	    "{\"alg\":\"ECDH-ES+A256KW\",\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\","
+	    "\"y\":\"%s\"}",
+	    x, y);
+	if (n < 0 || (size_t)n >= jwk_cap)
+		return -1;
+	/* Trustee's runtime data in the protocol 0.1 shape, RFC 8785 (the nonce is
+	 * standard base64: nothing in it JCS escapes), hashed with SHA-384 and
+	 * zero-padded: what csvsm-kbs recomputes (kbs/service.c handle_attest). */
+	n = fmt_snprintf(jcs, sizeof(jcs), "{\"nonce\":\"%s\",\"tee-pubkey\":%s}", nonce, jwk);
+	if (n < 0 || (size_t)n >= sizeof(jcs) || strchr(nonce, '"') || strchr(nonce, '\\'))
+		return -1;
+	if (mbedtls_sha512_ret((const uint8_t *)jcs, (size_t)n, n64, 1))
+		return -1;
+	memset(n64 + 48, 0, 16);
+	/* The manifest (reference §2 GUID table): one entry, csvsm-vtpm-unlock,
+	 * whose data is {instance[16], u32 mode 2, u32 format 1}. */
+	memcpy(manifest, manifest_guid, 16);
+	put32(manifest + 16, KBS_MANIFEST_BYTES);
+	put32(manifest + 20, 1);
+	memcpy(manifest + 24, vtpm_kbs_unlock_guid, 16);
+	put32(manifest + 40, 48);
+	put32(manifest + 44, 24);
+	memcpy(manifest + 48, instance, 16);
+	put32(manifest + 64, 2);
+	put32(manifest + 68, 1);
+	/* REPORT_DATA = SHA-512(N || manifest), as for every VMPL-0 report csvsm
+	 * makes (docs/attestation.md; COCONUT kernel/src/protocols/attest.rs). */
+	mbedtls_sha512_context c;
+	mbedtls_sha512_init(&c);
+	rc = mbedtls_sha512_starts_ret(&c, 0) || mbedtls_sha512_update_ret(&c, n64, 64) ||
+	     mbedtls_sha512_update_ret(&c, manifest, KBS_MANIFEST_BYTES) ||
+	     mbedtls_sha512_finish_ret(&c, report_data);
+	mbedtls_sha512_free(&c);
+	return rc ? -1 : 0;
 }
 
 int vtpm_kbs_check_release(const char *jws, size_t jws_len, const uint8_t broker[JOSE_THUMBPRINT],
@@ -121,7 +173,7 @@ int vtpm_kbs_check_release(const char *jws, size_t jws_len, const uint8_t broker
 			   struct vtpm_kbs_grant *grant, char *why, size_t why_len)
 {
 	static uint8_t payload[JOSE_PAYLOAD_MAX];
-	static char jwe[JOSE_TOKEN_MAX];
+	const char *jwe;
 	char inst[33], s[KBS_NONCE_MAX + 1];
 	uint8_t key[JOSE_SECRET_MAX];
 	size_t pl = 0, jl = 0, kl = 0;
@@ -150,7 +202,7 @@ int vtpm_kbs_check_release(const char *jws, size_t jws_len, const uint8_t broker
 	if (json_get_u64(p, pl, "version", &grant->version) ||
 	    json_get_string(p, pl, "lease", grant->lease, sizeof(grant->lease), NULL) ||
 	    !grant->lease[0] || json_get_u64(p, pl, "lease-expires", &grant->lease_expires) ||
-	    json_get_string(p, pl, "key", jwe, sizeof(jwe), &jl)) {
+	    json_get_raw(p, pl, "key", &jwe, &jl)) {
 		fmt_snprintf(why, why_len, "the key release lacks version, lease or key");
 		return -1;
 	}
@@ -169,13 +221,13 @@ int vtpm_kbs_check_release(const char *jws, size_t jws_len, const uint8_t broker
 int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtpm_kbs_grant *grant,
 		    char *why, size_t why_len)
 {
-	static char rd[512], nonce[KBS_NONCE_MAX + 1], b64[2 * KBS_REPORT_BYTES], path[128];
-	static uint8_t report[KBS_REPORT_BYTES];
-	uint8_t hash[64];
-	const char *rsp;
-	size_t rl;
+	static char jwk[256], nonce[KBS_NONCE_MAX + 1], b64r[2 * KBS_REPORT_BYTES], b64m[128],
+	    path[128];
+	static uint8_t report[KBS_REPORT_BYTES], manifest[KBS_MANIFEST_BYTES];
+	uint8_t rd[64];
+	const char *rsp, *xp;
+	size_t rl, xl, ol;
 	uint32_t http;
-	long rdl;
 
 	memset(grant, 0, sizeof(*grant));
 	/* 1 */
@@ -184,8 +236,7 @@ int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtp
 		return -1;
 	}
 	/* 2 */
-	static const char auth[] =
-	    "{\"version\":\"0.1.0\",\"tee\":\"csvsm\",\"extra-params\":\"\"}";
+	static const char auth[] = "{\"version\":\"0.1.0\",\"tee\":\"snp\",\"extra-params\":\"\"}";
 	if (relay(cfg, VCHAN_METHOD_POST, PATH_AUTH, auth, sizeof(auth) - 1, &http, &rsp, &rl, why,
 		  why_len))
 		return -1;
@@ -194,30 +245,34 @@ int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtp
 		fmt_snprintf(why, why_len, "the challenge has no nonce");
 		return -1;
 	}
+	/* The runtime data's hash: SHA-384, csvsm-kbs's default when the request
+	 * names none; a challenge that selects another is refused. */
+	if (!json_get_raw(rsp, rl, "extra-params", &xp, &xl) && xp[0] == '{') {
+		const char *v;
+		size_t vl;
+		char alg[16];
+		if (!json_get_raw(xp, xl, "selected-hash-algorithm", &v, &vl) &&
+		    (json_get_string(xp, xl, "selected-hash-algorithm", alg, sizeof(alg), NULL) ||
+		     strcmp(alg, "sha384"))) {
+			fmt_snprintf(why, why_len,
+				     "the challenge selects a hash other than sha384");
+			return -1;
+		}
+	}
 	/* 3 */
-	rdl = vtpm_kbs_runtime_data(cfg->instance, &grant->tee, rd, sizeof(rd));
-	mbedtls_sha512_context c;
-	mbedtls_sha512_init(&c);
-	int hrc = rdl < 0 || mbedtls_sha512_starts_ret(&c, 0) ||
-		  mbedtls_sha512_update_ret(&c, (const uint8_t *)nonce, strlen(nonce)) ||
-		  mbedtls_sha512_update_ret(&c, (const uint8_t *)rd, (size_t)rdl) ||
-		  mbedtls_sha512_finish_ret(&c, hash);
-	mbedtls_sha512_free(&c);
-	if (hrc || cfg->report(cfg->report_ctx, hash, report)) {
+	if (vtpm_kbs_binding(nonce, cfg->instance, &grant->tee, jwk, sizeof(jwk), manifest, rd) ||
+	    cfg->report(cfg->report_ctx, rd, report)) {
 		fmt_snprintf(why, why_len, "no VMPL-0 report for the evidence");
 		return -1;
 	}
-	/* 4 */
-	char x[72], y[72];
-	if (jose_b64url_encode(report, sizeof(report), b64, sizeof(b64)) < 0 ||
-	    jose_b64url_encode(grant->tee.x, JOSE_P384_COORD, x, sizeof(x)) < 0 ||
-	    jose_b64url_encode(grant->tee.y, JOSE_P384_COORD, y, sizeof(y)) < 0)
+	/* 4: base64 as RFC 4648 §4, padded (csvsm-kbs's svsm fields) */
+	if (mbedtls_base64_encode((uint8_t *)b64r, sizeof(b64r), &ol, report, sizeof(report)) ||
+	    mbedtls_base64_encode((uint8_t *)b64m, sizeof(b64m), &ol, manifest, sizeof(manifest)))
 		return -1;
-	int bl =
-	    fmt_snprintf(body, sizeof(body),
-			 "{\"tee-pubkey\":{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\","
-			 "\"y\":\"%s\"},\"tee-evidence\":{\"report\":\"%s\",\"runtime-data\":%s}}",
-			 x, y, b64, rd);
+	int bl = fmt_snprintf(body, sizeof(body),
+			      "{\"tee-pubkey\":%s,\"tee-evidence\":{\"svsm\":{\"manifest\":\"%s\","
+			      "\"report\":\"%s\"}}}",
+			      jwk, b64m, b64r);
 	if (bl < 0 || (size_t)bl >= sizeof(body)) {
 		fmt_snprintf(why, why_len, "evidence too large");
 		return -1;

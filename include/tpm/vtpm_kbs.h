@@ -5,17 +5,20 @@
  * /work/coord/vtpm-kbs-contract.md; docs/vtpm.md "Persistence" explains it.
  *
  *   1. a fresh P-384 key pair (the TEE key), in csvsm's memory only
- *   2. POST /kbs/v0/auth   {"version","tee":"csvsm","extra-params"}
+ *   2. POST /kbs/v0/auth   {"version":"0.1.0","tee":"snp","extra-params":""}
  *                          -> {"nonce","extra-params"}            (Trustee RCAR)
- *   3. MSG_REPORT_REQ at VMPL 0 with REPORT_DATA =
- *      SHA-512(nonce || runtime-data), runtime-data the canonical JSON
- *      {"instance","purpose":"csvsm-vtpm-unlock","tee-pubkey":<JWK>}
- *   4. POST /kbs/v0/attest {"tee-pubkey":<JWK>,"tee-evidence":<JSON text
- *      {"report":<b64url report>,"runtime-data":<the canonical JSON>}>}
+ *   3. the binding csvsm-kbs checks for csvsm's SVSM evidence form (main's
+ *      docs/kbs.md "(b) csvsm's SVSM form"): N = SHA-384(JCS({"nonce",
+ *      "tee-pubkey"})) zero-padded to 64 bytes (Trustee's runtime data,
+ *      protocol 0.1 shape), a services manifest holding one csvsm-vtpm-unlock
+ *      entry {instance, mode, format}, and csvsm's MSG_REPORT_REQ at VMPL 0
+ *      with REPORT_DATA = SHA-512(N || manifest)
+ *   4. POST /kbs/v0/attest {"tee-pubkey":<JWK, alg ECDH-ES+A256KW>,
+ *      "tee-evidence":{"svsm":{"manifest":<base64>,"report":<base64>}}}
  *   5. GET /kbs/v0/resource/csvsm-vtpm/<instance>/state-key
- *      -> a compact JWS (ES384) by the broker key the image names, payload
- *      {"instance","nonce","version","lease","lease-expires","key":<compact
- *      JWE ECDH-ES+A256GCM to the TEE key>}
+ *      -> a compact JWS (ES256 or ES384) by the broker key the image names,
+ *      payload {"instance","nonce","version","lease","lease-expires","key":
+ *      <flattened JWE, ECDH-ES+A256KW + A256GCM, to the TEE key>}
  *   6. the JWS must verify under the measured broker identity, its nonce be
  *      step 2's, its instance csvsm's; the JWE opens to the 32-byte root key;
  *      "version" is the registry's: the state csvsm then opens must carry it.
@@ -35,6 +38,7 @@
 
 #define KBS_REPORT_BYTES   0x4A0u
 #define KBS_NONCE_MAX	   128u
+#define KBS_MANIFEST_BYTES (24u + 24u + 24u) /* table header, one entry, its data */
 #define KBS_LEASE_MAX	   64u
 #define KBS_RELAY_ATTEMPTS 3u
 
@@ -64,9 +68,16 @@ struct vtpm_kbs_grant {
 int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtpm_kbs_grant *grant,
 		    char *why, size_t why_len);
 
-/* The canonical runtime-data JSON of step 3 into out (NUL-ended); its length or -1. */
-long vtpm_kbs_runtime_data(const uint8_t instance[16], const struct jose_p384_key *tee, char *out,
-			   size_t cap);
+/* The csvsm-vtpm-unlock service's GUID in the manifest (EFI byte order). */
+extern const uint8_t vtpm_kbs_unlock_guid[16];
+
+/*
+ * Step 3's binding: the TEE key's JWK (NUL-ended, into jwk[0..jwk_cap)),
+ * the manifest (KBS_MANIFEST_BYTES) and the REPORT_DATA for `nonce`. 0 or -1.
+ */
+int vtpm_kbs_binding(const char *nonce, const uint8_t instance[16], const struct jose_p384_key *tee,
+		     char *jwk, size_t jwk_cap, uint8_t manifest[KBS_MANIFEST_BYTES],
+		     uint8_t report_data[64]);
 
 /*
  * Step 6 alone (for the tests and the fuzzer): checks a release token and

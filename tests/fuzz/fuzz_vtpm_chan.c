@@ -7,8 +7,8 @@
  *      next bytes give (frames across reads, 0x00 fill)
  *   1  vtpm_unseal of the rest under a fixed key (mode 1, a fixed instance)
  *   2  json_validate, then every getter on the text
- *   3  jose_jws_verify against a fixed broker thumbprint
- *   4  jose_jwe_open with a fixed P-384 key
+ *   3  jose_jws_verify against a fixed broker thumbprint (ES256, ES384)
+ *   4  jose_jwe_open (flattened JSON, ECDH-ES+A256KW) with a fixed P-384 key
  *   5  vtpm_kbs_check_release (JWS, then JSON, then JWE)
  * Every input is copied to a buffer of exactly its size (ASan catches any
  * read past it). `make fuzz-vtpm` runs it after the protocol decoder's.

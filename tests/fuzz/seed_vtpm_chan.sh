@@ -21,11 +21,14 @@ hdr = b"CSVSMVT1" + struct.pack("<II", 1, 1) + bytes([1, 2, 3]) + bytes(13) + st
 put("sealed", 1, hdr + os.urandom(32 + 16))
 put("json", 2, b'{"nonce":"abc","version":3,"jwk":{"x":"AA","kty":"EC"},"alg":"ES384","a":[1,2.5e3,true,null]}')
 jwk = {"kty": "EC", "crv": "P-384", "x": b64u(os.urandom(48)).decode(), "y": b64u(os.urandom(48)).decode()}
-jws_h = b64u(json.dumps({"alg": "ES384", "jwk": jwk}).encode())
-jws = jws_h + b"." + b64u(b'{"instance":"01000000000000000000000000000000","nonce":"nonce","version":1}') + b"." + b64u(os.urandom(96))
+jwk256 = {"kty": "EC", "crv": "P-256", "x": b64u(os.urandom(32)).decode(), "y": b64u(os.urandom(32)).decode()}
+jws_h = b64u(json.dumps({"alg": "ES256", "typ": "JWT", "jwk": jwk256}).encode())
+jwe_h = b64u(json.dumps({"alg": "ECDH-ES+A256KW", "enc": "A256GCM", "epk": jwk}).encode())
+jwe = json.dumps({"protected": jwe_h.decode(), "encrypted_key": b64u(os.urandom(40)).decode(), "iv": b64u(os.urandom(12)).decode(),
+                  "ciphertext": b64u(os.urandom(32)).decode(), "tag": b64u(os.urandom(16)).decode()}).encode()
+payload = b'{"instance":"01000000000000000000000000000000","nonce":"nonce","version":1,"lease":"l","lease-expires":1,"key":' + jwe + b"}"
+jws = jws_h + b"." + b64u(payload) + b"." + b64u(os.urandom(64))
 put("jws", 3, jws)
-jwe_h = b64u(json.dumps({"alg": "ECDH-ES", "enc": "A256GCM", "epk": jwk}).encode())
-jwe = jwe_h + b".." + b64u(os.urandom(12)) + b"." + b64u(os.urandom(32)) + b"." + b64u(os.urandom(16))
 put("jwe", 4, jwe)
 put("release", 5, jws)
 PY

@@ -1,10 +1,12 @@
 /*
  * csvsm's kbs-mode client pieces (tpm/vtpm_jose.c, tpm/vtpm_json.c,
  * tpm/vtpm_kbs.c) against tokens OpenSSL (libcrypto 3) makes here, playing
- * csvsm-kbs as /work/coord/vtpm-kbs-contract.md describes it: an ES384 JWS
- * by the broker key carrying a JWE (ECDH-ES + A256GCM, RFC 7518 §4.6) to
- * csvsm's TEE key. Two implementations (mbedTLS in csvsm, OpenSSL here)
- * must agree; then each check is shown to refuse what it must.
+ * csvsm-kbs as /work/coord/vtpm-kbs-contract.md describes it and as
+ * csvsm-kbs makes its tokens (main's kbs/jose.c): a JWS by the broker key
+ * (ES256 on P-256, csvsm-kbs's token key, or ES384 on P-384) carrying a
+ * flattened JWE (ECDH-ES+A256KW + A256GCM, RFC 7518 §4.6) to csvsm's TEE
+ * key. Two implementations (mbedTLS in csvsm, OpenSSL here) must agree;
+ * then each check is shown to refuse what it must.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,19 +29,22 @@
 
 /* ---- OpenSSL side: csvsm-kbs ---- */
 
-static EVP_PKEY *broker, *other_broker;
-static uint8_t broker_x[48], broker_y[48], broker_tp[32];
+static EVP_PKEY *broker, *other_broker, *broker384;
+static uint8_t broker_tp[32], broker384_tp[32];
 static struct jose_p384_key tee, tee2;
 
-static void coords(EVP_PKEY *k, uint8_t x[48], uint8_t y[48])
+/* The key's coordinates, each `coord` bytes (32 for P-256, 48 for P-384). */
+static size_t coords(EVP_PKEY *k, uint8_t *x, uint8_t *y)
 {
 	BIGNUM *bx = NULL, *by = NULL;
+	size_t coord = (size_t)(EVP_PKEY_get_bits(k) + 7) / 8;
 	assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &bx), 1);
 	assert_int_equal(EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &by), 1);
-	assert_int_equal(BN_bn2binpad(bx, x, 48), 48);
-	assert_int_equal(BN_bn2binpad(by, y, 48), 48);
+	assert_int_equal(BN_bn2binpad(bx, x, (int)coord), (int)coord);
+	assert_int_equal(BN_bn2binpad(by, y, (int)coord), (int)coord);
 	BN_free(bx);
 	BN_free(by);
+	return coord;
 }
 
 static void b64u(const uint8_t *in, size_t n, char *out)
@@ -53,45 +58,58 @@ static void b64u(const uint8_t *in, size_t n, char *out)
 	out[l] = 0;
 }
 
-static void jwk_json(const uint8_t x[48], const uint8_t y[48], char *out, size_t cap)
+static void jwk_json(const uint8_t *x, const uint8_t *y, size_t coord, char *out, size_t cap)
 {
 	char ex[80], ey[80];
-	b64u(x, 48, ex);
-	b64u(y, 48, ey);
-	snprintf(out, cap, "{\"kty\":\"EC\",\"crv\":\"P-384\",\"x\":\"%s\",\"y\":\"%s\"}", ex, ey);
+	b64u(x, coord, ex);
+	b64u(y, coord, ey);
+	snprintf(out, cap, "{\"kty\":\"EC\",\"crv\":\"%s\",\"x\":\"%s\",\"y\":\"%s\"}",
+		 coord == 32 ? "P-256" : "P-384", ex, ey);
 }
 
-/* A compact JWS (ES384) over payload, header as given (NULL: alg ES384 + the signer's jwk). */
+static void thumbprint(EVP_PKEY *k, uint8_t out[32])
+{
+	uint8_t x[48], y[48];
+	size_t coord = coords(k, x, y);
+	assert_int_equal(jose_thumbprint_ec(x, y, coord, out), 0);
+}
+
+/*
+ * A compact JWS over payload by k (ES256 or ES384 by its curve); header as
+ * given, or NULL: csvsm-kbs's {"alg","typ":"JWT","jwk"} (kbs/jose.c).
+ */
 static char *jws_make(EVP_PKEY *k, const char *header, const char *payload)
 {
 	static char out[2 * JOSE_TOKEN_MAX + 4096];
+	static char eh[2048], ep[2 * JOSE_TOKEN_MAX];
 	char h[1024], jwk[300];
 	uint8_t x[48], y[48];
+	size_t coord = coords(k, x, y);
 	if (!header) {
-		coords(k, x, y);
-		jwk_json(x, y, jwk, sizeof(jwk));
-		snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+		jwk_json(x, y, coord, jwk, sizeof(jwk));
+		snprintf(h, sizeof(h), "{\"alg\":\"%s\",\"typ\":\"JWT\",\"jwk\":%s}",
+			 coord == 32 ? "ES256" : "ES384", jwk);
 		header = h;
 	}
-	static char eh[2048], ep[2 * JOSE_TOKEN_MAX];
 	b64u((const uint8_t *)header, strlen(header), eh);
 	b64u((const uint8_t *)payload, strlen(payload), ep);
 	snprintf(out, sizeof(out), "%s.%s", eh, ep);
-	/* ECDSA P-384 / SHA-384; DER (r, s) to the raw 96 bytes of RFC 7518 §3.4 */
+	/* ECDSA; DER (r, s) to the raw R || S of RFC 7518 §3.4 */
 	EVP_MD_CTX *c = EVP_MD_CTX_new();
 	uint8_t der[128], raw[96];
 	size_t dl = sizeof(der);
-	assert_int_equal(EVP_DigestSignInit(c, NULL, EVP_sha384(), NULL, k), 1);
+	assert_int_equal(
+	    EVP_DigestSignInit(c, NULL, coord == 32 ? EVP_sha256() : EVP_sha384(), NULL, k), 1);
 	assert_int_equal(EVP_DigestSign(c, der, &dl, (const uint8_t *)out, strlen(out)), 1);
 	EVP_MD_CTX_free(c);
 	const uint8_t *pd = der;
 	ECDSA_SIG *sig = d2i_ECDSA_SIG(NULL, &pd, (long)dl);
 	assert_non_null(sig);
-	assert_int_equal(BN_bn2binpad(ECDSA_SIG_get0_r(sig), raw, 48), 48);
-	assert_int_equal(BN_bn2binpad(ECDSA_SIG_get0_s(sig), raw + 48, 48), 48);
+	assert_int_equal(BN_bn2binpad(ECDSA_SIG_get0_r(sig), raw, (int)coord), (int)coord);
+	assert_int_equal(BN_bn2binpad(ECDSA_SIG_get0_s(sig), raw + coord, (int)coord), (int)coord);
 	ECDSA_SIG_free(sig);
 	char es[200];
-	b64u(raw, sizeof(raw), es);
+	b64u(raw, 2 * coord, es);
 	strcat(out, ".");
 	strcat(out, es);
 	return out;
@@ -124,18 +142,22 @@ static void put32be(uint8_t *p, uint32_t v)
 }
 
 /*
- * A compact JWE ECDH-ES + A256GCM of secret to the P-384 point (x, y),
- * RFC 7518 §4.6. extra: more protected-header members (",..." or "").
- * epk_override: a JWK to put in the header instead of the real one.
+ * A flattened JWE (RFC 7516 §7.2.2), ECDH-ES+A256KW + A256GCM of secret to
+ * the P-384 point (x, y), as csvsm-kbs makes it (kbs/jose.c jwe_encrypt):
+ * KEK = Concat KDF(SHA-256, Z, "ECDH-ES+A256KW", 256), a random CEK wrapped
+ * with AES-256 key wrap (OpenSSL's EVP_aes_256_wrap, RFC 3394), AAD =
+ * ASCII(protected). extra: more protected-header members (",..." or "");
+ * epk_override: a JWK instead of the real one; outer: more members.
  */
 static char *jwe_make(const uint8_t x[48], const uint8_t y[48], const uint8_t *secret, size_t n,
-		      const char *alg, const char *enc, const char *extra, const char *epk_override)
+		      const char *alg, const char *enc, const char *extra, const char *epk_override,
+		      const char *outer)
 {
 	static char out[JOSE_TOKEN_MAX + 4096];
 	EVP_PKEY *eph = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384"), *peer = p384_public(x, y);
-	uint8_t ex[48], ey[48], z[48], cek[32], iv[12], ct[256], tag[16];
+	uint8_t ex[48], ey[48], z[48], kek[32], cek[32], wrapped[40], iv[12], ct[256], tag[16];
 	size_t zl = sizeof(z);
-	char epk[300], h[1024], eh[2048], s1[32], s2[400], s3[64];
+	char epk[300], h[1024], eh[2048], s0[80], s1[32], s2[400], s3[64];
 	coords(eph, ex, ey);
 	EVP_PKEY_CTX *d = EVP_PKEY_CTX_new(eph, NULL);
 	assert_int_equal(EVP_PKEY_derive_init(d), 1);
@@ -143,34 +165,47 @@ static char *jwe_make(const uint8_t x[48], const uint8_t y[48], const uint8_t *s
 	assert_int_equal(EVP_PKEY_derive(d, z, &zl), 1);
 	assert_int_equal(zl, 48);
 	EVP_PKEY_CTX_free(d);
-	/* Concat KDF: SHA-256(1 || Z || len "A256GCM" || len 0 || len 0 || 256) */
-	uint8_t kdf[4 + 48 + 4 + 7 + 4 + 4 + 4], *q = kdf;
+	/* Concat KDF: SHA-256(1 || Z || len alg || alg || len 0 || len 0 || 256) */
+	uint8_t kdf[4 + 48 + 4 + 14 + 4 + 4 + 4], *q = kdf;
 	put32be(q, 1), q += 4;
 	memcpy(q, z, 48), q += 48;
-	put32be(q, 7), q += 4;
-	memcpy(q, "A256GCM", 7), q += 7;
+	put32be(q, 14), q += 4;
+	memcpy(q, "ECDH-ES+A256KW", 14), q += 14;
 	put32be(q, 0), q += 4;
 	put32be(q, 0), q += 4;
 	put32be(q, 256), q += 4;
-	unsigned int cl = 32;
-	assert_int_equal(EVP_Digest(kdf, sizeof(kdf), cek, &cl, EVP_sha256(), NULL), 1);
-	jwk_json(ex, ey, epk, sizeof(epk));
+	unsigned int kl = 32;
+	assert_int_equal(EVP_Digest(kdf, sizeof(kdf), kek, &kl, EVP_sha256(), NULL), 1);
+	assert_int_equal(RAND_bytes(cek, sizeof(cek)), 1);
+	EVP_CIPHER_CTX *w = EVP_CIPHER_CTX_new();
+	int l, l2;
+	EVP_CIPHER_CTX_set_flags(w, EVP_CIPHER_CTX_FLAG_WRAP_ALLOW);
+	assert_int_equal(EVP_EncryptInit_ex(w, EVP_aes_256_wrap(), NULL, kek, NULL), 1);
+	assert_int_equal(EVP_EncryptUpdate(w, wrapped, &l, cek, sizeof(cek)), 1);
+	assert_int_equal(EVP_EncryptFinal_ex(w, wrapped + l, &l2), 1);
+	assert_int_equal(l + l2, 40);
+	EVP_CIPHER_CTX_free(w);
+	jwk_json(ex, ey, 48, epk, sizeof(epk));
 	snprintf(h, sizeof(h), "{\"alg\":\"%s\",\"enc\":\"%s\",\"epk\":%s%s}", alg, enc,
 		 epk_override ? epk_override : epk, extra);
 	b64u((const uint8_t *)h, strlen(h), eh);
 	assert_int_equal(RAND_bytes(iv, sizeof(iv)), 1);
 	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
-	int l;
 	assert_int_equal(EVP_EncryptInit_ex(c, EVP_aes_256_gcm(), NULL, cek, iv), 1);
 	assert_int_equal(EVP_EncryptUpdate(c, NULL, &l, (const uint8_t *)eh, (int)strlen(eh)), 1);
 	assert_int_equal(EVP_EncryptUpdate(c, ct, &l, secret, (int)n), 1);
 	assert_int_equal(EVP_EncryptFinal_ex(c, ct + l, &l), 1);
 	assert_int_equal(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_GCM_GET_TAG, 16, tag), 1);
 	EVP_CIPHER_CTX_free(c);
+	b64u(wrapped, sizeof(wrapped), s0);
 	b64u(iv, sizeof(iv), s1);
 	b64u(ct, n, s2);
 	b64u(tag, sizeof(tag), s3);
-	snprintf(out, sizeof(out), "%s..%s.%s.%s", eh, s1, s2, s3);
+	snprintf(
+	    out, sizeof(out),
+	    "{\"protected\":\"%s\",\"encrypted_key\":\"%s\",\"iv\":\"%s\",\"ciphertext\":\"%s\","
+	    "\"tag\":\"%s\"%s}",
+	    eh, s0, s1, s2, s3, outer);
 	EVP_PKEY_free(eph);
 	EVP_PKEY_free(peer);
 	return out;
@@ -183,11 +218,12 @@ static int rng(void *ctx, unsigned char *b, size_t n)
 
 static int setup(void **state)
 {
-	broker = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
-	other_broker = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
+	broker = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	other_broker = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	broker384 = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-384");
 	assert_non_null(broker);
-	coords(broker, broker_x, broker_y);
-	assert_int_equal(jose_thumbprint_p384(broker_x, broker_y, broker_tp), 0);
+	thumbprint(broker, broker_tp);
+	thumbprint(broker384, broker384_tp);
 	assert_int_equal(jose_p384_generate(&tee, rng, NULL), 0);
 	assert_int_equal(jose_p384_generate(&tee2, rng, NULL), 0);
 	return 0;
@@ -197,6 +233,7 @@ static int teardown(void **state)
 {
 	EVP_PKEY_free(broker);
 	EVP_PKEY_free(other_broker);
+	EVP_PKEY_free(broker384);
 	return 0;
 }
 
@@ -232,17 +269,24 @@ static void base64url(void **state)
 
 static void thumbprint_matches_openssl(void **state)
 {
-	char jwk[300];
-	uint8_t md[32];
-	unsigned int ml = 32;
-	char ex[80], ey[80];
-	b64u(broker_x, 48, ex);
-	b64u(broker_y, 48, ey);
-	/* RFC 7638 §3.2: required members only, lexicographic order, no whitespace */
-	snprintf(jwk, sizeof(jwk), "{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}",
-		 ex, ey);
-	assert_int_equal(EVP_Digest(jwk, strlen(jwk), md, &ml, EVP_sha256(), NULL), 1);
-	assert_memory_equal(md, broker_tp, 32);
+	EVP_PKEY *keys[] = {broker, broker384};
+	for (unsigned i = 0; i < 2; i++) {
+		char jwk[300], ex[80], ey[80];
+		uint8_t x[48], y[48], md[32], tp[32];
+		unsigned int ml = 32;
+		size_t coord = coords(keys[i], x, y);
+		b64u(x, coord, ex);
+		b64u(y, coord, ey);
+		/* RFC 7638 §3.2: required members only, lexicographic order, no whitespace */
+		snprintf(jwk, sizeof(jwk),
+			 "{\"crv\":\"%s\",\"kty\":\"EC\",\"x\":\"%s\",\"y\":\"%s\"}",
+			 coord == 32 ? "P-256" : "P-384", ex, ey);
+		assert_int_equal(EVP_Digest(jwk, strlen(jwk), md, &ml, EVP_sha256(), NULL), 1);
+		assert_int_equal(jose_thumbprint_ec(x, y, coord, tp), 0);
+		assert_memory_equal(md, tp, 32);
+	}
+	uint8_t x[48] = {0}, tp[32];
+	assert_int_not_equal(jose_thumbprint_ec(x, x, 33, tp), 0);
 }
 
 static void json_reader(void **state)
@@ -290,10 +334,14 @@ static void jws_checks(void **state)
 {
 	uint8_t out[JOSE_PAYLOAD_MAX];
 	size_t l;
+	/* ES256 (csvsm-kbs's token key) and ES384 */
 	char *t = jws_make(broker, NULL, "{\"hello\":1}");
 	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l), JOSE_OK);
 	assert_int_equal(l, 11);
 	assert_memory_equal(out, "{\"hello\":1}", 11);
+	t = jws_make(broker384, NULL, "{\"hello\":2}");
+	assert_int_equal(jose_jws_verify(t, strlen(t), broker384_tp, out, sizeof(out), &l),
+			 JOSE_OK);
 
 	/* another key than the image names: even with a valid signature */
 	t = jws_make(other_broker, NULL, "{\"hello\":1}");
@@ -301,8 +349,10 @@ static void jws_checks(void **state)
 			 JOSE_ERR_KEY);
 	/* the broker's key named in the header, the signature by another */
 	char jwk[300], h[400];
-	jwk_json(broker_x, broker_y, jwk, sizeof(jwk));
-	snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+	uint8_t x[48], y[48];
+	coords(broker, x, y);
+	jwk_json(x, y, 32, jwk, sizeof(jwk));
+	snprintf(h, sizeof(h), "{\"alg\":\"ES256\",\"jwk\":%s}", jwk);
 	t = jws_make(other_broker, h, "{\"hello\":1}");
 	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
 			 JOSE_ERR_SIG);
@@ -316,37 +366,36 @@ static void jws_checks(void **state)
 	t[strlen(t) - 3] = t[strlen(t) - 3] == 'A' ? 'B' : 'A';
 	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
 			 JOSE_ERR_SIG);
-	/* algorithms csvsm does not take, crit, a private key member, a repeated alg */
-	static const char *const hdrs[] = {"{\"alg\":\"none\",\"jwk\":%s}",
-					   "{\"alg\":\"ES256\",\"jwk\":%s}",
-					   "{\"alg\":\"ES384\",\"crit\":[\"exp\"],\"jwk\":%s}"};
-	for (unsigned i = 0; i < 3; i++) {
+	/* algorithms csvsm does not take, a curve that is not the algorithm's, crit */
+	static const char *const hdrs[] = {
+	    "{\"alg\":\"none\",\"jwk\":%s}", "{\"alg\":\"HS256\",\"jwk\":%s}",
+	    "{\"alg\":\"ES384\",\"jwk\":%s}", "{\"alg\":\"ES256\",\"crit\":[\"exp\"],\"jwk\":%s}"};
+	for (unsigned i = 0; i < 4; i++) {
 		snprintf(h, sizeof(h), hdrs[i], jwk);
 		t = jws_make(broker, h, "{}");
 		assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
 				 JOSE_ERR_ALG);
 	}
-	snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+	/* a repeated alg, a private key member */
+	snprintf(h, sizeof(h), "{\"alg\":\"ES256\",\"alg\":\"ES256\",\"jwk\":%s}", jwk);
 	t = jws_make(broker, h, "{}");
 	assert_int_not_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
 			     JOSE_OK);
 	char jwkd[400];
 	snprintf(jwkd, sizeof(jwkd),
-		 "{\"alg\":\"ES384\",\"jwk\":{\"kty\":\"EC\",\"crv\":\"P-384\",%s",
+		 "{\"alg\":\"ES256\",\"jwk\":{\"kty\":\"EC\",\"crv\":\"P-256\",%s",
 		 strstr(jwk, "\"x\""));
 	jwkd[strlen(jwkd) - 1] = 0;
 	strcat(jwkd, ",\"d\":\"AA\"}}");
 	t = jws_make(broker, jwkd, "{}");
 	assert_int_equal(jose_jws_verify(t, strlen(t), broker_tp, out, sizeof(out), &l),
 			 JOSE_ERR_FORMAT);
-	/* a point off the curve (y changed) */
-	uint8_t y2[48];
-	memcpy(y2, broker_y, 48);
-	y2[47] ^= 1;
-	jwk_json(broker_x, y2, jwk, sizeof(jwk));
-	snprintf(h, sizeof(h), "{\"alg\":\"ES384\",\"jwk\":%s}", jwk);
+	/* a point off the curve (y changed), named by its own thumbprint */
+	y[31] ^= 1;
+	jwk_json(x, y, 32, jwk, sizeof(jwk));
+	snprintf(h, sizeof(h), "{\"alg\":\"ES256\",\"jwk\":%s}", jwk);
 	uint8_t tp2[32];
-	assert_int_equal(jose_thumbprint_p384(broker_x, y2, tp2), 0);
+	assert_int_equal(jose_thumbprint_ec(x, y, 32, tp2), 0);
 	t = jws_make(broker, h, "{}");
 	assert_int_equal(jose_jws_verify(t, strlen(t), tp2, out, sizeof(out), &l), JOSE_ERR_FORMAT);
 	/* shapes */
@@ -363,45 +412,55 @@ static void jwe_checks(void **state)
 	static const uint8_t secret[32] = "0123456789abcdef0123456789abcdef";
 	uint8_t out[64];
 	size_t l;
-	char *t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_OK);
+#define OPEN(t, k) jose_jwe_open((t), strlen(t), (k), out, sizeof(out), &l)
+	char *t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_OK);
 	assert_int_equal(l, 32);
 	assert_memory_equal(out, secret, 32);
-	/* to another TEE key: csvsm cannot open it */
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee2, out, sizeof(out), &l),
-			 JOSE_ERR_DECRYPT);
-	/* the tag, the ciphertext */
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
-	t[strlen(t) - 2] = t[strlen(t) - 2] == 'A' ? 'B' : 'A';
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_DECRYPT);
+	/* to another TEE key: csvsm cannot open it (the key unwrap fails) */
+	assert_int_equal(OPEN(t, &tee2), JOSE_ERR_DECRYPT);
+	/* the tag, the wrapped key */
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL, "");
+	char *tg = strstr(t, "\"tag\":\"") + 7;
+	tg[0] = tg[0] == 'A' ? 'B' : 'A';
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_DECRYPT);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL, "");
+	char *ek = strstr(t, "\"encrypted_key\":\"") + 17;
+	ek[3] = ek[3] == 'A' ? 'B' : 'A';
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_DECRYPT);
 	/* algorithms, compression, crit */
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A128GCM", "", NULL);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", ",\"zip\":\"DEF\"", NULL);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", ",\"crit\":[\"x\"]", NULL);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A128GCM", "", NULL, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", ",\"zip\":\"DEF\"",
+		     NULL, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_ALG);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", ",\"crit\":[\"x\"]",
+		     NULL, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_ALG);
+	/* unprotected members csvsm does not take */
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL,
+		     ",\"header\":{\"kid\":\"x\"}");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_FORMAT);
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL,
+		     ",\"aad\":\"AAAA\"");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_FORMAT);
 	/* an epk off the curve: refused before any scalar multiplication */
 	char bad[300];
 	uint8_t y2[48];
 	memcpy(y2, tee.y, 48);
 	y2[0] ^= 0x80;
-	jwk_json(tee.x, y2, bad, sizeof(bad));
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", bad);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_FORMAT);
-	/* an encrypted key part where direct agreement has none */
-	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
-	static char withkey[JOSE_TOKEN_MAX + 4096];
-	char *dd = strstr(t, "..");
-	snprintf(withkey, sizeof(withkey), "%.*s.AAAA%s", (int)(dd - t), t, dd + 1);
-	assert_int_equal(jose_jwe_open(withkey, strlen(withkey), &tee, out, sizeof(out), &l),
-			 JOSE_ERR_FORMAT);
+	jwk_json(tee.x, y2, 48, bad, sizeof(bad));
+	t = jwe_make(tee.x, tee.y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", bad, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_FORMAT);
 	/* a secret larger than a key */
 	static uint8_t big[100];
-	t = jwe_make(tee.x, tee.y, big, sizeof(big), "ECDH-ES", "A256GCM", "", NULL);
-	assert_int_equal(jose_jwe_open(t, strlen(t), &tee, out, sizeof(out), &l), JOSE_ERR_SIZE);
+	t = jwe_make(tee.x, tee.y, big, sizeof(big), "ECDH-ES+A256KW", "A256GCM", "", NULL, "");
+	assert_int_equal(OPEN(t, &tee), JOSE_ERR_SIZE);
+	/* not JSON, a compact token */
+	assert_int_equal(jose_jwe_open("a..b.c.d", 8, &tee, out, sizeof(out), &l), JOSE_ERR_FORMAT);
+#undef OPEN
 }
 
 /* The broker's release for this boot, as the contract defines it. */
@@ -409,10 +468,10 @@ static char *release(EVP_PKEY *signer, const char *instance, const char *nonce, 
 		     const uint8_t *secret, const struct jose_p384_key *to)
 {
 	static char payload[2 * JOSE_TOKEN_MAX];
-	char *jwe = jwe_make(to->x, to->y, secret, 32, "ECDH-ES", "A256GCM", "", NULL);
+	char *jwe = jwe_make(to->x, to->y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL, "");
 	snprintf(payload, sizeof(payload),
 		 "{\"instance\":\"%s\",\"nonce\":\"%s\"%s,\"lease\":\"lease-7\","
-		 "\"lease-expires\":1900000000,\"key\":\"%s\"}",
+		 "\"lease-expires\":1900000000,\"key\":%s}",
 		 instance, nonce, extra, jwe);
 	return jws_make(signer, NULL, payload);
 }
@@ -427,48 +486,40 @@ static void release_checks(void **state)
 	uint8_t root[32];
 	struct vtpm_kbs_grant g;
 	char why[160];
+#define CHECK(t, nonce, to)                                                                        \
+	vtpm_kbs_check_release((t), strlen(t), broker_tp, inst, (nonce), (to), root, &g, why,      \
+			       sizeof(why))
 	char *t = release(broker, INST_HEX, "n-1", ",\"version\":4", state_key, &tee);
-	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
-						&g, why, sizeof(why)),
-			 0);
+	assert_int_equal(CHECK(t, "n-1", &tee), 0);
 	assert_memory_equal(root, state_key, 32);
 	assert_int_equal(g.version, 4);
 	assert_string_equal(g.lease, "lease-7");
 	assert_int_equal(g.lease_expires, 1900000000);
 	/* replayed (another boot's nonce), another instance, no version, another signer, to another
 	 * key */
-	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-2", &tee, root,
-						&g, why, sizeof(why)),
-			 -1);
+	assert_int_equal(CHECK(t, "n-2", &tee), -1);
 	assert_non_null(strstr(why, "replayed"));
 	t = release(broker, "ffffffffffffffffffffffffffffffff", "n-1", ",\"version\":4", state_key,
 		    &tee);
-	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
-						&g, why, sizeof(why)),
-			 -1);
+	assert_int_equal(CHECK(t, "n-1", &tee), -1);
 	assert_non_null(strstr(why, "instance"));
 	t = release(broker, INST_HEX, "n-1", "", state_key, &tee);
-	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
-						&g, why, sizeof(why)),
-			 -1);
+	assert_int_equal(CHECK(t, "n-1", &tee), -1);
 	t = release(other_broker, INST_HEX, "n-1", ",\"version\":4", state_key, &tee);
-	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
-						&g, why, sizeof(why)),
-			 -1);
+	assert_int_equal(CHECK(t, "n-1", &tee), -1);
 	assert_non_null(strstr(why, "broker"));
 	t = release(broker, INST_HEX, "n-1", ",\"version\":4", state_key, &tee2);
-	assert_int_equal(vtpm_kbs_check_release(t, strlen(t), broker_tp, inst, "n-1", &tee, root,
-						&g, why, sizeof(why)),
-			 -1);
+	assert_int_equal(CHECK(t, "n-1", &tee), -1);
+#undef CHECK
 }
 
 /* ---- the whole exchange through a fake relay: csvsm-kbs played here ---- */
 
 static struct {
 	unsigned requests;
-	bool unreachable;
-	char nonce[32];
-	char rd[600];
+	bool unreachable, no_broker;
+	const char *select_hash;
+	char nonce[64];
 	uint8_t report_data[64];
 	struct jose_p384_key tee_seen;
 	bool report_called;
@@ -495,6 +546,72 @@ static void relay_answer(uint32_t seq, uint32_t status, uint32_t http, const cha
 	out_len += (size_t)w;
 }
 
+static uint8_t *b64std_decode(const char *s, size_t *n)
+{
+	static uint8_t out[4096];
+	EVP_ENCODE_CTX *c = EVP_ENCODE_CTX_new();
+	int l, l2;
+	EVP_DecodeInit(c);
+	assert_int_equal(EVP_DecodeUpdate(c, out, &l, (const uint8_t *)s, (int)strlen(s)) >= 0, 1);
+	assert_int_equal(EVP_DecodeFinal(c, out + l, &l2), 1);
+	EVP_ENCODE_CTX_free(c);
+	*n = (size_t)(l + l2);
+	return out;
+}
+
+/* csvsm-kbs's binding check (main's kbs/service.c handle_attest), done independently. */
+static void check_binding(const char *body, size_t bl)
+{
+	const char *ev, *sv, *pk;
+	size_t evl, svl, pkl, ml, rl;
+	char x[80], y[80], alg[32], crv[16], kty[8], mb64[256], rb64[2048];
+	assert_int_equal(json_validate(body, bl), 0);
+	assert_int_equal(json_get_raw(body, bl, "tee-pubkey", &pk, &pkl), 0);
+	assert_int_equal(json_get_raw(body, bl, "tee-evidence", &ev, &evl), 0);
+	assert_int_equal(json_get_raw(ev, evl, "svsm", &sv, &svl), 0);
+	assert_int_equal(json_get_string(pk, pkl, "alg", alg, sizeof(alg), NULL), 0);
+	assert_string_equal(alg, "ECDH-ES+A256KW");
+	assert_int_equal(json_get_string(pk, pkl, "crv", crv, sizeof(crv), NULL), 0);
+	assert_int_equal(json_get_string(pk, pkl, "kty", kty, sizeof(kty), NULL), 0);
+	assert_int_equal(json_get_string(pk, pkl, "x", x, sizeof(x), NULL), 0);
+	assert_int_equal(json_get_string(pk, pkl, "y", y, sizeof(y), NULL), 0);
+	assert_int_equal(jose_b64url_decode(x, strlen(x), kbs.tee_seen.x, 48), 48);
+	assert_int_equal(jose_b64url_decode(y, strlen(y), kbs.tee_seen.y, 48), 48);
+	/* RFC 8785 of Trustee's 0.1 runtime data, members sorted, rebuilt here */
+	char jcs[600];
+	snprintf(jcs, sizeof(jcs),
+		 "{\"nonce\":\"%s\",\"tee-pubkey\":{\"alg\":\"%s\",\"crv\":\"%s\",\"kty\":\"%s\","
+		 "\"x\":\"%s\",\"y\":\"%s\"}}",
+		 kbs.nonce, alg, crv, kty, x, y);
+	uint8_t n64[64] = {0}, md[64];
+	unsigned int hl = 0;
+	assert_int_equal(EVP_Digest(jcs, strlen(jcs), n64, &hl, EVP_sha384(), NULL), 1);
+	assert_int_equal(json_get_string(sv, svl, "manifest", mb64, sizeof(mb64), NULL), 0);
+	assert_int_equal(json_get_string(sv, svl, "report", rb64, sizeof(rb64), NULL), 0);
+	uint8_t man[128];
+	const uint8_t *mp = b64std_decode(mb64, &ml);
+	assert_true(ml <= sizeof(man));
+	memcpy(man, mp, ml);
+	b64std_decode(rb64, &rl);
+	assert_int_equal(rl, KBS_REPORT_BYTES);
+	/* the manifest: its table GUID, one entry csvsm-vtpm-unlock {instance, mode 2, format 1} */
+	assert_int_equal(ml, KBS_MANIFEST_BYTES);
+	assert_int_equal(le32(man + 16), ml);
+	assert_int_equal(le32(man + 20), 1);
+	assert_memory_equal(man + 24, vtpm_kbs_unlock_guid, 16);
+	assert_int_equal(le32(man + 40), 48);
+	assert_int_equal(le32(man + 44), 24);
+	assert_memory_equal(man + 48, inst, 16);
+	assert_int_equal(le32(man + 64), 2);
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+	EVP_DigestInit_ex(c, EVP_sha512(), NULL);
+	EVP_DigestUpdate(c, n64, 64);
+	EVP_DigestUpdate(c, man, ml);
+	EVP_DigestFinal_ex(c, md, &hl);
+	EVP_MD_CTX_free(c);
+	assert_memory_equal(md, kbs.report_data, 64);
+}
+
 static void kbs_serve(void)
 {
 	static struct vchan_rx rx;
@@ -506,8 +623,9 @@ static void kbs_serve(void)
 	in_len = 0;
 	assert_int_equal(rx.type, VCHAN_RELAY);
 	kbs.requests++;
-	if (kbs.unreachable) {
-		relay_answer(rx.seq, VCHAN_RELAY_UNREACH, 0, NULL);
+	if (kbs.unreachable || kbs.no_broker) {
+		relay_answer(rx.seq, kbs.no_broker ? VCHAN_RELAY_NONE : VCHAN_RELAY_UNREACH, 0,
+			     NULL);
 		return;
 	}
 	uint32_t method = le32(pb), pl = le32(pb + 4);
@@ -518,41 +636,21 @@ static void kbs_serve(void)
 	size_t bl = rx.got - 8 - pl;
 	if (!strcmp(path, "/kbs/v0/auth")) {
 		assert_int_equal(method, VCHAN_METHOD_POST);
-		char tee_s[16];
+		char tee_s[16], ver[16];
 		assert_int_equal(json_validate(body, bl), 0);
 		assert_int_equal(json_get_string(body, bl, "tee", tee_s, sizeof(tee_s), NULL), 0);
-		assert_string_equal(tee_s, "csvsm");
-		strcpy(kbs.nonce, "bm9uY2UtZm9yLXRoaXMtYm9vdA");
-		char a[128];
-		snprintf(a, sizeof(a), "{\"nonce\":\"%s\",\"extra-params\":\"\"}", kbs.nonce);
+		assert_string_equal(tee_s, "snp");
+		assert_int_equal(json_get_string(body, bl, "version", ver, sizeof(ver), NULL), 0);
+		assert_string_equal(ver, "0.1.0");
+		/* 32 random bytes, standard base64 (Trustee make_nonce), as csvsm-kbs */
+		strcpy(kbs.nonce, "q6+4bHc/0NQ2M1y3tE0dJ4y5pB2XzNqz1m0sVxK8Rn4=");
+		char a[200];
+		snprintf(a, sizeof(a),
+			 "{\"nonce\":\"%s\",\"extra-params\":{\"selected-hash-algorithm\":\"%s\"}}",
+			 kbs.nonce, kbs.select_hash ? kbs.select_hash : "sha384");
 		relay_answer(rx.seq, VCHAN_RELAY_OK, 200, a);
 	} else if (!strcmp(path, "/kbs/v0/attest")) {
-		/* the evidence binds the nonce and the TEE key: REPORT_DATA = SHA-512(nonce || rd)
-		 */
-		const char *ev, *rd, *pk;
-		size_t evl, rdl, pkl;
-		char x[80], y[80];
-		assert_int_equal(json_validate(body, bl), 0);
-		assert_int_equal(json_get_raw(body, bl, "tee-evidence", &ev, &evl), 0);
-		assert_int_equal(json_get_raw(ev, evl, "runtime-data", &rd, &rdl), 0);
-		assert_int_equal(json_get_raw(body, bl, "tee-pubkey", &pk, &pkl), 0);
-		assert_int_equal(json_get_string(pk, pkl, "x", x, sizeof(x), NULL), 0);
-		assert_int_equal(json_get_string(pk, pkl, "y", y, sizeof(y), NULL), 0);
-		assert_int_equal(jose_b64url_decode(x, strlen(x), kbs.tee_seen.x, 48), 48);
-		assert_int_equal(jose_b64url_decode(y, strlen(y), kbs.tee_seen.y, 48), 48);
-		uint8_t md[64];
-		unsigned int ml = 64;
-		EVP_MD_CTX *c = EVP_MD_CTX_new();
-		EVP_DigestInit_ex(c, EVP_sha512(), NULL);
-		EVP_DigestUpdate(c, kbs.nonce, strlen(kbs.nonce));
-		EVP_DigestUpdate(c, rd, rdl);
-		EVP_DigestFinal_ex(c, md, &ml);
-		EVP_MD_CTX_free(c);
-		assert_memory_equal(md, kbs.report_data, 64);
-		char inst_s[40];
-		assert_int_equal(json_get_string(rd, rdl, "instance", inst_s, sizeof(inst_s), NULL),
-				 0);
-		assert_string_equal(inst_s, INST_HEX);
+		check_binding(body, bl);
 		relay_answer(rx.seq, VCHAN_RELAY_OK, 200, "{\"token\":\"ear\"}");
 	} else {
 		assert_int_equal(method, VCHAN_METHOD_GET);
@@ -617,18 +715,29 @@ static void unlock_end_to_end(void **state)
 	assert_int_equal(g.version, 9);
 	assert_memory_equal(kbs.tee_seen.x, g.tee.x, 48);
 
+	/* a challenge that selects another hash than csvsm binds with */
+	memset(&kbs, 0, sizeof(kbs));
+	kbs.select_hash = "sha512";
+	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
+	assert_non_null(strstr(why, "sha384"));
 	/* an unreachable broker: bounded retries, then the reason */
 	memset(&kbs, 0, sizeof(kbs));
 	kbs.unreachable = true;
 	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
 	assert_int_equal(kbs.requests, KBS_RELAY_ATTEMPTS);
-	assert_non_null(strstr(why, "unreachable"));
+	assert_non_null(strstr(why, "could not reach it, 3 attempts"));
+	/* a host without a broker: asked once, and the reason says so */
+	memset(&kbs, 0, sizeof(kbs));
+	kbs.no_broker = true;
+	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
+	assert_int_equal(kbs.requests, 1);
+	assert_non_null(strstr(why, "no broker configured, 1 attempt)"));
 	/* a broker the image does not name */
 	memset(&kbs, 0, sizeof(kbs));
-	uint8_t x[48], y[48];
-	coords(other_broker, x, y);
-	assert_int_equal(jose_thumbprint_p384(x, y, cfg.broker), 0);
+	thumbprint(other_broker, cfg.broker);
 	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "broker"));

@@ -17,3 +17,5 @@ $(VTPM_PROBE_EFI): $(PROBE_OBJDIR)/vtpm-probe.so
 	$(PROBE_OBJCOPY) $< $@
 
 TEST_SCRIPTS += tests/vtpm/sealed.sh
+# tests/vtpm/scan.py opens the sealed state with the key it derives (AES-GCM, HKDF)
+DEPS_PKGS    += python3-cryptography

@@ -169,13 +169,15 @@ refusal b3 "$tmp/a.igvm" "$tmp/altered.blob" "altered"
 refusal b4 "$tmp/a.igvm" "$tmp/mode.blob" "another vTPM mode"
 refusal b5 "$tmp/b.igvm" "" "another key"
 
-# ---- boot 6: kbs mode without a broker ----
+# ---- boot 6: kbs mode, the broker unreachable ----
+# The proxy relays to a loopback port nobody listens on: csvsm asks three
+# times, then refuses at step 'key' (no FETCH, no STORE, no fresh TPM).
 cp "$tmp/state" "$tmp/b6.state"
-boot b6 "$tmp/k.igvm" "$tmp/b6.state"
+boot b6 "$tmp/k.igvm" "$tmp/b6.state" --kbs-url "http://127.0.0.1:9"
 line=$(grep -m1 "^csvsm: vtpm: refused at step" "$tmp/b6.log")
-tap_check "b6: kbs mode, no broker: refused at step 'key' after 3 relay attempts: ${line#csvsm: vtpm: }" \
-	grep -q "^csvsm: vtpm: refused at step 'key': csvsm-kbs is unreachable through the host (the host has no broker configured, 3 attempts)" "$tmp/b6.log"
-tap_check "b6: the proxy relayed the attempts and nothing else (no FETCH, no STORE)" \
+tap_check "b6: kbs mode, broker unreachable: ${line#csvsm: vtpm: }" \
+	grep -q "^csvsm: vtpm: refused at step 'key': csvsm-kbs is unreachable through the host (the host could not reach it, 3 attempts)" "$tmp/b6.log"
+tap_check "b6: the proxy relayed three attempts and nothing else (no FETCH, no STORE)" \
 	test "$(grep -c '^[0-9.]* <- RELAY ' "$tmp/b6.proxy")" -eq 3 -a \
 	"$(grep -c '^[0-9.]* <- \(FETCH\|STORE\) ' "$tmp/b6.proxy")" -eq 0
 tap_check "b6: the guest never ran" test -z "$(grep -m1 '^vtpm-probe: start' "$tmp/b6.log")"
