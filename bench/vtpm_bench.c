@@ -18,82 +18,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/le.h"
 #include "tpm/vtpm.h"
 #include "tpm/vtpm_persist.h"
+#include "tests/unit/vchan_pipe.h"
 
-static uint8_t in[4 * VCHAN_MAX_PAYLOAD], out[2 * VCHAN_MAX_PAYLOAD], pbuf[VCHAN_MAX_PAYLOAD];
-static size_t in_len, out_len, out_pos;
+static struct vchan_pipe pipe;
 static uint8_t kept[VTPM_SEALED_MAX];
 static size_t kept_len;
-static uint64_t clock_us;
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void frame(uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
-{
-	long w = vchan_frame(out + out_len, sizeof(out) - out_len, type, seq, p, n);
-	if (w < 0)
-		abort();
-	out_len += (size_t)w;
-}
 
 /* The host: csvsm-proxy's answers, in memory. Not csvsm's cost (subtracted). */
-__attribute__((noinline)) void host_work(void)
+__attribute__((noinline)) void host_work(struct vchan_pipe *p)
 {
-	static struct vchan_rx rx;
 	static uint8_t a[VTPM_SEALED_MAX + 4];
-	size_t used;
-	vchan_rx_init(&rx, pbuf, sizeof(pbuf));
-	if (vchan_rx_feed(&rx, in, in_len, &used) != VCHAN_RX_FRAME)
+	if (!vchan_pipe_request(p))
 		return;
-	in_len = 0;
-	if (rx.type == VCHAN_FETCH) {
-		put32(a, kept_len ? VCHAN_FETCH_STATE : VCHAN_FETCH_NONE);
+	if (p->rx.type == VCHAN_FETCH) {
+		le32_put(a, kept_len ? VCHAN_FETCH_STATE : VCHAN_FETCH_NONE);
 		memcpy(a + 4, kept, kept_len);
-		frame(VCHAN_FETCH_RSP, rx.seq, a, 4 + kept_len);
+		vchan_pipe_answer(p, VCHAN_FETCH_RSP, p->rx.seq, a, 4 + kept_len);
 	} else {
-		memcpy(kept, rx.buf, rx.got);
-		kept_len = rx.got;
-		put32(a, VCHAN_STORE_OK);
-		frame(VCHAN_STORE_RSP, rx.seq, a, 4);
+		memcpy(kept, p->rx.buf, p->rx.got);
+		kept_len = p->rx.got;
+		le32_put(a, VCHAN_STORE_OK);
+		vchan_pipe_answer(p, VCHAN_STORE_RSP, p->rx.seq, a, 4);
 	}
-}
-
-static int h_write(void *ctx, const uint8_t *p, size_t n)
-{
-	memcpy(in + in_len, p, n);
-	in_len += n;
-	return 0;
-}
-static long h_read(void *ctx, uint8_t *p, size_t cap, uint64_t t)
-{
-	host_work();
-	if (out_pos == out_len) {
-		out_pos = out_len = 0;
-		clock_us += t;
-		return 0;
-	}
-	size_t n = out_len - out_pos < cap ? out_len - out_pos : cap;
-	memcpy(p, out + out_pos, n);
-	out_pos += n;
-	return (long)n;
-}
-static uint64_t h_now(void *ctx)
-{
-	return ++clock_us;
-}
-static const struct vchan_io hio = {.write = h_write, .read = h_read, .now_us = h_now};
-
-static int rng(void *ctx, unsigned char *b, size_t n)
-{
-	static uint32_t x = 1;
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
-	return 0;
 }
 
 static uint8_t cbuf[VCHAN_MAX_PAYLOAD];
@@ -104,8 +53,10 @@ static struct vtpm_persist_report rep;
 
 static struct vtpm_persist_cfg cfg(void)
 {
-	struct vtpm_persist_cfg c = {.id = {.mode = 1, .instance = {9}}, .chan = &chan, .rng = rng};
-	vchan_init(&chan, &hio, NULL, cbuf, sizeof(cbuf), 1000000, 3);
+	struct vtpm_persist_cfg c = {
+	    .id = {.mode = 1, .instance = {9}}, .chan = &chan, .rng = vchan_pipe_rng};
+	pipe.serve = host_work;
+	vchan_init(&chan, &vchan_pipe_io, &pipe, cbuf, sizeof(cbuf), 1000000, 3);
 	return c;
 }
 

@@ -38,12 +38,17 @@ done
 python3 - "$T" "$ITERS" <<'PY'
 import re, sys
 d, it = sys.argv[1], int(sys.argv[2])
+# A function's inclusive count: callgrind_annotate may list it more than
+# once (code inlined from a header is filed under that header, with or
+# without the object's name, and as the "=> file:fn (Nx)" call edge); the
+# largest of these is the whole of it.
 def ir(step, fn):
+    best = 0
     for line in open(f"{d}/an.{step}"):
-        m = re.match(r'\s*([\d,]+) \([^)]*\)\s+\S*:(\S+) \[', line)
+        m = re.match(r'\s*([\d,]+) \([^)]*\)\s+(?:=> )?\S*:(\S+)(?: \[.*\]| \(\d+x\))?\s*$', line)
         if m and m.group(2) == fn:
-            return int(m.group(1).replace(',', ''))
-    return 0
+            best = max(best, int(m.group(1).replace(',', '')))
+    return best
 def own(step):
     return (ir(step, "measured_" + step) - ir(step, "host_work")) // it
 be, bf, br = own("boot_ephemeral"), own("boot_sealed_first"), own("boot_sealed_restore")

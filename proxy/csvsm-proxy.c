@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/le.h"
 #include "proxy/relay.h"
 #include "proxy/slots.h"
 #include "tpm/vtpm_chan.h"
@@ -92,16 +93,6 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 	return 0;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /* One answer frame: header, payload, CRC, escaped (vchan_frame). */
 static int answer(int fd, uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
 {
@@ -122,13 +113,13 @@ static int on_fetch(int fd, uint32_t seq, const uint8_t *p, size_t n)
 
 	if (n != 20)
 		logx("note FETCH payload of %zu bytes (20 expected)\n", n);
-	put32(tx_buf, VCHAN_FETCH_NONE);
+	le32_put(tx_buf, VCHAN_FETCH_NONE);
 	if (slots_read(state_fd, &v, tx_buf + 4, sizeof(tx_buf) - 4, &len)) {
 		logx("error reading the state file\n");
 		return -1;
 	}
 	if (v.newest >= 0) {
-		put32(tx_buf, VCHAN_FETCH_STATE);
+		le32_put(tx_buf, VCHAN_FETCH_STATE);
 		logx("state: slot %d generation %llu, %u bytes\n", v.newest,
 		     (unsigned long long)v.slot[v.newest].generation, len);
 		return answer(fd, VCHAN_FETCH_RSP, seq, tx_buf, 4 + len);
@@ -136,7 +127,7 @@ static int on_fetch(int fd, uint32_t seq, const uint8_t *p, size_t n)
 	if (v.written) {
 		/* Slots were written but none is intact: say so; "none" would let
 		 * csvsm's sealed mode manufacture a new TPM in place of the lost one. */
-		put32(tx_buf, VCHAN_FETCH_DAMAGED);
+		le32_put(tx_buf, VCHAN_FETCH_DAMAGED);
 		logx("state: damaged (no intact slot)\n");
 		return answer(fd, VCHAN_FETCH_RSP, seq, tx_buf, 4);
 	}
@@ -150,7 +141,7 @@ static int on_store(int fd, uint32_t seq, const uint8_t *p, size_t n, bool crc_b
 	uint64_t gen = 0;
 
 	if (crc_bad) {
-		put32(st, VCHAN_STORE_CORRUPT);
+		le32_put(st, VCHAN_STORE_CORRUPT);
 		logx("STORE arrived damaged (CRC): asking for it again\n");
 		return answer(fd, VCHAN_STORE_RSP, seq, st, 4);
 	}
@@ -167,7 +158,7 @@ static int on_store(int fd, uint32_t seq, const uint8_t *p, size_t n, bool crc_b
 		_exit(9);
 	}
 	int rc = slots_write(state_fd, p, (uint32_t)n, -1, &gen);
-	put32(st, rc ? 1u : VCHAN_STORE_OK);
+	le32_put(st, rc ? 1u : VCHAN_STORE_OK);
 	logx("STORE %ld: %s (generation %llu, %zu bytes)\n", stores,
 	     rc ? "write failed" : "durable", (unsigned long long)gen, n);
 	return answer(fd, VCHAN_STORE_RSP, seq, st, 4);
@@ -181,7 +172,7 @@ static int on_relay(int fd, uint32_t seq, const uint8_t *p, size_t n)
 	int rc = RELAY_UNREACH;
 
 	if (n >= 8) {
-		uint32_t method = get32(p), pl = get32(p + 4);
+		uint32_t method = le32_get(p), pl = le32_get(p + 4);
 		if (pl < sizeof(path) && pl <= n - 8 &&
 		    (method == RELAY_GET || method == RELAY_POST)) {
 			memcpy(path, p + 8, pl);
@@ -193,8 +184,8 @@ static int on_relay(int fd, uint32_t seq, const uint8_t *p, size_t n)
 			     method == RELAY_GET ? "GET" : "POST", path, rc, http, out_len);
 		}
 	}
-	put32(tx_buf, (uint32_t)rc);
-	put32(tx_buf + 4, (uint32_t)http);
+	le32_put(tx_buf, (uint32_t)rc);
+	le32_put(tx_buf + 4, (uint32_t)http);
 	return answer(fd, VCHAN_RELAY_RSP, seq, tx_buf, 8 + (rc == RELAY_OK ? out_len : 0));
 }
 

@@ -14,24 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/le.h"
 #include "proxy/slots.h"
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 static void digest(const uint8_t *hdr, const uint8_t *data, uint32_t len, uint8_t out[32])
 {
@@ -48,9 +32,8 @@ void slots_header(uint8_t hdr[SLOTS_HDR], uint64_t gen, const uint8_t *data, uin
 {
 	memset(hdr, 0, SLOTS_HDR);
 	memcpy(hdr, SLOTS_MAGIC, 8);
-	put64(hdr + 8, gen);
-	for (int i = 0; i < 4; i++)
-		hdr[0x10 + i] = (uint8_t)(len >> (8 * i));
+	le64_put(hdr + 8, gen);
+	le32_put(hdr + 0x10, len);
 	digest(hdr, data, len, hdr + 0x18);
 }
 
@@ -61,16 +44,16 @@ struct slot_info slots_check(const uint8_t *slot, size_t len)
 
 	if (len < SLOTS_HDR || memcmp(slot, SLOTS_MAGIC, 8))
 		return si;
-	uint32_t n = get32(slot + 0x10);
+	uint32_t n = le32_get(slot + 0x10);
 	static const uint8_t zero[8];
-	if (n > SLOTS_DATA_MAX || n > len - SLOTS_HDR || get32(slot + 0x14) ||
-	    memcmp(slot + 0x38, zero, 8) || get64(slot + 8) == 0)
+	if (n > SLOTS_DATA_MAX || n > len - SLOTS_HDR || le32_get(slot + 0x14) ||
+	    memcmp(slot + 0x38, zero, 8) || le64_get(slot + 8) == 0)
 		return si;
 	digest(slot, slot + SLOTS_HDR, n, d);
 	if (memcmp(d, slot + 0x18, 32))
 		return si;
 	si.intact = true;
-	si.generation = get64(slot + 8);
+	si.generation = le64_get(slot + 8);
 	si.len = n;
 	return si;
 }

@@ -5,21 +5,12 @@
  * costs bounded memory and time; tests/unit/test_vtpm_chan.c feeds it
  * malformed input and tests/fuzz/fuzz_vtpm_chan.c fuzzes it.
  */
+#include "base/le.h"
 #include "base/string.h"
 #include "tpm/vtpm_chan.h"
 
 #define ESC   0x01
 #define STAGE 512u /* escaped bytes written per io->write */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
 
 long vchan_escape(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 {
@@ -40,12 +31,12 @@ long vchan_escape(const uint8_t *in, size_t n, uint8_t *out, size_t cap)
 
 void vchan_hdr_put(uint8_t hdr[VCHAN_HDR], uint8_t type, uint32_t seq, uint32_t len)
 {
-	put32(hdr, VCHAN_MAGIC);
+	le32_put(hdr, VCHAN_MAGIC);
 	hdr[4] = VCHAN_VERSION;
 	hdr[5] = type;
 	hdr[6] = hdr[7] = 0;
-	put32(hdr + 8, seq);
-	put32(hdr + 12, len);
+	le32_put(hdr + 8, seq);
+	le32_put(hdr + 12, len);
 }
 
 uint32_t vchan_crc32(uint32_t crc, const uint8_t *p, size_t n)
@@ -72,7 +63,7 @@ long vchan_frame(uint8_t *out, size_t cap, uint8_t type, uint32_t seq, const uin
 	if (n > VCHAN_MAX_PAYLOAD)
 		return -1;
 	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
-	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n));
+	le32_put(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n));
 	if ((a = vchan_escape(hdr, sizeof(hdr), out, cap)) < 0 ||
 	    (b = vchan_escape(p, n, out + a, cap - (size_t)a)) < 0 ||
 	    (c = vchan_escape(crc, sizeof(crc), out + a + b, cap - (size_t)(a + b))) < 0)
@@ -117,8 +108,8 @@ static int rx_byte(struct vchan_rx *rx, uint8_t b)
 		if (rx->hdr[6] || rx->hdr[7])
 			return rx_fail(rx, "reserved bits set");
 		rx->type = rx->hdr[5];
-		rx->seq = get32(rx->hdr + 8);
-		rx->want = get32(rx->hdr + 12);
+		rx->seq = le32_get(rx->hdr + 8);
+		rx->want = le32_get(rx->hdr + 12);
 		if (rx->want > VCHAN_MAX_PAYLOAD || rx->want > rx->cap)
 			return rx_fail(rx, "payload over the limit");
 		rx->got = 0;
@@ -136,7 +127,7 @@ static int rx_byte(struct vchan_rx *rx, uint8_t b)
 	rx->crc_in[rx->crc_got++] = b;
 	if (rx->crc_got < VCHAN_CRC)
 		return VCHAN_RX_MORE;
-	rx->crc_bad = get32(rx->crc_in) != rx->crc;
+	rx->crc_bad = le32_get(rx->crc_in) != rx->crc;
 	return VCHAN_RX_FRAME;
 }
 
@@ -285,13 +276,13 @@ int vchan_call(struct vchan *c, uint8_t type, const uint8_t *head, size_t hl, co
 		    send_part(c, tail, tl, &crc))
 			return VCHAN_ERR_IO;
 		uint32_t crc_once = crc;
-		put32(crcb, crc);
+		le32_put(crcb, crc);
 		if (send_part(c, crcb, sizeof(crcb), &crc_once))
 			return VCHAN_ERR_IO;
 		c->st.tx_bytes += VCHAN_HDR + total + VCHAN_CRC;
 		rc = wait_answer(c, type, seq, len);
 		if (rc == VCHAN_OK && type == VCHAN_STORE && *len >= 4 &&
-		    get32(c->buf) == VCHAN_STORE_CORRUPT)
+		    le32_get(c->buf) == VCHAN_STORE_CORRUPT)
 			rc = VCHAN_ERR_TIMEOUT; /* damaged on the way: again */
 		if (rc != VCHAN_ERR_TIMEOUT)
 			break;

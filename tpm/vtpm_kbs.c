@@ -18,6 +18,7 @@
 #include <mbedtls/base64.h>
 #include <mbedtls/sha512.h>
 
+#include "base/le.h"
 #include "base/console.h"
 #include "base/string.h"
 #include "tpm/vtpm_json.h"
@@ -40,11 +41,6 @@ static void hex(const uint8_t *p, size_t n, char *out)
 	out[2 * n] = 0;
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 /*
  * One relayed HTTP exchange: {u32 method, u32 path length, path, body} out,
  * {u32 status, u32 HTTP status, body} back (include/tpm/vtpm_chan.h). An
@@ -64,10 +60,8 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 		fmt_snprintf(why, n, "request too large");
 		return -1;
 	}
-	for (int i = 0; i < 4; i++) {
-		head[i] = (uint8_t)(method >> (8 * i));
-		head[4 + i] = (uint8_t)(pl >> (8 * i));
-	}
+	le32_put(head, method);
+	le32_put(head + 4, (uint32_t)pl);
 	memcpy(head + 8, path, pl);
 	for (a = 0; a < KBS_RELAY_ATTEMPTS && status == VCHAN_RELAY_UNREACH; a++) {
 		int rc = vchan_call(cfg->chan, VCHAN_RELAY, head, 8 + pl, (const uint8_t *)req,
@@ -82,7 +76,7 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 			fmt_snprintf(why, n, "%s: the host's relay answer is malformed", path);
 			return -1;
 		}
-		status = le32(cfg->chan->buf);
+		status = le32_get(cfg->chan->buf);
 	}
 	if (status != VCHAN_RELAY_OK) {
 		fmt_snprintf(why, n, "csvsm-kbs is unreachable through the host (%s, %u attempt%s)",
@@ -91,7 +85,7 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 			     a, a == 1 ? "" : "s");
 		return -1;
 	}
-	*http = le32(cfg->chan->buf + 4);
+	*http = le32_get(cfg->chan->buf + 4);
 	*rsp = (const char *)cfg->chan->buf + 8;
 	*rsp_len = ans - 8;
 	if (*http != 200) {
@@ -108,12 +102,6 @@ const uint8_t vtpm_kbs_unlock_guid[16] = {0x0c, 0xa3, 0xeb, 0x97, 0x68, 0xca, 0x
 /* The services manifest's table GUID, 63849ebb-3d92-4670-a1ff-58f9c94b87bb (attest/manifest.c). */
 static const uint8_t manifest_guid[16] = {0xbb, 0x9e, 0x84, 0x63, 0x92, 0x3d, 0x70, 0x46,
 					  0xa1, 0xff, 0x58, 0xf9, 0xc9, 0x4b, 0x87, 0xbb};
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 int vtpm_kbs_binding(const char *nonce, const uint8_t instance[16], const struct jose_p384_key *tee,
 		     char *jwk, size_t jwk_cap, uint8_t manifest[KBS_MANIFEST_BYTES],
@@ -148,14 +136,14 @@ int vtpm_kbs_binding(const char *nonce, const uint8_t instance[16], const struct
 	/* The manifest (reference §2 GUID table): one entry, csvsm-vtpm-unlock,
 	 * whose data is {instance[16], u32 mode 2, u32 format 1}. */
 	memcpy(manifest, manifest_guid, 16);
-	put32(manifest + 16, KBS_MANIFEST_BYTES);
-	put32(manifest + 20, 1);
+	le32_put(manifest + 16, KBS_MANIFEST_BYTES);
+	le32_put(manifest + 20, 1);
 	memcpy(manifest + 24, vtpm_kbs_unlock_guid, 16);
-	put32(manifest + 40, 48);
-	put32(manifest + 44, 24);
+	le32_put(manifest + 40, 48);
+	le32_put(manifest + 44, 24);
 	memcpy(manifest + 48, instance, 16);
-	put32(manifest + 64, 2);
-	put32(manifest + 68, 1);
+	le32_put(manifest + 64, 2);
+	le32_put(manifest + 68, 1);
 	/* REPORT_DATA = SHA-512(N || manifest), as for every VMPL-0 report csvsm
 	 * makes (docs/attestation.md; COCONUT kernel/src/protocols/attest.rs). */
 	mbedtls_sha512_context c;

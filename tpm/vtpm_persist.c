@@ -11,6 +11,7 @@
  */
 #include <mbedtls/sha256.h>
 
+#include "base/le.h"
 #include "base/console.h"
 #include "base/secret.h"
 #include "base/string.h"
@@ -181,11 +182,6 @@ static int fail(struct vtpm_persist_report *rep, enum vtpm_persist_step step, co
 	return refused(rep, step);
 }
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTPM_SEAL_KEY],
 		      const struct vtpm_options *opt, struct vtpm_persist_report *rep)
 {
@@ -202,20 +198,20 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 		return fail(rep, VTPM_STEP_KEY, "state key derivation failed");
 
 	/* fetch */
-	for (unsigned i = 0; i < 4; i++)
-		req[i] = (uint8_t)(cfg->id.mode >> (8 * i));
+	le32_put(req, cfg->id.mode);
 	memcpy(req + 4, cfg->id.instance, VTPM_SEAL_INSTANCE);
 	rc = vchan_call(cfg->chan, VCHAN_FETCH, req, sizeof(req), NULL, 0, &ans);
 	if (rc)
 		return fail(rep, VTPM_STEP_FETCH, "%s", vchan_strerror(rc));
-	if (ans == 4 && le32(cfg->chan->buf) == VCHAN_FETCH_DAMAGED)
+	if (ans == 4 && le32_get(cfg->chan->buf) == VCHAN_FETCH_DAMAGED)
 		return fail(rep, VTPM_STEP_FETCH, "the host says its copy of the state is damaged");
-	if (ans < 4 || (le32(cfg->chan->buf) == VCHAN_FETCH_NONE && ans != 4) ||
-	    (le32(cfg->chan->buf) != VCHAN_FETCH_NONE && le32(cfg->chan->buf) != VCHAN_FETCH_STATE))
+	if (ans < 4 || (le32_get(cfg->chan->buf) == VCHAN_FETCH_NONE && ans != 4) ||
+	    (le32_get(cfg->chan->buf) != VCHAN_FETCH_NONE &&
+	     le32_get(cfg->chan->buf) != VCHAN_FETCH_STATE))
 		return fail(rep, VTPM_STEP_FETCH, "the host's answer is malformed (%zu bytes)",
 			    ans);
 
-	bool none = le32(cfg->chan->buf) == VCHAN_FETCH_NONE;
+	bool none = le32_get(cfg->chan->buf) == VCHAN_FETCH_NONE;
 	if (cfg->registry && none && cfg->registry_version)
 		return fail(rep, VTPM_STEP_FETCH,
 			    "the host keeps no state, the registry knows version %llu",

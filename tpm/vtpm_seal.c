@@ -9,6 +9,7 @@
 #include <mbedtls/hkdf.h>
 #include <mbedtls/md.h>
 
+#include "base/le.h"
 #include "base/string.h"
 #include "tpm/vtpm_seal.h"
 
@@ -48,25 +49,6 @@ const char *vtpm_seal_strerror(int err)
 	return "unknown error";
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 static bool zero(const uint8_t *p, size_t n)
 {
 	uint8_t acc = 0;
@@ -84,7 +66,7 @@ int vtpm_seal_key(const uint8_t root[VTPM_SEAL_KEY], const struct vtpm_seal_id *
 	uint8_t info[sizeof(label) - 1 + 4 + VTPM_SEAL_INSTANCE], mac[32];
 
 	memcpy(info, label, sizeof(label) - 1);
-	put32(info + sizeof(label) - 1, id->mode);
+	le32_put(info + sizeof(label) - 1, id->mode);
 	memcpy(info + sizeof(label) + 3, id->instance, VTPM_SEAL_INSTANCE);
 	if (!md ||
 	    mbedtls_hkdf(md, NULL, 0, root, VTPM_SEAL_KEY, info, sizeof(info), key,
@@ -107,12 +89,12 @@ int vtpm_seal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV]
 		return VTPM_SEAL_ERR_SIZE;
 	memset(out, 0, VTPM_SEAL_HDR);
 	memcpy(out, VTPM_SEAL_MAGIC, 8);
-	put32(out + OFF_FORMAT, VTPM_SEAL_FORMAT);
-	put32(out + OFF_MODE, id->mode);
+	le32_put(out + OFF_FORMAT, VTPM_SEAL_FORMAT);
+	le32_put(out + OFF_MODE, id->mode);
 	memcpy(out + OFF_INSTANCE, id->instance, VTPM_SEAL_INSTANCE);
-	put64(out + OFF_VERSION, version);
-	put32(out + OFF_ALG, VTPM_SEAL_ALG_AESGCM);
-	put32(out + OFF_LEN, (uint32_t)len);
+	le64_put(out + OFF_VERSION, version);
+	le32_put(out + OFF_ALG, VTPM_SEAL_ALG_AESGCM);
+	le32_put(out + OFF_LEN, (uint32_t)len);
 	memcpy(out + OFF_NONCE, nonce, VTPM_SEAL_NONCE);
 	memcpy(out + OFF_KCV, kcv, VTPM_SEAL_KCV);
 
@@ -132,15 +114,15 @@ int vtpm_seal(const uint8_t key[VTPM_SEAL_KEY], const uint8_t kcv[VTPM_SEAL_KCV]
 int vtpm_seal_peek(const uint8_t *blob, size_t blob_len, uint32_t *mode, uint64_t *version)
 {
 	if (!blob || blob_len < VTPM_SEAL_HDR + VTPM_SEAL_TAG || memcmp(blob, VTPM_SEAL_MAGIC, 8) ||
-	    get32(blob + OFF_FORMAT) != VTPM_SEAL_FORMAT ||
-	    get32(blob + OFF_ALG) != VTPM_SEAL_ALG_AESGCM || !zero(blob + OFF_RSVD0, 4) ||
+	    le32_get(blob + OFF_FORMAT) != VTPM_SEAL_FORMAT ||
+	    le32_get(blob + OFF_ALG) != VTPM_SEAL_ALG_AESGCM || !zero(blob + OFF_RSVD0, 4) ||
 	    !zero(blob + OFF_RSVD1, 16) ||
-	    get32(blob + OFF_LEN) != blob_len - VTPM_SEAL_HDR - VTPM_SEAL_TAG)
+	    le32_get(blob + OFF_LEN) != blob_len - VTPM_SEAL_HDR - VTPM_SEAL_TAG)
 		return VTPM_SEAL_ERR_FORMAT;
 	if (mode)
-		*mode = get32(blob + OFF_MODE);
+		*mode = le32_get(blob + OFF_MODE);
 	if (version)
-		*version = get64(blob + OFF_VERSION);
+		*version = le64_get(blob + OFF_VERSION);
 	return VTPM_SEAL_OK;
 }
 

@@ -26,7 +26,7 @@
  * broker is retried a bounded number of times first.
  *
  * Core code: the report comes through a callback (attest/guest_req.c in the
- * image; a fake in tests/unit/test_vtpm_kbs.c, which plays csvsm-kbs with
+ * image; a fake in tests/unit/test_vtpm_jose.c, which plays csvsm-kbs with
  * OpenSSL).
  */
 #ifndef TPM_VTPM_KBS_H

@@ -14,15 +14,11 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "base/le.h"
 #include "tpm/vtpm_chan.h"
+#include "vchan_pipe.h"
 
 static uint8_t buf[VCHAN_MAX_PAYLOAD];
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* A whole escaped frame into out (vchan_frame), or one with its CRC off by one bit. */
 static size_t frame(uint8_t *out, size_t cap, uint8_t type, uint32_t seq, const uint8_t *p,
@@ -35,7 +31,7 @@ static size_t frame(uint8_t *out, size_t cap, uint8_t type, uint32_t seq, const 
 	}
 	uint8_t hdr[VCHAN_HDR], crc[4];
 	vchan_hdr_put(hdr, type, seq, (uint32_t)n);
-	put32(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n) ^ 1u);
+	le32_put(crc, vchan_crc32(vchan_crc32(0, hdr, sizeof(hdr)), p, n) ^ 1u);
 	long a = vchan_escape(hdr, sizeof(hdr), out, cap);
 	long b = vchan_escape(p, n, out + a, cap - (size_t)a);
 	long c = vchan_escape(crc, 4, out + a + b, cap - (size_t)(a + b));
@@ -204,102 +200,68 @@ static void bad_crc_is_flagged(void **state)
 /* ---- the client against a scripted host ---- */
 
 struct host {
-	uint8_t in[65536]; /* what csvsm wrote */
-	size_t in_len;
-	uint8_t out[65536]; /* what csvsm will read */
-	size_t out_len, out_pos;
-	uint64_t now;
-	unsigned writes;
-	int script; /* what the host does next */
+	struct vchan_pipe p; /* first: the pipe's serve gets the host */
+	int script;	     /* what the host does next */
 	uint32_t seen_seq[8];
 	unsigned nseen;
 };
 
-static int h_write(void *ctx, const uint8_t *p, size_t n)
-{
-	struct host *h = ctx;
-	assert_true(h->in_len + n <= sizeof(h->in));
-	memcpy(h->in + h->in_len, p, n);
-	h->in_len += n;
-	h->writes++;
-	return 0;
-}
-
 /* The host answers when a whole request arrived. */
-static void host_answer(struct host *h)
+static void host_answer(struct vchan_pipe *p)
 {
-	static struct vchan_rx rx;
-	static uint8_t pbuf[VCHAN_MAX_PAYLOAD];
-	size_t used;
-	vchan_rx_init(&rx, pbuf, sizeof(pbuf));
-	if (vchan_rx_feed(&rx, h->in, h->in_len, &used) != VCHAN_RX_FRAME)
+	struct host *h = (struct host *)p;
+	if (!vchan_pipe_request(p))
 		return;
-	h->in_len = 0;
-	h->seen_seq[h->nseen++ % 8] = rx.seq;
+	struct vchan_rx *rx = &p->rx;
+	h->seen_seq[h->nseen++ % 8] = rx->seq;
 	uint8_t st[4] = {0};
 	switch (h->script) {
 	case 0: /* answer properly, after a stale answer with another sequence number */
-		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,
-				    (uint8_t)(rx.type + 1), rx.seq - 1, st, 4, false);
-		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,
-				    (uint8_t)(rx.type + 1), rx.seq, st, 4, false);
+		p->out_len += frame(p->out + p->out_len, sizeof(p->out) - p->out_len,
+				    (uint8_t)(rx->type + 1), rx->seq - 1, st, 4, false);
+		p->out_len += frame(p->out + p->out_len, sizeof(p->out) - p->out_len,
+				    (uint8_t)(rx->type + 1), rx->seq, st, 4, false);
 		break;
 	case 1: /* silent once, then answer */
 		h->script = 0;
 		break;
 	case 2: /* the store arrived damaged once */
-		put32(st, VCHAN_STORE_CORRUPT);
-		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,
-				    (uint8_t)(rx.type + 1), rx.seq, st, 4, false);
+		le32_put(st, VCHAN_STORE_CORRUPT);
+		p->out_len += frame(p->out + p->out_len, sizeof(p->out) - p->out_len,
+				    (uint8_t)(rx->type + 1), rx->seq, st, 4, false);
 		h->script = 0;
 		break;
 	case 3: /* the wrong type */
-		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,
-				    VCHAN_RELAY_RSP, rx.seq, st, 4, false);
+		p->out_len += frame(p->out + p->out_len, sizeof(p->out) - p->out_len,
+				    VCHAN_RELAY_RSP, rx->seq, st, 4, false);
 		break;
 	case 4: /* a bad CRC from the host */
-		h->out_len += frame(h->out + h->out_len, sizeof(h->out) - h->out_len,
-				    (uint8_t)(rx.type + 1), rx.seq, st, 4, true);
+		p->out_len += frame(p->out + p->out_len, sizeof(p->out) - p->out_len,
+				    (uint8_t)(rx->type + 1), rx->seq, st, 4, true);
 		break;
 	case 5: /* never answers */
 		break;
 	}
 }
 
-static long h_read(void *ctx, uint8_t *p, size_t cap, uint64_t timeout_us)
+static void host_reset(struct host *h)
 {
-	struct host *h = ctx;
-	host_answer(h);
-	if (h->out_pos == h->out_len) {
-		h->now += timeout_us; /* nothing came within the wait */
-		return 0;
-	}
-	size_t n = MIN(cap, h->out_len - h->out_pos);
-	memcpy(p, h->out + h->out_pos, n);
-	h->out_pos += n;
-	h->now += 10;
-	return (long)n;
+	memset(h, 0, sizeof(*h));
+	h->p.serve = host_answer;
 }
-
-static uint64_t h_now(void *ctx)
-{
-	return ((struct host *)ctx)->now;
-}
-
-static const struct vchan_io hio = {.write = h_write, .read = h_read, .now_us = h_now};
 
 static void client_skips_stale_and_answers(void **state)
 {
 	static struct host h;
 	struct vchan c;
 	size_t len;
-	memset(&h, 0, sizeof(h));
-	vchan_init(&c, &hio, &h, buf, sizeof(buf), 1000, 3);
+	host_reset(&h);
+	vchan_init(&c, &vchan_pipe_io, &h.p, buf, sizeof(buf), 1000, 3);
 	assert_int_equal(vchan_call(&c, VCHAN_STORE, (const uint8_t *)"abc", 3, NULL, 0, &len),
 			 VCHAN_OK);
 	assert_int_equal(len, 4);
 	assert_int_equal(c.st.retries, 0);
-	assert_true(h.writes > 0);
+	assert_true(h.p.writes > 0);
 }
 
 static void client_retries(void **state)
@@ -308,24 +270,24 @@ static void client_retries(void **state)
 	struct vchan c;
 	size_t len;
 
-	memset(&h, 0, sizeof(h));
+	host_reset(&h);
 	h.script = 1; /* the first try gets no answer */
-	vchan_init(&c, &hio, &h, buf, sizeof(buf), 1000, 3);
+	vchan_init(&c, &vchan_pipe_io, &h.p, buf, sizeof(buf), 1000, 3);
 	assert_int_equal(vchan_call(&c, VCHAN_FETCH, (const uint8_t *)"x", 1, NULL, 0, &len),
 			 VCHAN_OK);
 	assert_int_equal(c.st.retries, 1);
 	assert_int_not_equal(h.seen_seq[0], h.seen_seq[1]); /* a new sequence number */
 
-	memset(&h, 0, sizeof(h));
+	host_reset(&h);
 	h.script = 2; /* STORE_CORRUPT once */
-	vchan_init(&c, &hio, &h, buf, sizeof(buf), 1000, 3);
+	vchan_init(&c, &vchan_pipe_io, &h.p, buf, sizeof(buf), 1000, 3);
 	assert_int_equal(vchan_call(&c, VCHAN_STORE, (const uint8_t *)"x", 1, NULL, 0, &len),
 			 VCHAN_OK);
 	assert_int_equal(c.st.retries, 1);
 
-	memset(&h, 0, sizeof(h));
+	host_reset(&h);
 	h.script = 5; /* never answers: bounded */
-	vchan_init(&c, &hio, &h, buf, sizeof(buf), 1000, 3);
+	vchan_init(&c, &vchan_pipe_io, &h.p, buf, sizeof(buf), 1000, 3);
 	assert_int_equal(vchan_call(&c, VCHAN_FETCH, NULL, 0, NULL, 0, &len), VCHAN_ERR_TIMEOUT);
 	assert_int_equal(c.st.retries, 2);
 	assert_int_equal(h.nseen, 3);
@@ -337,13 +299,13 @@ static void client_refuses_wrong_answers(void **state)
 	struct vchan c;
 	size_t len;
 
-	memset(&h, 0, sizeof(h));
+	host_reset(&h);
 	h.script = 3;
-	vchan_init(&c, &hio, &h, buf, sizeof(buf), 1000, 3);
+	vchan_init(&c, &vchan_pipe_io, &h.p, buf, sizeof(buf), 1000, 3);
 	assert_int_equal(vchan_call(&c, VCHAN_FETCH, NULL, 0, NULL, 0, &len), VCHAN_ERR_PROTO);
-	memset(&h, 0, sizeof(h));
+	host_reset(&h);
 	h.script = 4;
-	vchan_init(&c, &hio, &h, buf, sizeof(buf), 1000, 3);
+	vchan_init(&c, &vchan_pipe_io, &h.p, buf, sizeof(buf), 1000, 3);
 	assert_int_equal(vchan_call(&c, VCHAN_FETCH, NULL, 0, NULL, 0, &len), VCHAN_ERR_PROTO);
 	/* requests: odd types only, bounded size */
 	assert_int_equal(vchan_call(&c, VCHAN_FETCH_RSP, NULL, 0, NULL, 0, &len), VCHAN_ERR_SIZE);

@@ -23,9 +23,11 @@
 #include <openssl/param_build.h>
 #include <openssl/rand.h>
 
+#include "base/le.h"
 #include "tpm/vtpm_jose.h"
 #include "tpm/vtpm_json.h"
 #include "tpm/vtpm_kbs.h"
+#include "vchan_pipe.h"
 
 /* ---- OpenSSL side: csvsm-kbs ---- */
 
@@ -525,25 +527,16 @@ static struct {
 	bool report_called;
 } kbs;
 
-static uint32_t le32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint8_t wire_in[65536], wire_out[65536];
-static size_t in_len, out_len, out_pos;
+static struct vchan_pipe pipe;
 
 static void relay_answer(uint32_t seq, uint32_t status, uint32_t http, const char *body)
 {
 	static uint8_t p[VCHAN_RELAY_MAX + 8];
 	size_t bl = body ? strlen(body) : 0;
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(status >> (8 * i)), p[4 + i] = (uint8_t)(http >> (8 * i));
+	le32_put(p, status);
+	le32_put(p + 4, http);
 	memcpy(p + 8, body, bl);
-	long w = vchan_frame(wire_out + out_len, sizeof(wire_out) - out_len, VCHAN_RELAY_RSP, seq,
-			     p, 8 + bl);
-	assert_true(w > 0);
-	out_len += (size_t)w;
+	vchan_pipe_answer(&pipe, VCHAN_RELAY_RSP, seq, p, 8 + bl);
 }
 
 static uint8_t *b64std_decode(const char *s, size_t *n)
@@ -596,13 +589,13 @@ static void check_binding(const char *body, size_t bl)
 	assert_int_equal(rl, KBS_REPORT_BYTES);
 	/* the manifest: its table GUID, one entry csvsm-vtpm-unlock {instance, mode 2, format 1} */
 	assert_int_equal(ml, KBS_MANIFEST_BYTES);
-	assert_int_equal(le32(man + 16), ml);
-	assert_int_equal(le32(man + 20), 1);
+	assert_int_equal(le32_get(man + 16), ml);
+	assert_int_equal(le32_get(man + 20), 1);
 	assert_memory_equal(man + 24, vtpm_kbs_unlock_guid, 16);
-	assert_int_equal(le32(man + 40), 48);
-	assert_int_equal(le32(man + 44), 24);
+	assert_int_equal(le32_get(man + 40), 48);
+	assert_int_equal(le32_get(man + 44), 24);
 	assert_memory_equal(man + 48, inst, 16);
-	assert_int_equal(le32(man + 64), 2);
+	assert_int_equal(le32_get(man + 64), 2);
 	EVP_MD_CTX *c = EVP_MD_CTX_new();
 	EVP_DigestInit_ex(c, EVP_sha512(), NULL);
 	EVP_DigestUpdate(c, n64, 64);
@@ -612,15 +605,12 @@ static void check_binding(const char *body, size_t bl)
 	assert_memory_equal(md, kbs.report_data, 64);
 }
 
-static void kbs_serve(void)
+static void kbs_serve(struct vchan_pipe *pp)
 {
-	static struct vchan_rx rx;
-	static uint8_t pb[VCHAN_MAX_PAYLOAD];
-	size_t used;
-	vchan_rx_init(&rx, pb, sizeof(pb));
-	if (vchan_rx_feed(&rx, wire_in, in_len, &used) != VCHAN_RX_FRAME)
+	if (!vchan_pipe_request(pp))
 		return;
-	in_len = 0;
+	struct vchan_rx rx = pp->rx;
+	const uint8_t *pb = pp->rx_buf;
 	assert_int_equal(rx.type, VCHAN_RELAY);
 	kbs.requests++;
 	if (kbs.unreachable || kbs.no_broker) {
@@ -628,7 +618,7 @@ static void kbs_serve(void)
 			     NULL);
 		return;
 	}
-	uint32_t method = le32(pb), pl = le32(pb + 4);
+	uint32_t method = le32_get(pb), pl = le32_get(pb + 4);
 	char path[200];
 	memcpy(path, pb + 8, pl);
 	path[pl] = 0;
@@ -661,31 +651,6 @@ static void kbs_serve(void)
 	}
 }
 
-static int r_write(void *ctx, const uint8_t *p, size_t n)
-{
-	memcpy(wire_in + in_len, p, n);
-	in_len += n;
-	return 0;
-}
-static long r_read(void *ctx, uint8_t *p, size_t cap, uint64_t t)
-{
-	kbs_serve();
-	if (out_pos == out_len) {
-		out_pos = out_len = 0;
-		return 0;
-	}
-	size_t n = MIN(cap, out_len - out_pos);
-	memcpy(p, wire_out + out_pos, n);
-	out_pos += n;
-	return (long)n;
-}
-static uint64_t r_now(void *ctx)
-{
-	static uint64_t t;
-	return t += 1000;
-}
-static const struct vchan_io rio = {.write = r_write, .read = r_read, .now_us = r_now};
-
 static int report(void *ctx, const uint8_t rd[64], uint8_t rep[KBS_REPORT_BYTES])
 {
 	memcpy(kbs.report_data, rd, 64);
@@ -707,7 +672,8 @@ static void unlock_end_to_end(void **state)
 	memcpy(cfg.instance, inst, 16);
 	memcpy(cfg.broker, broker_tp, 32);
 	memset(&kbs, 0, sizeof(kbs));
-	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	pipe.serve = kbs_serve;
+	vchan_init(&ch, &vchan_pipe_io, &pipe, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), 0);
 	assert_true(kbs.report_called);
 	assert_int_equal(kbs.requests, 3);
@@ -718,27 +684,27 @@ static void unlock_end_to_end(void **state)
 	/* a challenge that selects another hash than csvsm binds with */
 	memset(&kbs, 0, sizeof(kbs));
 	kbs.select_hash = "sha512";
-	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	vchan_init(&ch, &vchan_pipe_io, &pipe, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "sha384"));
 	/* an unreachable broker: bounded retries, then the reason */
 	memset(&kbs, 0, sizeof(kbs));
 	kbs.unreachable = true;
-	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	vchan_init(&ch, &vchan_pipe_io, &pipe, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
 	assert_int_equal(kbs.requests, KBS_RELAY_ATTEMPTS);
 	assert_non_null(strstr(why, "could not reach it, 3 attempts"));
 	/* a host without a broker: asked once, and the reason says so */
 	memset(&kbs, 0, sizeof(kbs));
 	kbs.no_broker = true;
-	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	vchan_init(&ch, &vchan_pipe_io, &pipe, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
 	assert_int_equal(kbs.requests, 1);
 	assert_non_null(strstr(why, "no broker configured, 1 attempt)"));
 	/* a broker the image does not name */
 	memset(&kbs, 0, sizeof(kbs));
 	thumbprint(other_broker, cfg.broker);
-	vchan_init(&ch, &rio, NULL, cbuf, sizeof(cbuf), 100000, 1);
+	vchan_init(&ch, &vchan_pipe_io, &pipe, cbuf, sizeof(cbuf), 100000, 1);
 	assert_int_equal(vtpm_kbs_unlock(&cfg, root, &g, why, sizeof(why)), -1);
 	assert_non_null(strstr(why, "broker"));
 }

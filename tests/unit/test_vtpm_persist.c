@@ -23,10 +23,12 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/le.h"
 #include "base/secret.h"
 #include "proxy/slots.h"
 #include "tpm/vtpm.h"
 #include "tpm/vtpm_persist.h"
+#include "vchan_pipe.h"
 
 /* ---- the fake host ---- */
 
@@ -35,98 +37,39 @@ enum host_mode { HOST_OK, HOST_STORE_FAILS, HOST_SILENT, HOST_DAMAGED };
 static struct {
 	int fd;
 	enum host_mode mode;
-	uint8_t in[VCHAN_MAX_PAYLOAD * 2 + 64];
-	size_t in_len;
-	uint8_t out[VCHAN_MAX_PAYLOAD * 2 + 64];
-	size_t out_len, out_pos;
-	uint64_t now;
+	struct vchan_pipe pipe;
 	unsigned fetches, stores;
 } host;
 static char path[64];
-static uint8_t rx_payload[VCHAN_MAX_PAYLOAD], ans[VCHAN_MAX_PAYLOAD + 8];
+static uint8_t ans[VCHAN_MAX_PAYLOAD + 8];
 
-static void put32(uint8_t *p, uint32_t v)
+static void host_serve(struct vchan_pipe *p)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void answer(uint8_t type, uint32_t seq, const uint8_t *p, size_t n)
-{
-	long w =
-	    vchan_frame(host.out + host.out_len, sizeof(host.out) - host.out_len, type, seq, p, n);
-	assert_true(w > 0);
-	host.out_len += (size_t)w;
-}
-
-static void host_serve(void)
-{
-	static struct vchan_rx rx;
-	size_t used;
-	vchan_rx_init(&rx, rx_payload, sizeof(rx_payload));
-	if (vchan_rx_feed(&rx, host.in, host.in_len, &used) != VCHAN_RX_FRAME)
+	struct vchan_rx *rx = &p->rx;
+	if (!vchan_pipe_request(p))
 		return;
-	host.in_len = 0;
-	assert_false(rx.crc_bad);
+	assert_false(rx->crc_bad);
 	if (host.mode == HOST_SILENT)
 		return;
-	if (rx.type == VCHAN_FETCH) {
+	if (rx->type == VCHAN_FETCH) {
 		struct slots_view v;
 		uint32_t len = 0;
 		host.fetches++;
-		assert_int_equal(rx.got, 20);
+		assert_int_equal(rx->got, 20);
 		assert_int_equal(slots_read(host.fd, &v, ans + 4, sizeof(ans) - 4, &len), 0);
-		put32(ans, v.newest >= 0			      ? VCHAN_FETCH_STATE
-			   : (v.written || host.mode == HOST_DAMAGED) ? VCHAN_FETCH_DAMAGED
-								      : VCHAN_FETCH_NONE);
-		answer(VCHAN_FETCH_RSP, rx.seq, ans, v.newest >= 0 ? 4 + len : 4);
-	} else if (rx.type == VCHAN_STORE) {
+		le32_put(ans, v.newest >= 0				 ? VCHAN_FETCH_STATE
+			      : (v.written || host.mode == HOST_DAMAGED) ? VCHAN_FETCH_DAMAGED
+									 : VCHAN_FETCH_NONE);
+		vchan_pipe_answer(p, VCHAN_FETCH_RSP, rx->seq, ans, v.newest >= 0 ? 4 + len : 4);
+	} else if (rx->type == VCHAN_STORE) {
 		uint64_t gen;
 		host.stores++;
 		int rc = host.mode == HOST_STORE_FAILS
 			     ? -1
-			     : slots_write(host.fd, rx.buf, (uint32_t)rx.got, -1, &gen);
-		put32(ans, rc ? 1u : VCHAN_STORE_OK);
-		answer(VCHAN_STORE_RSP, rx.seq, ans, 4);
+			     : slots_write(host.fd, rx->buf, (uint32_t)rx->got, -1, &gen);
+		le32_put(ans, rc ? 1u : VCHAN_STORE_OK);
+		vchan_pipe_answer(p, VCHAN_STORE_RSP, rx->seq, ans, 4);
 	}
-}
-
-static int h_write(void *ctx, const uint8_t *p, size_t n)
-{
-	assert_true(host.in_len + n <= sizeof(host.in));
-	memcpy(host.in + host.in_len, p, n);
-	host.in_len += n;
-	return 0;
-}
-
-static long h_read(void *ctx, uint8_t *p, size_t cap, uint64_t timeout_us)
-{
-	host_serve();
-	if (host.out_pos == host.out_len) {
-		host.out_pos = host.out_len = 0;
-		host.now += timeout_us;
-		return 0;
-	}
-	size_t n = MIN(cap, host.out_len - host.out_pos);
-	memcpy(p, host.out + host.out_pos, n);
-	host.out_pos += n;
-	host.now += 1;
-	return (long)n;
-}
-
-static uint64_t h_now(void *ctx)
-{
-	return host.now;
-}
-
-static const struct vchan_io hio = {.write = h_write, .read = h_read, .now_us = h_now};
-
-static int rng(void *ctx, unsigned char *b, size_t n)
-{
-	static uint32_t x = 12345;
-	for (size_t i = 0; i < n; i++)
-		b[i] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
-	return 0;
 }
 
 static uint8_t chan_buf[VCHAN_MAX_PAYLOAD];
@@ -137,8 +80,8 @@ static const struct vtpm_options opt = {.no_startup = false};
 static struct vtpm_persist_cfg cfg(void)
 {
 	struct vtpm_persist_cfg c = {
-	    .id = {.mode = 1, .instance = {1, 2, 3, 4}}, .chan = &chan, .rng = rng};
-	vchan_init(&chan, &hio, NULL, chan_buf, sizeof(chan_buf), 1000000, 3);
+	    .id = {.mode = 1, .instance = {1, 2, 3, 4}}, .chan = &chan, .rng = vchan_pipe_rng};
+	vchan_init(&chan, &vchan_pipe_io, &host.pipe, chan_buf, sizeof(chan_buf), 1000000, 3);
 	return c;
 }
 
@@ -148,7 +91,7 @@ static int boot(const uint8_t *root, struct vtpm_persist_cfg *c, struct vtpm_per
 	vtpm_power_off();
 	vtpm_destroy();
 	vtpm_persist_reset();
-	host.in_len = host.out_len = host.out_pos = 0;
+	host.pipe.in_len = host.pipe.out_len = host.pipe.out_pos = 0;
 	return vtpm_persist_boot(c, root, &opt, r);
 }
 
@@ -160,6 +103,7 @@ static int setup(void **state)
 	close(fd);
 	unlink(path);
 	memset(&host, 0, sizeof(host));
+	host.pipe.serve = host_serve;
 	host.fd = slots_open(path);
 	assert_true(host.fd >= 0);
 	return 0;
