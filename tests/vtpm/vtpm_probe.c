@@ -124,6 +124,17 @@ static u32 send(void)
 	return be32(rsp + 6);
 }
 
+/* send(), which must succeed (else the probe fails naming what): its TSC cycles. */
+static u64 send_timed(const CHAR16 *what)
+{
+	u64 t0 = rdtsc();
+	u32 rc = send();
+	u64 t1 = rdtsc();
+	if (rc)
+		fail(what, rc);
+	return t1 - t0;
+}
+
 static void flush(u32 h)
 {
 	start(0x8001, 0x165); /* TPM2_FlushContext */
@@ -224,12 +235,7 @@ static u64 nv_write(u32 index, const u8 *data, u16 n)
 	p16(n);
 	pbytes(data, n);
 	p16(0); /* offset */
-	u64 t0 = rdtsc();
-	u32 rc = send();
-	u64 t1 = rdtsc();
-	if (rc)
-		fail(L"TPM2_NV_Write", rc);
-	return t1 - t0;
+	return send_timed(L"TPM2_NV_Write");
 }
 
 static const u8 *nv_read(u32 index, u16 n)
@@ -339,12 +345,7 @@ static u64 get_random(void)
 {
 	start(0x8001, 0x17B);
 	p16(16);
-	u64 t0 = rdtsc();
-	u32 rc = send();
-	u64 t1 = rdtsc();
-	if (rc)
-		fail(L"TPM2_GetRandom", rc);
-	return t1 - t0;
+	return send_timed(L"TPM2_GetRandom");
 }
 
 EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
