@@ -58,7 +58,8 @@ include base/build.mk src/build.mk mm/build.mk tpm/build.mk attest/build.mk tool
         tests/build.mk tests/snpm/model/build.mk bench/build.mk kbs/build.mk
 # Optional fragments of areas that build their own artefacts.
 include $(wildcard attest/measure.mk attest/attest.mk base/libc.mk tests/guest/build.mk tests/fuzz/fuzz.mk \
-                   attest/igvm.mk tests/linux/linux.mk tests/snpm/snpm.mk)
+                   attest/igvm.mk tests/linux/linux.mk tests/snpm/snpm.mk proxy/build.mk \
+                   tests/vtpm/build.mk)
 
 IMAGE_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(IMAGE_SRCS) $(CORE_SRCS)))
 HOST_OBJS  := $(patsubst %,$(HOSTOBJ)/%.o,$(basename $(CORE_SRCS) $(HOST_SRCS)))

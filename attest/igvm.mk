@@ -8,7 +8,7 @@ CORE_SRCS += attest/igvm.c
 HOST_SRCS += attest/igvm_build.c attest/igvm_csvsm.c
 
 TOOLS += csvsm-igvm
-csvsm-igvm_SRCS := tools/csvsm-igvm.c
+csvsm-igvm_SRCS := tools/csvsm-igvm.c tools/vtpm_opts.c
 csvsm-igvm_LIBS := -lmbedcrypto
 
 test_igvm_LIBS := -lmbedcrypto

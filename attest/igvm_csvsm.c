@@ -293,6 +293,45 @@ static int add_params(struct igvm_builder *b, const struct igvm_csvsm_params *p,
 	return 0;
 }
 
+/*
+ * The vTPM configuration the boot block's page carries (igvm_boot.h): none
+ * for an ephemeral image, so that its page is what it was before persistence
+ * existed. A persistent mode needs a channel port and an instance; kbs also
+ * the broker's key identity (without it any broker, the host's own included,
+ * could release a key of its choosing: docs/vtpm.md "Persistence").
+ */
+static int vtpm_config(const struct igvm_csvsm_params *p, struct igvm_csvsm_image *img, char *err,
+		       size_t n)
+{
+	static const uint8_t zero[CSVSM_IGVM_VTPM_BROKER_ID];
+	const struct csvsm_igvm_vtpm *v = p->vtpm;
+
+	if (!v || v->mode == CSVSM_VTPM_MODE_EPHEMERAL)
+		return 0;
+	if (v->mode != CSVSM_VTPM_MODE_SEALED && v->mode != CSVSM_VTPM_MODE_KBS) {
+		snprintf(err, n, "unknown vTPM mode %u", v->mode);
+		return -1;
+	}
+	if (!v->port || v->port > 0xFFF8 || (v->flags & ~CSVSM_IGVM_VTPM_F_TCB) ||
+	    (!(v->flags & CSVSM_IGVM_VTPM_F_TCB) && v->tcb_version)) {
+		snprintf(err, n, "vTPM channel port %#x or flags %#x unusable", v->port, v->flags);
+		return -1;
+	}
+	if (!memcmp(v->instance, zero, sizeof(v->instance))) {
+		snprintf(err, n, "a persistent vTPM needs an instance identity");
+		return -1;
+	}
+	if ((v->mode == CSVSM_VTPM_MODE_KBS) != !!memcmp(v->broker_key, zero, sizeof(zero))) {
+		snprintf(err, n,
+			 "the broker key identity goes with vTPM mode kbs, and only with it");
+		return -1;
+	}
+	img->vtpm = *v;
+	img->vtpm.magic = CSVSM_IGVM_VTPM_MAGIC;
+	memset(img->vtpm.rsvd, 0, sizeof(img->vtpm.rsvd));
+	return 0;
+}
+
 int igvm_csvsm_build(const struct igvm_csvsm_params *p, struct igvm_csvsm_image *img, char *err,
 		     size_t n)
 {
@@ -324,7 +363,7 @@ int igvm_csvsm_build(const struct igvm_csvsm_params *p, struct igvm_csvsm_image 
 		snprintf(err, n, "command line longer than %d bytes", CSVSM_IGVM_CMDLINE_SIZE - 1);
 		return -1;
 	}
-	if (check_segments(p, &lo, &hi, err, n))
+	if (check_segments(p, &lo, &hi, err, n) || vtpm_config(p, img, err, n))
 		return -1;
 	fw_gpa = (4ULL << 30) - p->fw_len;
 
@@ -341,6 +380,7 @@ int igvm_csvsm_build(const struct igvm_csvsm_params *p, struct igvm_csvsm_image 
 	bb->fw_gpa = fw_gpa;
 	bb->fw_size = p->fw_len;
 	bb->fw_ap_reset_eip = p->fw_info->has_reset_eip ? p->fw_info->reset_eip : 0;
+	bb->vtpm_mode = img->vtpm.mode;
 	if (p->cmdline)
 		memcpy(bb->cmdline, p->cmdline, strlen(p->cmdline));
 	if (hi > bb->region_end || region_size > (1ULL << 32) ||
@@ -413,6 +453,8 @@ int igvm_csvsm_build(const struct igvm_csvsm_params *p, struct igvm_csvsm_image 
 		    (struct csvsm_igvm_range){pl.r[i].gpa, pl.r[i].size, pl.r[i].kind, 0};
 	memset(page, 0, sizeof(page));
 	memcpy(page, bb, sizeof(*bb));
+	if (img->vtpm.mode != CSVSM_VTPM_MODE_EPHEMERAL)
+		memcpy(page + CSVSM_IGVM_VTPM_OFF, &img->vtpm, sizeof(img->vtpm));
 	if (igvm_builder_page(&b, CSVSM_IGVM_BOOT_BLOCK_GPA, 1, 0, IGVM_PAGE_DATA_NORMAL, page))
 		goto oom;
 	img->n_pages++;

@@ -11,7 +11,7 @@ $(IMGOBJ)/attest/launch_digest_mbedtls.o: \
 	IMAGE_CFLAGS += -idirafter /usr/include -idirafter /usr/include/x86_64-linux-gnu
 
 TOOLS += csvsm-measure
-csvsm-measure_SRCS := tools/csvsm-measure.c
+csvsm-measure_SRCS := tools/csvsm-measure.c tools/vtpm_opts.c
 csvsm-measure_LIBS := -lmbedcrypto
 
 test_launch_digest_LIBS := -lmbedcrypto

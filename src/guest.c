@@ -31,6 +31,7 @@
 #define GREQ_DATA_PAGES 4	   /* extended-request certificate table */
 
 const struct csvsm_igvm_boot_block *snp_boot_block_copy(void);
+const struct csvsm_igvm_vtpm *snp_boot_vtpm_copy(void);
 static struct ovmf_info fw_info;
 static struct guest_launch gl;
 /*
@@ -64,12 +65,12 @@ static void secrets_take(void)
 }
 
 /*
- * Attestation (protocol 1): csvsm talks to the PSP with VMPCK0 through pages
- * shared with the hypervisor (made shared with a page-state change by
- * platform->psp_setup; csvsm never puts plaintext in them). Registered only
- * when that set-up succeeded.
+ * The VMPCK0 channel to the PSP: csvsm talks to it through pages shared
+ * with the hypervisor (made shared with a page-state change by
+ * platform->psp_setup; csvsm never puts plaintext in them). Before the vTPM
+ * starts, since a persistent vTPM's key comes through it (MSG_KEY_REQ).
  */
-static void attest_boot(void)
+static bool psp_boot(void)
 {
 	uint8_t *req = pool_alloc(PAGE_SIZE, PAGE_SIZE), *resp = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 	uint8_t *data = pool_alloc(GREQ_DATA_PAGES * PAGE_SIZE, PAGE_SIZE);
@@ -79,10 +80,48 @@ static void attest_boot(void)
 	gl.data_gpa = (gpa_t)(uintptr_t)data;
 	gl.data_npages = GREQ_DATA_PAGES;
 	if (platform->psp_setup && platform->psp_setup(&gl) != 0)
-		return;
+		return false;
 	if (guest_req_init(secrets.vmpck[0], req, gl.req_gpa, resp, gl.resp_gpa, data, gl.data_gpa,
 			   GREQ_DATA_PAGES) != 0)
 		panic("guest request channel set-up failed");
+	return true;
+}
+
+/*
+ * The vTPM's persistence as the measured boot block says (igvm_boot.h): an
+ * ephemeral image carries no configuration at all; a persistent one a
+ * complete one. Anything else was not built by csvsm-igvm: refuse.
+ */
+static void vtpm_config(struct tpm_boot_persist *p)
+{
+	const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
+	const struct csvsm_igvm_vtpm *v = snp_boot_vtpm_copy();
+	static const struct csvsm_igvm_vtpm none;
+
+	memset(p, 0, sizeof(*p));
+	if (bb->vtpm_mode == CSVSM_VTPM_MODE_EPHEMERAL) {
+		if (memcmp(v, &none, sizeof(none)))
+			panic("boot block: a vTPM configuration in an ephemeral image");
+		return;
+	}
+	if (v->magic != CSVSM_IGVM_VTPM_MAGIC || v->mode != bb->vtpm_mode ||
+	    (v->mode != CSVSM_VTPM_MODE_SEALED && v->mode != CSVSM_VTPM_MODE_KBS) || !v->port ||
+	    (v->flags & ~CSVSM_IGVM_VTPM_F_TCB))
+		panic("boot block: vTPM mode %u with a configuration csvsm-igvm does not make",
+		      bb->vtpm_mode);
+	p->mode = v->mode;
+	p->port = v->port;
+	p->mix_tcb = v->flags & CSVSM_IGVM_VTPM_F_TCB;
+	p->tcb_version = v->tcb_version;
+	memcpy(p->instance, v->instance, sizeof(p->instance));
+	memcpy(p->broker_key, v->broker_key, sizeof(p->broker_key));
+}
+
+/* Attestation (protocol 1): registered only when the PSP channel is up. */
+static void attest_boot(bool psp)
+{
+	if (!psp)
+		return;
 	const uint8_t *ek = NULL, *evlog;
 	size_t ek_len = 0, evlog_len = 0;
 	tpm_ek_public(&ek, &ek_len);
@@ -179,13 +218,19 @@ __noreturn void boot_guest(void)
 	boot_phase("guest", "OVMF %u KiB at 0x%llx; secrets page 0x%llx, CA 0x%llx", size >> 10,
 		   (unsigned long long)gl.fw_gpa, (unsigned long long)gl.secrets_gpa,
 		   (unsigned long long)gl.caa);
-	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4). */
+	/* Measure OVMF into the vTPM before it runs (DESIGN.md steps 3-4); a
+	 * persistent vTPM gets its state first (docs/vtpm.md "Persistence"). */
 	extern uint64_t boot_stack[]; /* src/boot.S: the stack this runs on */
-	if (tpm_boot(fw, size, gl.fw_gpa, boot_stack, BOOT_STACK_SIZE) != 0)
+	struct tpm_boot_persist persist;
+	vtpm_config(&persist);
+	bool psp = psp_boot();
+	if (!psp && persist.mode)
+		panic("a persistent vTPM needs the PSP channel for its key");
+	if (tpm_boot(fw, size, gl.fw_gpa, boot_stack, BOOT_STACK_SIZE, &persist) != 0)
 		panic("vTPM start-up or firmware measurement failed");
 	svsm_vtpm_protocol = &vtpm_svsm_protocol;
 	gl.fw_info = &fw_info;
-	attest_boot();
+	attest_boot(psp);
 	/* The channel and the PSP have VMPCK0, the guest its copy: csvsm's goes. */
 	memzero_explicit(&secrets, sizeof(secrets));
 	gl.vmpck = NULL;

@@ -61,6 +61,7 @@ enum {
 };
 
 static struct csvsm_igvm_boot_block bb;
+static struct csvsm_igvm_vtpm bb_vtpm; /* the vTPM configuration after the block, same page */
 static struct memmap snp_memmap;
 static struct hvm_memmap_table_entry raw[MEMMAP_MAX_ENTRIES];
 static struct mem_range to_accept[MEMMAP_MAX_RANGES + 2 * CSVSM_IGVM_MAX_RANGES];
@@ -73,6 +74,11 @@ static unsigned n_apic_ids;
 const struct csvsm_igvm_boot_block *snp_boot_block_copy(void)
 {
 	return &bb;
+}
+
+const struct csvsm_igvm_vtpm *snp_boot_vtpm_copy(void)
+{
+	return &bb_vtpm;
 }
 
 static __noreturn void stop(unsigned code)
@@ -92,6 +98,7 @@ static void read_boot_block(uint32_t gpa)
 	if (gpa != CSVSM_IGVM_BOOT_BLOCK_GPA)
 		stop(SNP_BOOT_BLOCK);
 	memcpy(&bb, (const void *)(uintptr_t)gpa, sizeof(bb));
+	memcpy(&bb_vtpm, (const void *)(uintptr_t)(gpa + CSVSM_IGVM_VTPM_OFF), sizeof(bb_vtpm));
 	if (bb.magic != CSVSM_IGVM_BOOT_MAGIC || bb.version != CSVSM_IGVM_BOOT_VERSION ||
 	    bb.size != sizeof(bb) || bb.region_start != img_start || bb.image_start != img_start ||
 	    bb.image_end != img_end || bb.region_end <= bb.image_end ||

@@ -6,6 +6,8 @@
  *   csvsm-igvm --elf build/csvsm.elf --ovmf OVMF.fd -o build/csvsm.igvm
  *              [--entry-symbol snp_entry32 | --entry ADDR] [--region-size N]
  *              [--policy N] [--sev-features N] [--append STR] [--no-madt] [-v]
+ *              [--vtpm-mode ephemeral|sealed|kbs --vtpm-instance HEX32 [--vtpm-port N]
+ *               [--vtpm-tcb N] [--vtpm-broker-key PEM]]
  *
  * Layout and contract: include/csvsm/igvm_boot.h, docs/igvm.md.
  * Exit status: 0; 1 when an input is unreadable or unusable; 2 on usage.
@@ -13,6 +15,7 @@
 #include <attest/elf_load.h>
 #include <attest/igvm.h>
 #include <attest/igvm_csvsm.h>
+#include "vtpm_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -40,9 +43,15 @@ static void usage(FILE *f)
 		"                        without it): QEMU >= 10.1 refuses features KVM lacks\n"
 		"  --append STR          csvsm command line, measured in the boot block\n"
 		"  --no-madt             no MADT parameter (QEMU without the IGVM MADT handler)\n"
+		"  --vtpm-mode MODE      ephemeral (default), sealed or kbs (docs/vtpm.md)\n"
+		"  --vtpm-instance HEX   the VM instance, 32 hex digits (sealed, kbs)\n"
+		"  --vtpm-port N         I/O base of the host channel's 16550 (default %#x)\n"
+		"  --vtpm-tcb N          bind the sealed key to this TCB_VERSION (MSG_KEY_REQ)\n"
+		"  --vtpm-broker-key PEM csvsm-kbs's signing public key, EC P-256 or P-384 (kbs)\n"
 		"  -v, --verbose         list the launch ranges\n",
 		prog, CSVSM_IGVM_ENTRY_SYMBOL, (unsigned long long)CSVSM_IGVM_REGION_SIZE,
-		(unsigned long long)CSVSM_IGVM_POLICY, (unsigned long long)CSVSM_IGVM_SEV_FEATURES);
+		(unsigned long long)CSVSM_IGVM_POLICY, (unsigned long long)CSVSM_IGVM_SEV_FEATURES,
+		CSVSM_IGVM_VTPM_PORT);
 }
 
 static int usage_err(const char *msg, const char *arg)
@@ -187,7 +196,12 @@ enum {
 	OPT_FEAT,
 	OPT_APPEND,
 	OPT_NO_MADT,
-	OPT_NO_DEBUG_SWAP
+	OPT_NO_DEBUG_SWAP,
+	OPT_VTPM_MODE,
+	OPT_VTPM_INSTANCE,
+	OPT_VTPM_PORT,
+	OPT_VTPM_TCB,
+	OPT_VTPM_BROKER,
 };
 
 static const struct option long_opts[] = {
@@ -202,6 +216,11 @@ static const struct option long_opts[] = {
     {"append", required_argument, NULL, OPT_APPEND},
     {"no-madt", no_argument, NULL, OPT_NO_MADT},
     {"no-debug-swap", no_argument, NULL, OPT_NO_DEBUG_SWAP},
+    {"vtpm-mode", required_argument, NULL, OPT_VTPM_MODE},
+    {"vtpm-instance", required_argument, NULL, OPT_VTPM_INSTANCE},
+    {"vtpm-port", required_argument, NULL, OPT_VTPM_PORT},
+    {"vtpm-tcb", required_argument, NULL, OPT_VTPM_TCB},
+    {"vtpm-broker-key", required_argument, NULL, OPT_VTPM_BROKER},
     {"verbose", no_argument, NULL, 'v'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
@@ -222,12 +241,22 @@ int main(int argc, char **argv)
 	struct igvm_csvsm_image img = {0};
 	struct igvm_range *scratch = NULL;
 	struct igvm_snp_opts mo = {.vcpus = 1};
+	struct vtpm_opts vo;
 	char err[256];
-	int c, rc = 1;
+	int c, idx = 0, rc = 1;
 
+	vtpm_opts_init(&vo);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "o:vh", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "o:vh", long_opts, &idx)) != -1) {
 		switch (c) {
+		case OPT_VTPM_MODE:
+		case OPT_VTPM_INSTANCE:
+		case OPT_VTPM_PORT:
+		case OPT_VTPM_TCB:
+		case OPT_VTPM_BROKER:
+			if (vtpm_opts_parse(&vo, long_opts[idx].name, optarg, err, sizeof(err)))
+				return usage_err(err, NULL);
+			break;
 		case OPT_ELF:
 			elf_path = optarg;
 			break;
@@ -287,6 +316,8 @@ int main(int argc, char **argv)
 	 * >= 10.1 check_sev_features refuses a VMSA asking for more. */
 	if (no_debug_swap)
 		features &= ~CSVSM_IGVM_SEV_DEBUG_SWAP;
+	if (vtpm_opts_finish(&vo, err, sizeof(err)))
+		return usage_err(err, NULL);
 
 	if (!(elf = read_file(elf_path, &elf_len)) || !(fw = read_file(ovmf_path, &fw_len)))
 		goto out;
@@ -323,6 +354,7 @@ int main(int argc, char **argv)
 	    .sev_features = features,
 	    .madt = madt,
 	    .cmdline = append,
+	    .vtpm = &vo.cfg,
 	};
 	if (igvm_csvsm_build(&p, &img, err, sizeof(err))) {
 		fprintf(stderr, "%s: %s\n", prog, err);
@@ -359,6 +391,9 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(digest); i++)
 		printf("%02x", digest[i]);
 	putchar('\n');
+	if (img.vtpm.mode != CSVSM_VTPM_MODE_EPHEMERAL)
+		printf("%s: vTPM mode %s, instance %s, channel port %#x\n", prog,
+		       vtpm_mode_name(img.vtpm.mode), vo.instance_hex, img.vtpm.port);
 	if (verbose)
 		for (uint32_t i = 0; i < img.boot.n_ranges; i++)
 			printf(

@@ -11,6 +11,9 @@
 #include <attest/igvm.h>
 #include <attest/launch_digest.h>
 #include <attest/ovmf_meta.h>
+#include <csvsm/igvm_boot.h>
+
+#include "vtpm_opts.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -62,6 +65,10 @@ static void usage(FILE *f)
 	    "  -v, --verbose             label the output line\n"
 	    "  --igvm FILE               SNP launch digest of an IGVM file as QEMU loads it\n"
 	    "  --dump                    with --igvm: list every header instead\n"
+	    "  --vtpm-mode MODE [--vtpm-instance HEX] [--vtpm-port N] [--vtpm-tcb N]\n"
+	    "  [--vtpm-broker-key PEM]  with --igvm: print the digest only if the image's "
+	    "measured\n"
+	    "                            vTPM configuration is exactly this (docs/vtpm.md)\n"
 	    "  --zero-pages normal|zero  with --igvm: pages without data as NORMAL pages of\n"
 	    "                            zeros (QEMU/KVM, default) or as the PSP ZERO page\n"
 	    "                            type (a VMM issuing SNP_PAGE_TYPE_ZERO, e.g. Vanadium)\n"
@@ -429,6 +436,51 @@ static uint64_t unsupported_features(const struct igvm_file *f, uint64_t host)
 	return bad;
 }
 
+/* --vtpm-*: the persistence configuration the image must carry (tools/vtpm_opts.h). */
+static struct vtpm_opts vtpm_want;
+static bool vtpm_check;
+
+/*
+ * The measured boot block page (include/csvsm/igvm_boot.h) must hold the
+ * wanted vTPM mode and configuration, so that the digest printed is the
+ * digest of an image in that mode: 0, or 1 with the difference on stderr.
+ */
+static int vtpm_config_check(const struct igvm_file *f, const char *path)
+{
+	struct igvm_iter it;
+	struct igvm_header h;
+	const uint8_t *page = NULL;
+	struct csvsm_igvm_vtpm want = vtpm_want.cfg, have;
+	uint32_t mode;
+
+	igvm_iter_init(&it, f);
+	while (igvm_iter_next(&it, &h))
+		if (h.type == IGVM_VHT_PAGE_DATA && h.u.page.gpa == CSVSM_IGVM_BOOT_BLOCK_GPA &&
+		    h.data && h.data_len >= IGVM_PAGE_SIZE)
+			page = h.data;
+	if (!page) {
+		fprintf(stderr, "%s: %s: no csvsm boot block at %#llx\n", prog, path,
+			(unsigned long long)CSVSM_IGVM_BOOT_BLOCK_GPA);
+		return 1;
+	}
+	memcpy(&mode, page + offsetof(struct csvsm_igvm_boot_block, vtpm_mode), sizeof(mode));
+	memcpy(&have, page + CSVSM_IGVM_VTPM_OFF, sizeof(have));
+	if (want.mode == CSVSM_VTPM_MODE_EPHEMERAL)
+		memset(&want, 0, sizeof(want));
+	else
+		want.magic = CSVSM_IGVM_VTPM_MAGIC;
+	if (mode != want.mode || memcmp(&have, &want, sizeof(want))) {
+		fprintf(
+		    stderr,
+		    "%s: %s: the image's vTPM configuration is not the one asked for (its mode: "
+		    "%s%s)\n",
+		    prog, path, vtpm_mode_name(mode),
+		    mode == want.mode ? "; instance, port, TCB or broker key differ" : "");
+		return 1;
+	}
+	return 0;
+}
+
 static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, bool have_sig,
 		     bool native_zero, bool base64, bool verbose, bool have_host_features,
 		     uint64_t host_features)
@@ -476,6 +528,8 @@ static int igvm_main(const char *path, bool dump, uint32_t vcpus, uint32_t sig, 
 		rc = 1;
 		goto out;
 	}
+	if (vtpm_check && (rc = vtpm_config_check(&f, path)))
+		goto out;
 	rc = igvm_snp_digest(&f, &ld_hash_mbedtls, &o, digest, NULL, NULL);
 	if (rc) {
 		fprintf(stderr, "%s: %s: %s\n", prog, path, igvm_strerror(rc));
@@ -518,6 +572,11 @@ enum {
 	OPT_DUMP,
 	OPT_ZERO_PAGES,
 	OPT_HOST_FEATURES,
+	OPT_VTPM_MODE,
+	OPT_VTPM_INSTANCE,
+	OPT_VTPM_PORT,
+	OPT_VTPM_TCB,
+	OPT_VTPM_BROKER,
 };
 
 static const struct option long_opts[] = {
@@ -544,6 +603,11 @@ static const struct option long_opts[] = {
     {"dump", no_argument, NULL, OPT_DUMP},
     {"zero-pages", required_argument, NULL, OPT_ZERO_PAGES},
     {"host-sev-features", required_argument, NULL, OPT_HOST_FEATURES},
+    {"vtpm-mode", required_argument, NULL, OPT_VTPM_MODE},
+    {"vtpm-instance", required_argument, NULL, OPT_VTPM_INSTANCE},
+    {"vtpm-port", required_argument, NULL, OPT_VTPM_PORT},
+    {"vtpm-tcb", required_argument, NULL, OPT_VTPM_TCB},
+    {"vtpm-broker-key", required_argument, NULL, OPT_VTPM_BROKER},
     {"verbose", no_argument, NULL, 'v'},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, 'h'},
@@ -566,14 +630,26 @@ int main(int argc, char **argv)
 	size_t ovmf_len = 0, svsm_len = 0;
 	static struct ovmf_info ovmf_info, svsm_info;
 	enum mode mode;
-	int c, rc = 1;
+	int c, idx = 0, rc = 1;
+	char verr[256];
 
+	vtpm_opts_init(&vtpm_want);
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "hv", long_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hv", long_opts, &idx)) != -1) {
 		uint64_t *num = NULL;
 		bool *flag = NULL;
 
 		switch (c) {
+		case OPT_VTPM_MODE:
+		case OPT_VTPM_INSTANCE:
+		case OPT_VTPM_PORT:
+		case OPT_VTPM_TCB:
+		case OPT_VTPM_BROKER:
+			if (vtpm_opts_parse(&vtpm_want, long_opts[idx].name, optarg, verr,
+					    sizeof(verr)))
+				return usage_err("%s", verr);
+			vtpm_check = true;
+			break;
 		case OPT_MODE:
 			mode_s = optarg;
 			break;
@@ -684,6 +760,10 @@ int main(int argc, char **argv)
 		return usage_err("--dump needs --igvm FILE%s", NULL);
 	if (have_host_features && !igvm_path)
 		return usage_err("--host-sev-features needs --igvm FILE%s", NULL);
+	if (vtpm_check && !igvm_path)
+		return usage_err("--vtpm-* checks an IGVM image: give --igvm FILE%s", NULL);
+	if (vtpm_check && vtpm_opts_finish(&vtpm_want, verr, sizeof(verr)))
+		return usage_err("%s", verr);
 	if (igvm_path) {
 		const struct vcpu_type *vt = NULL;
 

@@ -65,3 +65,15 @@ if [ "$SMP" != 1 ]; then
 	echo "$MEASURE --igvm $IGVM --vcpus $SMP --vcpu-type EPYC-v4"
 	"$MEASURE" --igvm "$IGVM" --vcpus "$SMP" --vcpu-type EPYC-v4
 fi
+# A persistent vTPM (docs/vtpm.md "Persistence"): csvsm's channel is a
+# 16550 on a unix socket that build/csvsm-proxy listens on. Printed only for
+# an image whose measured boot block names a persistent mode.
+if ! "$MEASURE" --igvm "$IGVM" --vtpm-mode ephemeral >/dev/null 2>&1; then
+	cat <<CMD
+# the image's vTPM is persistent: start csvsm-proxy first, then add to the QEMU line
+# (0x2e8 unless the image was built with another --vtpm-port):
+build/csvsm-proxy --socket /run/csvsm/vm.sock --state /var/lib/csvsm/vm.state [--kbs-url https://KBS:8080]
+  -chardev socket,id=csvsm-vtpm,path=/run/csvsm/vm.sock \\
+  -device isa-serial,chardev=csvsm-vtpm,iobase=0x2e8,irq=3
+CMD
+fi

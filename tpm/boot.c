@@ -8,13 +8,20 @@
  *
  * Image only: the dashboard reports the glibc-ABI layer's heap.
  */
+#include "attest/guest_req.h"
 #include "base/console.h"
 #include "base/cpu.h"
+#include "base/percpu.h"
+#include "base/secret.h"
 #include "base/string.h"
+#include "base/uart_chan.h"
 #include "tpm/boot.h"
 #include "tpm/event_log.h"
 #include "base/libc/libc.h"
 #include "tpm/vtpm.h"
+#include "tpm/vtpm_chan.h"
+#include "tpm/vtpm_kbs.h"
+#include "tpm/vtpm_persist.h"
 #include "tpm/vtpm_svsm.h"
 
 /* csvsm measures one firmware image: 69 + 100 + 22 bytes; room for later measurements. */
@@ -25,6 +32,157 @@ static struct event_log event_log;
 static const uint8_t *ek_pub;
 static size_t ek_len;
 static bool booted;
+
+/* ---- persistence (docs/vtpm.md "Persistence") ---- */
+
+/* The channel's answers: a sealed state at most (never plaintext). */
+static uint8_t chan_buf[VCHAN_MAX_PAYLOAD];
+static struct vchan chan;
+/* A write-through waits this long per attempt for the host's confirmation. */
+#define CHAN_TIMEOUT_US (30ULL * 1000 * 1000)
+#define CHAN_ATTEMPTS	3u
+static const char *const mode_names[] = {"ephemeral", "sealed", "kbs"};
+
+static int chan_write(void *ctx, const uint8_t *p, size_t n)
+{
+	return uart_chan_write(p, n);
+}
+static long chan_read(void *ctx, uint8_t *p, size_t cap, uint64_t timeout_us)
+{
+	return uart_chan_read(p, cap, timeout_us);
+}
+static uint64_t chan_now(void *ctx)
+{
+	return timer_us();
+}
+static const struct vchan_io chan_io = {.write = chan_write, .read = chan_read, .now_us = chan_now};
+
+static int rng(void *ctx, unsigned char *buf, size_t n)
+{
+	return random_bytes(buf, n) ? 0 : -1;
+}
+
+static int refuse(const char *step, const char *why)
+{
+	con_printf("csvsm: vtpm: refused at step '%s': %s; the guest does not start\n", step, why);
+	return -1;
+}
+
+/*
+ * The sealed mode's root key: MSG_KEY_REQ (SEV-SNP firmware ABI 56860
+ * §7.2, MSG_KEY_REQ; the request layout of include/attest/guest_req.h):
+ * the VCEK as root (ROOT_KEY_SELECT 0, KEY_SEL 1 so that a VLEK installed
+ * later does not change the key), VMPL 0 (a guest at VMPL 1-3 can ask only
+ * for its own VMPL or a less privileged one, so never for this key), and
+ * GUEST_FIELD_SELECT policy and measurement: another launch image (csvsm,
+ * OVMF, the boot block with this mode and instance) or policy gives another
+ * key. TCB_VERSION only when the image asks for it (--vtpm-tcb): it keeps an
+ * older, vulnerable firmware from deriving the key, at the price of losing
+ * the state when the platform's TCB changes. snpguest's key.rs documents
+ * the same fields (virtee/snpguest src/key.rs).
+ */
+static int sealed_root(const struct tpm_boot_persist *p, uint8_t root[SNP_DERIVED_KEY_LEN])
+{
+	struct snp_key_req req = {
+	    .root_key_select = 1u << SNP_KEY_SEL_SHIFT,
+	    .guest_field_select =
+		SNP_GFS_POLICY | SNP_GFS_MEASUREMENT | (p->mix_tcb ? SNP_GFS_TCB_VERSION : 0),
+	    .vmpl = 0,
+	    .guest_svn = 0,
+	    .tcb_version = p->mix_tcb ? p->tcb_version : 0,
+	};
+	int rc = guest_req_key(this_cpu(), &req, root);
+	if (rc) {
+		char why[96];
+		fmt_snprintf(why, sizeof(why), "MSG_KEY_REQ failed: %s", guest_req_strerror(rc));
+		return refuse("key", why);
+	}
+	return 0;
+}
+
+/* Machine-readable counters of the persistence path (bench/vtpm_bench.sh reads them). */
+static void tpm_boot_persist_line(const char *when)
+{
+	struct vtpm_persist_stats ps;
+	struct uart_chan_stats us;
+	vtpm_persist_stats(&ps);
+	uart_chan_stats(&us);
+	con_printf("csvsm: vtpm: persist when=%s version=%llu state_bytes=%zu sealed_bytes=%zu "
+		   "commits=%llu skipped=%llu calls=%llu retries=%llu tx_wire=%llu rx_wire=%llu "
+		   "chan_us=%llu seal_us=%llu exits=%llu string_out=%llu string_in=%llu\n",
+		   when, (unsigned long long)ps.version, ps.state_bytes, ps.sealed_bytes,
+		   (unsigned long long)ps.commits, (unsigned long long)ps.skipped,
+		   (unsigned long long)chan.st.calls, (unsigned long long)chan.st.retries,
+		   (unsigned long long)chan.st.tx_wire, (unsigned long long)chan.st.rx_wire,
+		   (unsigned long long)chan.st.us, (unsigned long long)ps.seal_us,
+		   (unsigned long long)us.exits, (unsigned long long)us.string_out,
+		   (unsigned long long)us.string_in);
+}
+
+static int kbs_report(void *ctx, const uint8_t report_data[64], uint8_t report[KBS_REPORT_BYTES])
+{
+	return guest_req_report(this_cpu(), report_data, 0, report, NULL, 0, NULL) ? -1 : 0;
+}
+
+/*
+ * The kbs mode's root key (tpm/vtpm_kbs.c): csvsm-kbs appraises csvsm's
+ * VMPL-0 evidence and releases the key, signed by the broker key the image
+ * names. Phase 1 of issue 33 has csvsm's side only: the registry's
+ * write-through check (cfg->committed) needs csvsm-kbs's registry, so a
+ * release is not yet acted on.
+ */
+static int kbs_root(const struct tpm_boot_persist *p, uint8_t root[32],
+		    struct vtpm_persist_cfg *cfg)
+{
+	static struct vtpm_kbs_grant grant;
+	struct vtpm_kbs_cfg kc = {.chan = &chan, .report = kbs_report, .rng = rng};
+	char why[160];
+
+	secret_register(&grant, sizeof(grant));
+	memcpy(kc.instance, p->instance, sizeof(kc.instance));
+	memcpy(kc.broker, p->broker_key, sizeof(kc.broker));
+	if (vtpm_kbs_unlock(&kc, root, &grant, why, sizeof(why)))
+		return refuse("key", why);
+	memzero_explicit(root, 32);
+	memzero_explicit(&grant, sizeof(grant));
+	cfg->registry = true;
+	return refuse("key", "csvsm-kbs released the key, but the registry's write-through "
+			     "checks are not in this csvsm yet (issue 33 phase 2)");
+}
+
+/* Power on a persistent vTPM: key, fetch, open, restore or manufacture, store. */
+static int persist_boot(const struct tpm_boot_persist *p, const struct vtpm_options *opt)
+{
+	static uint8_t root[VTPM_SEAL_KEY];
+	struct vtpm_persist_report rep;
+	char why[96];
+	void *sec;
+	size_t sec_len;
+
+	vtpm_persist_secret(&sec, &sec_len);
+	if (secret_register(sec, sec_len) || secret_register(root, sizeof(root)))
+		return refuse("key", "the secrets table is full");
+	if (uart_chan_init(p->port)) {
+		fmt_snprintf(why, sizeof(why), "no channel device answers at port %#x", p->port);
+		return refuse("fetch", why);
+	}
+	vchan_init(&chan, &chan_io, NULL, chan_buf, sizeof(chan_buf), CHAN_TIMEOUT_US,
+		   CHAN_ATTEMPTS);
+	struct vtpm_persist_cfg cfg = {.id = {.mode = p->mode}, .chan = &chan, .rng = rng};
+	if (p->mode == 1 ? sealed_root(p, root) : kbs_root(p, root, &cfg))
+		return -1;
+	memcpy(cfg.id.instance, p->instance, sizeof(cfg.id.instance));
+	int rc = vtpm_persist_boot(&cfg, root, opt, &rep);
+	memzero_explicit(root, sizeof(root));
+	if (rc)
+		return refuse(vtpm_persist_step_name(rep.step), rep.why);
+	boot_phase("vtpm", "%s state: %s, version %llu written through (%zu bytes, %zu sealed)",
+		   mode_names[p->mode],
+		   rep.manufactured ? "none kept: manufactured (first boot)"
+				    : "opened and restored",
+		   (unsigned long long)rep.version, rep.state_bytes, rep.sealed_bytes);
+	return 0;
+}
 
 static void hex(char *out, size_t cap, const uint8_t *p, size_t n)
 {
@@ -93,7 +251,14 @@ static int read_pcr0(struct event_log_digests *pcr0)
  */
 #define STACK_PAINT 0x5A5A5A5A5A5A5A5AULL
 
-static uint64_t *stack_paint(uint64_t *base, size_t bytes)
+/*
+ * Not inlined: inlined into tpm_boot, __builtin_frame_address(0) is the top
+ * of tpm_boot's frame, and once that frame held more than 64 bytes of
+ * locals and saved registers (the persistent mode's), the paint overwrote
+ * them (a #GP in the SNP machine with 0x5A5A... in rbx, rbp and r15). Here
+ * it is this function's own frame, below all of tpm_boot's.
+ */
+static __attribute__((noinline)) uint64_t *stack_paint(uint64_t *base, size_t bytes)
 {
 	uint64_t *sp = __builtin_frame_address(0);
 	uint64_t *lo = base + 64; /* leave the bottom 512 bytes alone */
@@ -114,14 +279,21 @@ static size_t stack_used(const uint64_t *base, size_t bytes, const uint64_t *top
 	return (size_t)((const char *)(base + bytes / 8) - (const char *)p);
 }
 
-int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack, size_t stack_bytes)
+int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack, size_t stack_bytes,
+	     const struct tpm_boot_persist *persist)
 {
 	static const struct vtpm_options opt = {.no_startup = false};
 	struct event_log_digests pcr0;
 	uint64_t *stack_top = stack_paint(stack, stack_bytes);
 	uint64_t t0 = timer_us();
+	uint32_t mode = persist ? persist->mode : 0;
 
-	if (booted || vtpm_init(&opt) != 0) {
+	if (booted || mode >= ARRAY_SIZE(mode_names))
+		return refuse("key", "unknown vTPM mode");
+	if (mode) {
+		if (persist_boot(persist, &opt))
+			return -1;
+	} else if (vtpm_init(&opt) != 0) {
 		con_printf("csvsm: vtpm: error: vtpm_init failed\n");
 		return -1;
 	}
@@ -141,6 +313,10 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
 		con_printf("csvsm: vtpm: error: PCR0 does not match the event log\n");
 		return -1;
 	}
+	/* Nothing above changes the permanent state today; if it ever does, the
+	 * guest must not see a TPM the host does not have. */
+	if (mode && vtpm_persist_commit())
+		return refuse("store", "the state after the measurements could not be written");
 	booted = true;
 
 	uint16_t banks[VTPM_MAX_BANKS];
@@ -150,8 +326,9 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
 	struct libc_heap_stats hs;
 	size_t stack_depth = stack_used(stack, stack_bytes, stack_top);
 
-	boot_phase("vtpm", "libtpms TPM 2.0 manufactured, %u PCR banks (%s), Startup(CLEAR) sent",
-		   nb, nb == 2 ? "SHA-256, SHA-384" : "unexpected");
+	boot_phase("vtpm", "libtpms TPM 2.0 %s, %u PCR banks (%s), Startup(CLEAR) sent",
+		   mode ? "in persistent mode" : "manufactured", nb,
+		   nb == 2 ? "SHA-256, SHA-384" : "unexpected");
 	hex(h, sizeof(h), pcr0.sha256, HASH_SHA256_SIZE);
 	boot_phase("vtpm", "PCR0 sha256 %s", h);
 	con_printf("csvsm: vtpm: pcr0_sha256=%s\n", h);
@@ -179,6 +356,9 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
 		   nb, event_log.len, ek_len, hs.high_water, stack_depth,
 		   (unsigned long long)(t_init - t0), (unsigned long long)(t_measure - t_init),
 		   (unsigned long long)(t_ek - t_measure));
+	con_printf("csvsm: vtpm: mode=%s ek_sha256=%s\n", mode_names[mode], h);
+	if (mode)
+		tpm_boot_persist_line("boot");
 	return 0;
 }
 

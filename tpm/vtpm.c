@@ -18,6 +18,7 @@
 #include "base/string.h"
 #include "tpm/hash.h"
 #include "tpm/vtpm.h"
+#include "tpm/vtpm_persist.h"
 
 /* The allocator libtpms links against (glibc's on the host, the glibc-ABI layer's in the image). */
 void *malloc(size_t n);
@@ -64,6 +65,7 @@ static struct {
 	/* In-memory NV: copies in the library arena (the blob is libtpms data, up to ~200 KB). */
 	unsigned char *nv_data[NV_SLOTS];
 	uint32_t nv_len[NV_SLOTS];
+	bool permall_dirty; /* the permanent state was stored since the last look */
 } vt;
 
 /* ---- big-endian wire helpers (TPM 2.0 Part 1 §18: marshalled big-endian) ---- */
@@ -160,7 +162,25 @@ uint32_t vtpm_nv_store(const unsigned char *data, uint32_t length, uint32_t tpm_
 	nv_clear((unsigned)i);
 	vt.nv_data[i] = copy;
 	vt.nv_len[i] = length;
+	if (i == 0) /* permall: what persistence writes through (vtpm_persist.h) */
+		vt.permall_dirty = true;
 	return TPM_SUCCESS;
+}
+
+bool vtpm_nv_dirty_take(void)
+{
+	bool d = vt.permall_dirty;
+	vt.permall_dirty = false;
+	return d;
+}
+
+int vtpm_nv_permall(const uint8_t **data, size_t *len)
+{
+	if (!vt.nv_data[0])
+		return -1;
+	*data = vt.nv_data[0];
+	*len = vt.nv_len[0];
+	return 0;
 }
 
 uint32_t vtpm_nv_delete(uint32_t tpm_number, const char *name, unsigned char must_exist)
@@ -418,6 +438,7 @@ void vtpm_destroy(void)
 	vtpm_power_off();
 	for (unsigned i = 0; i < NV_SLOTS; i++)
 		nv_clear(i);
+	vt.permall_dirty = false;
 	vt.ek_valid = false;
 	vt.ek_len = 0;
 	vt.nbanks = 0;
@@ -433,12 +454,21 @@ int vtpm_process(const uint8_t *cmd, size_t len, uint8_t *rsp, size_t *rsplen)
 {
 	uint32_t n = 0;
 
-	if (!vt.running || len > VTPM_BUFFER_SIZE)
+	if (!vt.running || len > VTPM_BUFFER_SIZE || vtpm_persist_failed())
 		return -1;
 	/* TPMLIB_Process only reads the command (its parameter is not const-qualified). */
 	if (TPMLIB_Process(&vt.rsp, &n, &vt.rsp_cap, (unsigned char *)cmd, (uint32_t)len) !=
-		TPM_SUCCESS ||
-	    n > *rsplen)
+	    TPM_SUCCESS)
+		return -1;
+	/*
+	 * Write-through: a command that changed the permanent state is answered
+	 * only once the host confirmed the sealed state (docs/vtpm.md
+	 * "Persistence"); if it cannot, the guest gets a failure, never a
+	 * response the next boot would contradict.
+	 */
+	if (vtpm_nv_dirty_take() && vtpm_persist_commit())
+		return -1;
+	if (n > *rsplen)
 		return -1;
 	memmove(rsp, vt.rsp, n);
 	*rsplen = n;

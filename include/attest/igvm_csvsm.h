@@ -25,12 +25,16 @@ struct igvm_csvsm_params {
 	uint64_t sev_features;
 	bool madt;	     /* add the MADT parameter area (QEMU with the IGVM MADT handler) */
 	const char *cmdline; /* csvsm options, measured in the boot block; NULL: none */
+	/* vTPM persistence (include/csvsm/igvm_boot.h); NULL or mode 0: ephemeral.
+	 * The builder sets magic and mode; the caller fills port, instance, ... */
+	const struct csvsm_igvm_vtpm *vtpm;
 };
 
 struct igvm_csvsm_image {
 	uint8_t *file; /* malloc'd IGVM file */
 	size_t len;
 	struct csvsm_igvm_boot_block boot;
+	struct csvsm_igvm_vtpm vtpm; /* all zero in an ephemeral image */
 	uint32_t n_pages;
 };
 

@@ -121,7 +121,7 @@ struct csvsm_igvm_boot_block {
 	struct csvsm_igvm_param memory_map; /* 0x088 igvm_memory_map_entry[] */
 	struct csvsm_igvm_param madt;	    /* 0x098 ACPI MADT, gpa 0 if absent */
 	uint32_t n_ranges;		    /* 0x0A8 */
-	uint32_t rsvd_0ac;		    /* 0x0AC */
+	uint32_t vtpm_mode;		    /* 0x0AC CSVSM_VTPM_MODE_*, 0: ephemeral */
 	struct csvsm_igvm_range ranges[CSVSM_IGVM_MAX_RANGES]; /* 0x0B0 launch-validated */
 	char cmdline[CSVSM_IGVM_CMDLINE_SIZE];		       /* 0x6B0 csvsm options, NUL-ended */
 } __packed;
@@ -135,5 +135,46 @@ _Static_assert(offsetof(struct csvsm_igvm_boot_block, ranges) == 0x0B0, "igvm_bo
 _Static_assert(offsetof(struct csvsm_igvm_boot_block, cmdline) == 0x6B0, "igvm_boot.h");
 _Static_assert(sizeof(struct csvsm_igvm_boot_block) == 0x8B0, "igvm_boot.h: boot block size");
 _Static_assert(sizeof(struct csvsm_igvm_boot_block) <= 4096, "the boot block is one page");
+_Static_assert(offsetof(struct csvsm_igvm_boot_block, vtpm_mode) == 0x0AC, "igvm_boot.h");
+
+/*
+ * The vTPM's persistence mode (docs/vtpm.md "Persistence"), chosen by whoever
+ * builds the launch image (csvsm-igvm --vtpm-mode) and measured with the
+ * boot block, so the launch MEASUREMENT says which. 0 is the reserved word
+ * the field replaced: an ephemeral image is byte for byte what it was before
+ * the field existed, and so is its launch digest.
+ */
+#define CSVSM_VTPM_MODE_EPHEMERAL 0u /* manufactured at every boot, nothing kept */
+#define CSVSM_VTPM_MODE_SEALED	  1u /* state sealed under an MSG_KEY_REQ key, kept by the host */
+#define CSVSM_VTPM_MODE_KBS	  2u /* state key released by csvsm-kbs after appraisal */
+
+/*
+ * The rest of the persistence configuration: in the boot block's page at
+ * CSVSM_IGVM_VTPM_OFF, after the block (so measured with it), all zero in an
+ * ephemeral image (csvsm refuses anything else there). Little-endian.
+ */
+#define CSVSM_IGVM_VTPM_OFF	  0x900u
+#define CSVSM_IGVM_VTPM_MAGIC	  0x4D5054564D565343ULL /* "CSVMVTPM" */
+#define CSVSM_IGVM_VTPM_PORT	  0x2E8u    /* COM4: COM1 is the console, COM2 the guest's */
+#define CSVSM_IGVM_VTPM_F_TCB	  (1u << 0) /* mix tcb_version into the MSG_KEY_REQ key */
+#define CSVSM_IGVM_VTPM_INSTANCE  16u
+#define CSVSM_IGVM_VTPM_BROKER_ID 32u
+
+struct csvsm_igvm_vtpm {
+	uint64_t magic;				    /* 0x00 CSVSM_IGVM_VTPM_MAGIC */
+	uint32_t mode;				    /* 0x08 = csvsm_igvm_boot_block.vtpm_mode */
+	uint16_t port;				    /* 0x0C I/O base of the host channel's 16550 */
+	uint16_t flags;				    /* 0x0E CSVSM_IGVM_VTPM_F_* */
+	uint8_t instance[CSVSM_IGVM_VTPM_INSTANCE]; /* 0x10 the VM instance (owner's choice) */
+	uint64_t tcb_version;			    /* 0x20 with F_TCB: the TCB the key binds */
+	/* 0x28 kbs: RFC 7638 JWK thumbprint (SHA-256) of csvsm-kbs's signing key */
+	uint8_t broker_key[CSVSM_IGVM_VTPM_BROKER_ID];
+	uint8_t rsvd[0x38]; /* 0x48 */
+} __packed;
+_Static_assert(sizeof(struct csvsm_igvm_vtpm) == 0x80, "igvm_boot.h: vTPM configuration");
+_Static_assert(offsetof(struct csvsm_igvm_vtpm, broker_key) == 0x28, "igvm_boot.h");
+_Static_assert(CSVSM_IGVM_VTPM_OFF >= sizeof(struct csvsm_igvm_boot_block) &&
+		   CSVSM_IGVM_VTPM_OFF + sizeof(struct csvsm_igvm_vtpm) <= 4096,
+	       "the vTPM configuration shares the boot block's page, after the block");
 
 #endif

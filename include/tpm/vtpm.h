@@ -117,4 +117,13 @@ uint32_t vtpm_nv_store(const unsigned char *data, uint32_t length, uint32_t tpm_
 		       const char *name);
 uint32_t vtpm_nv_delete(uint32_t tpm_number, const char *name, unsigned char must_exist);
 
+/*
+ * The permanent state as libtpms last stored it (nvram_storedata of
+ * "permall": the blob TPMLIB_GetState(TPMLIB_STATE_PERMANENT) returns), for
+ * persistence; -1 when none was stored. vtpm_nv_dirty_take: whether it was
+ * stored since the last call.
+ */
+int vtpm_nv_permall(const uint8_t **data, size_t *len);
+bool vtpm_nv_dirty_take(void);
+
 #endif

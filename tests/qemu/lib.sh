@@ -102,6 +102,27 @@ snpm_guest_args() { # snpm_guest_args probe|linux MEM SMP [probe.efi] [kernel ar
 	esac
 	return 0
 }
+# csvsm's vTPM channel (docs/vtpm.md "Persistence"): a 16550 at COM4
+# (0x2e8, IRQ 3, which csvsm never enables) whose chardev is a unix socket
+# that build/csvsm-proxy listens on (QEMU connects as the client: start the
+# proxy first). The machine passes VMPL0's accesses to 0x2e8-0x2ef through
+# and refuses the guest's (tests/snpm/model/devpolicy.c DP_SVSM_CHAN).
+snpm_vtpm_args() { # snpm_vtpm_args SOCKET
+	echo "-chardev socket,id=csvsm-vtpm,path=$1 -device isa-serial,chardev=csvsm-vtpm,iobase=0x2e8,irq=3"
+}
+# snpm_vtpm_proxy SOCKET STATE LOG [options]: build/csvsm-proxy for one
+# connection (bounded by QEMU_TIMEOUT), in the background (VTPM_PROXY_PID),
+# once its socket is there.
+snpm_vtpm_proxy() {
+	local sock=$1 state=$2 log=$3
+	shift 3
+	rm -f "$sock"
+	"${PROXY:-build/csvsm-proxy}" --socket "$sock" --state "$state" --log "$log" --max-connections 1 \
+		--idle-exit "$QEMU_TIMEOUT" --io-timeout "$QEMU_TIMEOUT" "$@" &
+	VTPM_PROXY_PID=$!
+	for _ in $(seq 100); do [ -S "$sock" ] && return 0; sleep 0.1; done
+	return 1
+}
 # snpm_qemu LOG MEM SMP [extra qemu args...]; sets QEMU_RC (1 = success, 3 = failure).
 snpm_qemu() {
 	local log=$1 mem=$2 smp=$3

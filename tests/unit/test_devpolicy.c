@@ -33,10 +33,14 @@ static void test_ports(void **state)
 	assert_int_equal(devpolicy_port(0x608), DP_PASS); /* PM timer */
 	assert_int_equal(devpolicy_port(0x2F8), DP_PASS); /* COM2, the harness's channel */
 	assert_int_equal(devpolicy_port(0x2FF), DP_PASS);
+	assert_int_equal(devpolicy_port(0x2E8), DP_SVSM_CHAN); /* csvsm's vTPM channel */
+	assert_int_equal(devpolicy_port(0x2EF), DP_SVSM_CHAN);
+	assert_int_equal(devpolicy_port(0x2E7), DP_DENY);
+	assert_int_equal(devpolicy_port(0x2F0), DP_DENY);
 	/* SMI and reset sources, DMA, debug ports: denied. */
 	static const uint16_t deny[] = {0xB2,  0xB3,  0x92, 0x630,  0x634,  0x660, 0x668, 0x514,
 					0x518, 0x402, 0xF4, 0x80,   0x5658, 0x72,  0x73,  0xCFA,
-					0xCFB, 0x1F0, 0x0,  0xFFFF, 0x2F7,  0x300, 0x2E8};
+					0xCFB, 0x1F0, 0x0,  0xFFFF, 0x2F7,  0x300, 0x2E7};
 	for (unsigned i = 0; i < sizeof(deny) / sizeof(deny[0]); i++)
 		assert_int_equal(devpolicy_port(deny[i]), DP_DENY);
 }

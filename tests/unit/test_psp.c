@@ -274,6 +274,37 @@ static void key_derivation(void **state)
 	bad = (struct snp_key_req){.root_key_select = SNP_KEY_ROOT_VMRK};
 	assert_int_equal(call(SNP_MSG_KEY_REQ, &bad, sizeof(bad), &rs, sizeof(rs), &len), 0);
 	assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_KEY);
+	/* TCB_VERSION: any TCB not above the committed one, each SVN mixed in. */
+	uint64_t tcb = keys.reported_tcb, lower = tcb;
+	for (int i = 0; i < 8 && lower == tcb; i++)
+		if ((tcb >> (8 * i)) & 0xFF)
+			lower = tcb - (1ull << (8 * i));
+	assert_int_not_equal(lower, tcb);
+	struct snp_key_req kt = {.guest_field_select = SNP_GFS_TCB_VERSION, .tcb_version = tcb};
+	uint8_t t_cur[32], t_low[32];
+	derive(&kt, t_cur);
+	kt.tcb_version = lower;
+	derive(&kt, t_low);
+	assert_memory_not_equal(t_cur, t_low, 32);
+	for (int i = 0; i < 8; i++) {
+		if (((tcb >> (8 * i)) & 0xFF) == 0xFF)
+			continue;
+		bad = (struct snp_key_req){.guest_field_select = SNP_GFS_TCB_VERSION,
+					   .tcb_version = tcb + (1ull << (8 * i))};
+		assert_int_equal(call(SNP_MSG_KEY_REQ, &bad, sizeof(bad), &rs, sizeof(rs), &len),
+				 0);
+		assert_int_equal(rs.status, SNP_FW_STATUS_INVALID_PARAM);
+	}
+	/* Another guest policy: another key when the policy is selected. */
+	uint8_t p1[32], p2[32];
+	assert_int_equal(setup_meas(meas_a), 0);
+	derive(&kr, p1);
+	seq = 0;
+	assert_int_equal(psp_model_init(vmpck, &keys, meas_a,
+					PSP_MODEL_DEFAULT_POLICY & ~(1ull << 16), rng, NULL),
+			 0);
+	derive(&kr, p2);
+	assert_memory_not_equal(p1, p2, 32);
 }
 
 static void keys_blob_parse(void **state)

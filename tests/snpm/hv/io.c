@@ -724,6 +724,22 @@ static bool io_one(uint16_t port, unsigned size, bool in, uint32_t *val)
 		else if (refusal_log(RF_KBC))
 			con_printf("%s: refused: kbc: command 0x%x\n", hv_tag, v & 0xFF);
 		break;
+	case DP_SVSM_CHAN:
+		/*
+		 * csvsm's channel to its host: the guest never reaches it. On a real
+		 * host QEMU's UART answers every VMPL alike (KVM passes every plane's
+		 * IOIO to the same device): there a guest could only do what the host
+		 * can, inject or swallow bytes of a stream that is sealed and signed.
+		 */
+		if (sim_cur_vmpl() != 0) {
+			if (refusal_log(RF_PORT))
+				con_printf("%s: refused: port: 0x%x %s (%u bytes): csvsm's channel\n",
+					   hv_tag, port, in ? "in" : "out", size);
+			v = 0xFFFFFFFFu;
+			break;
+		}
+		/* VMPL0's accesses reach the device */
+		__attribute__((fallthrough));
 	case DP_PASS:
 		if (in)
 			v = port_in(port, size);

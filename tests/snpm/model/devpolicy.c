@@ -49,6 +49,10 @@ enum devpolicy_port devpolicy_port(uint16_t port)
 	}
 	if (port >= 0xCFC && port <= 0xCFF)
 		return DP_PCI_DATA;
+	/* csvsm's vTPM channel (docs/vtpm.md "Persistence"): a 16550 on a host
+	 * socket; only VMPL0 reaches it (hv/io.c), the guest VMPLs read all ones. */
+	if (port >= 0x2E8 && port <= 0x2EF)
+		return DP_SVSM_CHAN;
 	/* Devices that neither master DMA nor signal a CPU beyond ordinary interrupts. */
 	if ((port >= 0x20 && port <= 0x21) ||	/* PIC master */
 	    (port >= 0xA0 && port <= 0xA1) ||	/* PIC slave */

@@ -32,6 +32,7 @@ enum devpolicy_port {
 	DP_CMOS_INDEX, /* 0x70: index (and NMI mask) */
 	DP_CMOS_DATA,  /* 0x71: writes only to the RTC registers */
 	DP_KBC_CMD,    /* i8042 command port 0x64: commands filtered */
+	DP_SVSM_CHAN,  /* COM4 0x2E8-0x2EF: csvsm's host channel, VMPL0 only (passed through) */
 };
 enum devpolicy_port devpolicy_port(uint16_t port);
 

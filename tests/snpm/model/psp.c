@@ -263,10 +263,32 @@ static void put32(uint8_t *p, uint32_t v)
 }
 
 /*
- * MSG_KEY_REQ: key = HMAC-SHA-384(root, label || root_key_select || field
- * select || vmpl || each selected field)[0..31]. Selecting a field binds the
- * key to it: a different measurement gives a different key only when bit 3
- * is set, as on hardware.
+ * A TCB_VERSION the request may mix in: none of its SVNs above the committed
+ * TCB's (56860 §7.2 MSG_KEY_REQ, TCB_VERSION: "must not exceed
+ * CommittedTcb"). The eight bytes are compared one by one (Milan layout:
+ * BL 0, TEE 1, reserved 2-5, SNP 6, microcode 7), so a reserved byte set in
+ * the request but not in the committed TCB is refused too.
+ */
+static bool tcb_not_above(uint64_t req, uint64_t committed)
+{
+	for (int i = 0; i < 8; i++)
+		if (((req >> (8 * i)) & 0xFF) > ((committed >> (8 * i)) & 0xFF))
+			return false;
+	return true;
+}
+
+/*
+ * MSG_KEY_REQ (SEV-SNP firmware ABI 56860 §7.2; Linux snp_derived_key_req):
+ * key = HMAC-SHA-384(root, label || root_key_select || field select || vmpl
+ * || each selected field)[0..31], the root derived from the VCEK's private
+ * key (the chip). What the hardware mixes is modelled: the VMPL always (so
+ * a guest VMPL never gets VMPL 0's key: it may only ask for its own or a
+ * less privileged one, psp_model_handle), and whichever of GUEST_POLICY,
+ * IMAGE_ID, FAMILY_ID, MEASUREMENT, GUEST_SVN and TCB_VERSION the field
+ * select names: another measurement or policy gives another key only when
+ * its bit is set, as on hardware. Not modelled: the real KDF (AMD's is
+ * unpublished; only "different inputs, different key" can be relied on),
+ * the VMRK and VLEK roots, LAUNCH_MIT_VECTOR (message version 2).
  */
 static void make_key(const struct snp_key_req *req, struct snp_key_rsp *rsp)
 {
@@ -281,7 +303,8 @@ static void make_key(const struct snp_key_req *req, struct snp_key_rsp *rsp)
 	    (gfs & SNP_GFS_RSVD_MASK) ||
 	    ((req->root_key_select & SNP_KEY_SEL_MASK) >> SNP_KEY_SEL_SHIFT) == 3 ||
 	    req->guest_svn > 0 /* the launch's GUEST_SVN is 0 */ ||
-	    ((gfs & SNP_GFS_TCB_VERSION) && req->tcb_version != psp.keys.reported_tcb)) {
+	    ((gfs & SNP_GFS_TCB_VERSION) &&
+	     !tcb_not_above(req->tcb_version, psp.keys.reported_tcb /* = committed */))) {
 		rsp->status = SNP_FW_STATUS_INVALID_PARAM;
 		return;
 	}
