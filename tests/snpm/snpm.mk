@@ -35,4 +35,4 @@ $(BUILD)/snpm.elf: $(SNPM_OBJS) linker.ld
 EXTRA_ALL += $(BUILD)/snpm.elf
 
 # The machine end to end: the probe with attestation, and Linux.
-TEST_SCRIPTS += tests/snpm/accept.sh tests/snpm/host-params.sh tests/snpm/attest.sh tests/snpm/planes.sh tests/snpm/hostile.sh tests/snpm/faults.sh tests/snpm/frames.sh tests/snpm/xsave.sh tests/snpm/vmrun-check.sh tests/snpm/hv-nest.sh
+TEST_SCRIPTS += tests/snpm/accept.sh tests/snpm/host-params.sh tests/snpm/attest.sh tests/snpm/planes.sh tests/snpm/hostile.sh tests/snpm/faults.sh tests/snpm/frames.sh tests/snpm/xsave.sh tests/snpm/vmrun-check.sh tests/snpm/hv-nest.sh tests/snpm/redzone.sh
