@@ -82,7 +82,7 @@ sweep=$(grep -m1 '^snpm: redzone: phase=' "$log")
 kind() { grep -m1 "^snpm: redzone: $1: " "$log"; }
 b=$(field boundaries "$sweep")
 tap_check "the host's #HV came at each of $ROUTINE's instruction boundaries: the sweep ran to the routine's return (${b:-0} boundaries)" \
-	test "$(field phase "$sweep")" = done -a "${b:-0}" -ge 1000
+	test "$(field phase "$sweep")" = "done" -a "${b:-0}" -ge 1000
 ok_kind() { # ok_kind NAME MIN: injected >= MIN, each checked, nothing changed
 	local l i c
 	l=$(kind "$1")
