@@ -98,7 +98,12 @@ ap_entry64:
 	push %rax
 	lretq
 6:	push %rdi
+	push %rdi                       /* twice: RSP stays 16-byte aligned at the calls */
+	/* TR first: csvsm's IDT (the SNP AP's from its creation) sends #VC,
+	 * #HV and NMI to IST stacks, and cpu_enable_fpu's CPUID is a #VC. */
+	call cpu_load_tr
 	call cpu_enable_fpu
+	pop %rdi
 	pop %rdi
 	xor %ebp, %ebp
 	call ap_main
@@ -133,11 +138,11 @@ boot_pdpt: .skip 4096
 boot_pd:   .skip 4 * 4096
 	/* Guard pages under the boot vCPU's stack (unmapped by snp_boot_main
 	 * before it loads the IDT, as src/smp.c does for the APs; 16 KiB, the
-	 * APs' size, larger than any unprobed library frame): an overflow, or
-	 * a host that nests #HV injections to walk RSP down (restricted
-	 * injection lets it inject #HV at any instruction), faults there
-	 * instead of writing over the .bss below; with no other stack the #DF
-	 * cannot be delivered and the vCPU shuts down (APM vol. 2 §8.2.9). */
+	 * APs' size, larger than any unprobed library frame): an overflow
+	 * faults there instead of writing over the .bss below; the #PF cannot
+	 * be pushed there either, and the #DF arrives on the vCPU's #DF IST
+	 * stack (src/cpu.c, APM vol. 2 §8.2.9), which reports it and ends the
+	 * VM. */
 	.section .bss, "aw", @nobits
 	.p2align 12
 	.globl boot_stack_guard, boot_stack

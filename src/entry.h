@@ -15,6 +15,20 @@
  * (RSAZ_exp52x20_x2_256). */
 #define AP_STACK_SIZE  (64 * 1024)
 #define AP_STACK_GUARD (16 * 1024)
+/*
+ * Each vCPU's IST stacks (src/cpu.c; include/csvsm/exception.h names the
+ * vectors that use them), each above an unmapped guard page. An event
+ * that resumes (#HV, #VC, NMI) only copies its frame off its IST stack
+ * (src/exception.S), so the stack holds that frame, two saved registers
+ * and, while they are there, one other event's handler copied below them.
+ * #DF and #MC run their handler (the dump, then termination) on it. The
+ * deepest of these, the fault dump with a console #VC inside it, is about
+ * 1.8 KiB (gcc -fstack-usage: exc_common's save, exception_dispatch,
+ * con_printf, con_vprintf 544, fmt_vsnprintf, then vc_exception 160,
+ * vc_handle 112 and the GHCB call): 8 KiB is four times that.
+ */
+#define IST_STACK_SIZE	(8 * 1024)
+#define IST_STACK_GUARD (4 * 1024)
 
 #ifdef __ASSEMBLY__
 /* clang-format off */

@@ -3,6 +3,7 @@
  * print vector, error code, RIP and, for a #PF, CR2 (nothing more: see
  * exception_dispatch), then end the VM with a failure status. The snp #VC (29) and #HV (28) are
  * routed to their handlers.
+ * NMI, #DF, #MC, #HV and #VC arrive on IST stacks (include/csvsm/exception.h).
  */
 #include "arch/x86/insn.h"
 #include "base/console.h"
@@ -22,6 +23,25 @@ _Static_assert(sizeof(struct idt_entry) == 16, "AMD APM vol. 2 §4.8.4: 16-byte 
 extern const uint64_t exc_stub_table[32];
 static struct idt_entry idt[32] __aligned(16);
 
+/* The IST slot of each vector that has one (0: the current stack). */
+static uint8_t ist_of(unsigned vector)
+{
+	switch (vector) {
+	case 2:
+		return EXC_IST_NMI;
+	case 8:
+		return EXC_IST_DF;
+	case 18:
+		return EXC_IST_MC;
+	case 28:
+		return EXC_IST_HV;
+	case 29:
+		return EXC_IST_VC;
+	default:
+		return 0;
+	}
+}
+
 /* Optional #VC handler, set by the snp platform. Returns true if handled. */
 bool (*exception_vc_handler)(struct exc_frame *f);
 void (*exception_hv_handler)(struct exc_frame *f);
@@ -32,7 +52,7 @@ void idt_init(void)
 		uint64_t a = exc_stub_table[i];
 		idt[i] = (struct idt_entry){.off_lo = (uint16_t)a,
 					    .sel = 0x08,
-					    .ist = 0,
+					    .ist = ist_of((unsigned)i),
 					    .type = 0x8E,
 					    .off_mid = (uint16_t)(a >> 16),
 					    .off_hi = (uint32_t)(a >> 32)};
@@ -55,6 +75,16 @@ static const char *const exc_names[32] = {
 
 void exception_dispatch(struct exc_frame *f)
 {
+	/* A same-vector event overwrote this one's frame on the IST stack
+	 * (src/exception.S): nothing to return to. No console: the event may
+	 * have interrupted csvsm inside it. */
+	if (f->vector & EXC_NESTED_IST) {
+		if (platform)
+			platform->terminate(false, 1,
+					    EXC_TERM_NESTED_IST | (unsigned)(f->vector & 31));
+		for (;;)
+			cpu_halt();
+	}
 	if (f->vector == 29 && exception_vc_handler && exception_vc_handler(f))
 		return;
 	if (f->vector == 28 && exception_hv_handler) {

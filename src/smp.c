@@ -7,6 +7,7 @@
 #include "arch/x86/insn.h"
 #include "base/console.h"
 #include "csvsm/cpu.h"
+#include "csvsm/tss.h"
 #include "base/platform.h"
 #include "mm/pgtable.h"
 #include "mm/pool.h"
@@ -48,14 +49,17 @@ unsigned smp_start_aps(unsigned wanted)
 		/* Guard pages under each AP stack: the pool hands out pages in
 		 * order, so without them an overflow would run into the previous
 		 * vCPU's GHCB, shared with the host (issue 15 item 5). With them the
-		 * overflow faults; with no other stack to take the fault on, the
-		 * #DF that follows cannot be delivered either and the vCPU shuts
-		 * down (APM vol. 2 §8.2.9): the VM ends, nothing leaks. */
+		 * overflow faults; the #PF cannot be pushed there either, and the
+		 * #DF that follows arrives on the vCPU's #DF IST stack (APM vol. 2
+		 * §8.2.9), which dumps and ends the VM: nothing leaks. */
 		uint8_t *stack = pool_alloc(AP_STACK_GUARD + AP_STACK_SIZE, PAGE_SIZE);
 		for (unsigned g = 0; g < AP_STACK_GUARD; g += PAGE_SIZE)
 			if (pgtable_set_guard((vaddr_t)(uintptr_t)(stack + g)) != 0)
 				panic("vCPU %u: no guard pages for its stack", i);
 		cpu->stack_top = (vaddr_t)(uintptr_t)(stack + AP_STACK_GUARD + AP_STACK_SIZE);
+		/* Its IST stacks, before it starts: it loads TR from its first
+		 * instructions (src/boot.S ap_entry64). */
+		cpu_ist_alloc(cpu);
 		cpu->ghcb = pool_alloc(PAGE_SIZE, PAGE_SIZE);
 		cpu->ghcb_gpa = (gpa_t)(uintptr_t)cpu->ghcb;
 		if (platform->start_ap(cpu) != 0) {

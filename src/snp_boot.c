@@ -393,13 +393,13 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	/*
 	 * 2. csvsm's whole region, its page pool and the guard pages under the
 	 * boot stack, before the IDT is loaded: from then on the host may
-	 * inject #HV at any instruction, and injections nested before a
-	 * handler's first instruction walk RSP down 48 bytes each; without the
-	 * guard they would reach the .bss under the stack (`platform` lies
-	 * there) before csvsm could stop them (hostile review of the #HV
-	 * change, finding 1). Until the IDT is loaded an exception shuts the
-	 * vCPU down. Nothing here takes a #VC: PVALIDATE does not, and a
-	 * failure stops through the MSR protocol with the console held.
+	 * inject #HV at any instruction. #HV has its own IST stack (injections
+	 * nested before a handler's first instruction no longer walk RSP down:
+	 * src/exception.S, issue 34); the guard stops an overflow of the boot
+	 * stack before the .bss under it (`platform` lies there), and the IST
+	 * stacks' guards need the pool (cpu_init_self). Until the IDT is loaded an exception shuts
+	 * the vCPU down. Nothing here takes a #VC: PVALIDATE does not, and a failure stops through
+	 * the MSR protocol with the console held.
 	 */
 	validate_region_tail();
 	pool_init(bb.image_end, bb.region_end);

@@ -42,6 +42,7 @@
 #include "mm/cmdline.h"
 #include "mm/memmap.h"
 #include "mm/pgtable.h"
+#include "csvsm/tss.h"
 #include "mm/pool.h"
 #include "tests/snpm/model/rmp.h"
 #include "tests/snpm/model/cpuid_page.h"
@@ -52,7 +53,7 @@
 #include "base/libc/libc.h"
 #include "igvm_load.h"
 #include "snpm.h"
-#include "src/entry.h" /* AP_STACK_SIZE, AP_STACK_GUARD */
+#include "src/entry.h" /* AP_STACK_SIZE, AP_STACK_GUARD, IST_STACK_SIZE */
 
 #define DEBUG_EXIT_PORT 0xF4
 #define SNPM_CBIT	51 /* the C-bit this hardware reports (CPUID 0x8000001F EBX[5:0]) */
@@ -608,6 +609,8 @@ static unsigned n_va_probe;
 /* snpm.ap_stack_probe=ADDR: csvsm's percpus[] (nm), whose APs' stack_top
  * the machine reads at the guest's launch to probe their guard pages. */
 static uint64_t ap_stack_probe;
+/* snpm.ist_probe=TSS,IDT: csvsm's cpu_tss[] and idt[] (nm), read at the guest's launch. */
+static uint64_t ist_probe_tss, ist_probe_idt;
 bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 static bool secrets_out;
@@ -891,6 +894,37 @@ static void machine_options(void)
 			va_probe[n_va_probe++] = va;
 		}
 	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.redzone", &v, &vlen)) {
+		const char *stop = v + vlen;
+		uint64_t s, e;
+		if (cmdline_parse_hex(&v, stop, &s) || v == stop || *v++ != '-' ||
+		    cmdline_parse_hex(&v, stop, &e) || v != stop || !s || s >= e)
+			fail("bad snpm.redzone= value (want START-END in hex)");
+		redzone_start = s;
+		redzone_end = e;
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.redzone_vc", &v, &vlen)) {
+		const char *stop = v + vlen;
+		while (v < stop) {
+			uint64_t s, e;
+			if (redzone_n_vc == REDZONE_VC_MAX || cmdline_parse_hex(&v, stop, &s) ||
+			    v == stop || *v++ != '-' || cmdline_parse_hex(&v, stop, &e) || s >= e ||
+			    (v < stop && *v++ != ','))
+				fail(
+				    "bad snpm.redzone_vc= value (want at most %u START-END in hex, "
+				    "comma-separated)",
+				    REDZONE_VC_MAX);
+			redzone_vc[redzone_n_vc++] = (struct redzone_range){s, e};
+		}
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.ist_probe", &v, &vlen)) {
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &ist_probe_tss) || v == stop || *v++ != ',' ||
+		    cmdline_parse_hex(&v, stop, &ist_probe_idt) || v != stop || !ist_probe_tss ||
+		    !ist_probe_idt)
+			fail("bad snpm.ist_probe= value (want csvsm's cpu_tss and idt addresses in "
+			     "hex: TSS,IDT)");
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
 		const char *stop = v + vlen;
 		uint64_t s, e;
@@ -1004,6 +1038,43 @@ static int vmpl0_va_mapped(uint64_t cr3, uint64_t va)
  * the tests compare them with the firmware's own metadata, read by
  * tests/tools/ovmf_sec_gaps.py.
  */
+/*
+ * snpm.ist_probe: csvsm's IST stacks as it set them up (src/cpu.c,
+ * include/csvsm/tss.h): for each vCPU, each IST top in its TSS, whether
+ * the stack's lowest and highest pages are mapped in VMPL0's page tables
+ * and the guard page under it is not; and the IST index of each of the
+ * IDT's 32 gates (include/csvsm/exception.h). csvsm runs identity-mapped:
+ * the addresses from nm are its GPAs.
+ */
+static void ist_probe(uint64_t vmpl0_cr3)
+{
+	if (!ist_probe_tss)
+		return;
+	for (unsigned i = 0; i < cpu_count; i++) {
+		gpa_t at = ist_probe_tss + i * sizeof(struct tss) + offsetof(struct tss, ist);
+		if (!hv_is_mem(at, EXC_IST_COUNT * 8))
+			break;
+		const uint64_t *ist = (const uint64_t *)(uintptr_t)hv_hpa(at);
+		for (unsigned k = 0; k < EXC_IST_COUNT; k++) {
+			uint64_t top = ist[k], low = top - IST_STACK_SIZE;
+			con_printf("snpm: vmpl0-map: cpu=%u ist=%u top=0x%llx mapped_top=%d "
+				   "mapped_low=%d guard=0x%llx mapped_guard=%d\n",
+				   i, k + 1, (unsigned long long)top,
+				   top ? vmpl0_va_mapped(vmpl0_cr3, top - PAGE_SIZE) : -1,
+				   top ? vmpl0_va_mapped(vmpl0_cr3, low) : -1,
+				   (unsigned long long)(low - PAGE_SIZE),
+				   top ? vmpl0_va_mapped(vmpl0_cr3, low - PAGE_SIZE) : -1);
+		}
+	}
+	if (!hv_is_mem(ist_probe_idt, 32 * 16))
+		return;
+	const uint8_t *idt = (const uint8_t *)(uintptr_t)hv_hpa(ist_probe_idt);
+	con_printf("snpm: vmpl0-idt: ist=");
+	for (unsigned n = 0; n < 32; n++)
+		con_printf("%s%u", n ? "," : "", idt[n * 16 + 4] & 7);
+	con_printf("\n");
+}
+
 void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 {
 	uint64_t pages = 0, unvalidated = 0, no_access = 0, vmsa = 0, big = 0;
@@ -1069,6 +1140,8 @@ void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 			   vmpl0_va_mapped(vmpl0_cr3, low - PAGE_SIZE), (unsigned long long)low,
 			   vmpl0_va_mapped(vmpl0_cr3, low));
 	}
+	ist_probe(vmpl0_cr3);
+	redzone_report();
 	if (key_scan_at_launch)
 		snpm_key_scan("at the guest's launch");
 	if (stop_at_launch) {
@@ -1193,6 +1266,7 @@ __noreturn void boot_main(uint32_t start_info_pa)
 	struct guest_config gc = {.mm = &mm, .vmpl = 2};
 	hv_tag = "snpm";
 	svm_host_init(&gc);
+	redzone_init();
 	snpm_phase("machine", "%u vCPUs, %llu MiB guest RAM, machine 0x%llx-0x%llx", cpu_count,
 		   (unsigned long long)(memmap_ram_bytes(&mm) >> 20),
 		   (unsigned long long)mm.csvsm_start, (unsigned long long)mm.csvsm_end);

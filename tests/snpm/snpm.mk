@@ -23,7 +23,7 @@ SNPM_OBJS := $(patsubst %,$(IMGOBJ)/%.o,$(basename $(SNPM_SRCS))) \
              $(addprefix $(IMGOBJ)/,src/boot.o tests/snpm/model/pvh_entry.o src/exception.o src/idt.o base/console.o base/platform.o \
                src/cpu.o base/cpu.o src/smp.o base/fmt.o base/secret.o mm/pool.o mm/pgtable.o mm/memmap.o \
                tests/snpm/model/rmp.o mm/guest_walk.o mm/cmdline.o tests/snpm/hv/svm.o \
-               tests/snpm/hv/snp.o tests/snpm/hv/io.o tests/snpm/hv/svm_entry.o \
+               tests/snpm/hv/snp.o tests/snpm/hv/io.o tests/snpm/hv/svm_entry.o tests/snpm/hv/redzone.o \
                tests/snpm/model/devpolicy.o tests/snpm/model/cpuid_page.o \
                tests/snpm/hv/sipi.o base/ghcb.o tests/snpm/model/psp.o attest/guest_req.o attest/certtable.o) \
              $(LIBC_OBJS)
@@ -35,4 +35,4 @@ $(BUILD)/snpm.elf: $(SNPM_OBJS) linker.ld
 EXTRA_ALL += $(BUILD)/snpm.elf
 
 # The machine end to end: the probe with attestation, and Linux.
-TEST_SCRIPTS += tests/snpm/accept.sh tests/snpm/host-params.sh tests/snpm/attest.sh tests/snpm/planes.sh tests/snpm/hostile.sh tests/snpm/faults.sh tests/snpm/frames.sh tests/snpm/xsave.sh tests/snpm/vmrun-check.sh tests/snpm/hv-nest.sh
+TEST_SCRIPTS += tests/snpm/accept.sh tests/snpm/host-params.sh tests/snpm/attest.sh tests/snpm/planes.sh tests/snpm/hostile.sh tests/snpm/faults.sh tests/snpm/frames.sh tests/snpm/xsave.sh tests/snpm/vmrun-check.sh tests/snpm/hv-nest.sh tests/snpm/redzone.sh

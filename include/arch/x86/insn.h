@@ -282,6 +282,15 @@ static inline void lidt(const void *desc)
 {
 	__asm__ volatile("lidt (%0)" ::"r"(desc) : "memory");
 }
+static inline void lgdt(const void *desc)
+{
+	__asm__ volatile("lgdt (%0)" ::"r"(desc) : "memory");
+}
+/* LTR marks the TSS descriptor busy: once per descriptor (APM vol. 3, LTR). */
+static inline void ltr(uint16_t sel)
+{
+	__asm__ volatile("ltr %0" ::"r"(sel) : "memory");
+}
 /*
  * REP string moves for the glibc-ABI layer's memcpy/memmove/memset
  * (base/libc/string.c; image only). Each advances the pointers it is given.

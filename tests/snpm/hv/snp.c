@@ -122,6 +122,8 @@ void sim_snp_vc(struct svm_vcpu *v, uint64_t code)
 	uint8_t gate[16];
 	uint64_t desc;
 
+	if (redzone_start)
+		redzone_vc_delivering(v);
 	if (sim_snp_trace)
 		con_printf("%s: trace: vCPU %u #VC 0x%llx rip 0x%llx rax 0x%llx rcx 0x%llx\n",
 			   hv_tag, v->gv.id, (unsigned long long)code, (unsigned long long)s->rip,
@@ -748,6 +750,7 @@ static __noreturn void guest_terminates(struct svm_vcpu *v, unsigned set, unsign
 	con_printf("%s: guest requested termination (reason set %u code %u) on vCPU %u\n", hv_tag,
 		   set, code, v->gv.id);
 	sim_snp_print_counts();
+	redzone_report();
 	hv_guest_terminated(v);
 	platform->terminate(false, 0, 0);
 }

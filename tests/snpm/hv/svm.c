@@ -58,6 +58,9 @@ static gpa_t npt_top;
 #define SIM_CBIT_MASK (1ULL << 51)
 /* snpm.hv_nest: the one page a hostile host has unmapped in VMPL0's nested table. */
 static volatile gpa_t nest_hole = UINT64_MAX;
+/* snpm.redzone (redzone.c): pages unmapped in VMPL0's nested table so that their next access
+ * exits. */
+static volatile gpa_t vmpl0_holes[2] = {UINT64_MAX, UINT64_MAX};
 
 static uint8_t *iopm, *msrpm;
 
@@ -200,21 +203,23 @@ void sim_fpu_enter(void)
  * review of the #HV change, finding 1). At VMPL0's first exit after it has
  * loaded an IDT with a #HV gate, the host unmaps the page of that gate's
  * handler in VMPL0's nested table and injects #HV. Each delivery pushes a
- * 48-byte frame (no IST) and then faults on the handler's first fetch, an
- * NPF to the host, which injects again: csvsm runs no instruction while
- * RSP walks down, until a push faults (csvsm's guard pages under the boot
- * stack: #PF, #DF, shutdown) or HV_NEST_MAX injections (then the host maps
- * the page again and lets the handlers run). The page holding ADDR (csvsm's
- * `platform`, from nm: the .bss under the boot stack) is compared before
- * and after. Restricted injection
- * lets a real host do all of this; nothing in it is KVM's.
+ * frame and then faults on the handler's first fetch, an NPF to the host,
+ * which injects again: csvsm runs no instruction. Without an IST stack RSP
+ * walks down 48 bytes a time until a push faults (the guard pages under
+ * the boot stack: #PF, #DF, shutdown); with one (csvsm's #HV gate, issue
+ * 34) every frame lands at the same IST top, until HV_NEST_MAX injections;
+ * then the host maps the page again and lets the handler run, which finds
+ * it interrupted on its own IST stack and terminates (src/exception.S). The page holding ADDR
+ * (csvsm's `platform`, from nm: the .bss under the boot stack) is compared before and after.
+ * Restricted injection lets a real host do all of this; nothing in it is KVM's.
  */
 #define HV_NEST_MAX 4096
 uint64_t hv_nest_addr; /* 0: off */
 static enum { NEST_IDLE, NEST_ARMED, NEST_ON, NEST_DONE } nest_state;
 static unsigned nest_count;
 static struct svm_vcpu *nest_vcpu; /* the one context the attack runs on */
-static uint64_t nest_rsp0;
+/* RSP before the attack; the lowest and highest after a delivery. */
+static uint64_t nest_rsp0, nest_rsp_low = UINT64_MAX, nest_rsp_high;
 static uint8_t nest_page0[PAGE_SIZE]; /* the watched page, before */
 
 static const uint8_t *nest_page(void)
@@ -229,9 +234,11 @@ static void nest_report(const struct svm_vcpu *v, const char *end)
 	for (unsigned i = 0; i < PAGE_SIZE; i++)
 		changed += p[i] != nest_page0[i];
 	con_printf("%s: hv-nest: %u #HV injected without a handler instruction, RSP 0x%llx -> "
-		   "0x%llx, then %s; the page at 0x%llx: %u bytes changed\n",
+		   "0x%llx (lowest 0x%llx, highest 0x%llx), then %s; the page at 0x%llx: %u bytes "
+		   "changed\n",
 		   hv_tag, nest_count, (unsigned long long)nest_rsp0,
-		   (unsigned long long)v->vmcb->save.rsp, end,
+		   (unsigned long long)v->vmcb->save.rsp, (unsigned long long)nest_rsp_low,
+		   (unsigned long long)nest_rsp_high, end,
 		   (unsigned long long)ALIGN_DOWN(hv_nest_addr, PAGE_SIZE), changed);
 }
 
@@ -283,6 +290,8 @@ static bool hv_nest_exit(struct svm_vcpu *v)
 		return false;
 	if (code == SVM_EXIT_NPF &&
 	    ALIGN_DOWN(v->vmcb->ctl.exit_info_2 & ~SIM_CBIT_MASK, PAGE_SIZE) == nest_hole) {
+		nest_rsp_low = MIN(nest_rsp_low, s->rsp);
+		nest_rsp_high = MAX(nest_rsp_high, s->rsp);
 		if (++nest_count < HV_NEST_MAX) {
 			v->vmcb->ctl.event_inj =
 			    SVM_EVTINJ_VALID | SVM_EVTINJ_TYPE_EXCP | X86_VECTOR_HV;
@@ -296,6 +305,8 @@ static bool hv_nest_exit(struct svm_vcpu *v)
 		return true;
 	}
 	if (code == SVM_EXIT_SHUTDOWN) {
+		nest_rsp_low = MIN(nest_rsp_low, s->rsp);
+		nest_rsp_high = MAX(nest_rsp_high, s->rsp);
 		nest_report(v, "shutdown (a push faulted)");
 		nest_state = NEST_DONE;
 	}
@@ -570,7 +581,7 @@ void sim_npt_print_held(void)
  */
 static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 {
-	if (vmpl == 0 && gpa == nest_hole)
+	if (vmpl == 0 && (gpa == nest_hole || gpa == vmpl0_holes[0] || gpa == vmpl0_holes[1]))
 		return 0;
 	uint64_t hpa = hv_hpa(gpa);
 	struct rmp_entry_info e;
@@ -674,6 +685,16 @@ void sim_npt_sync(gpa_t gpa, uint64_t size)
 	/* Every vCPU flushes before it next enters; sim_flush_guest_tlb makes
 	 * the ones in guest mode leave now. */
 	__atomic_add_fetch(&flush_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+void sim_vmpl0_hole(unsigned slot, gpa_t page)
+{
+	gpa_t old = vmpl0_holes[slot & 1];
+	vmpl0_holes[slot & 1] = page;
+	if (old != UINT64_MAX)
+		sim_npt_sync(old, PAGE_SIZE);
+	if (page != UINT64_MAX)
+		sim_npt_sync(page, PAGE_SIZE);
 }
 
 /*
@@ -804,6 +825,24 @@ bool sim_translate(struct svm_vcpu *v, uint64_t la, enum gw_access acc, gpa_t *p
 bool linear_copy_sys(struct svm_vcpu *v, uint64_t la, void *buf, size_t n, bool write)
 {
 	return linear_copy_as(v, la, buf, n, write ? GW_WRITE : GW_READ, true);
+}
+
+bool sim_peek_linear(struct svm_vcpu *v, uint64_t la, void *buf, size_t n)
+{
+	uint8_t *b = buf;
+	while (n) {
+		gpa_t pa;
+		uint32_t err;
+		if (walk_as(v, la, GW_READ, &pa, &err, true) != GW_OK)
+			return false;
+		size_t chunk = MIN(n, PAGE_SIZE - (pa & (PAGE_SIZE - 1)));
+		const void *p = guest_phys(pa, chunk, false, v->vmpl);
+		if (!p)
+			return false;
+		memcpy(b, p, chunk);
+		b += chunk, la += chunk, n -= chunk;
+	}
+	return true;
 }
 
 /* Up to `max` instruction bytes at CS:RIP; returns how many could be read (no fault raised). */
@@ -1298,6 +1337,8 @@ void svm_guest_run(struct svm_vcpu *v)
 		v->exits++;
 		if (hv_nest_addr && v->vmpl == 0 && hv_nest_exit(v))
 			continue;
+		if (redzone_start && redzone_exit(v))
+			continue;
 		if ((uint32_t)v->vmcb->ctl.exit_code == SVM_EXIT_NMI) {
 			/* A kick (VMPL switch, AP creation, TLB shootdown): QEMU leaves
 			 * an intercepted NMI pending; let the machine's own handler take
@@ -1339,6 +1380,8 @@ void svm_guest_run(struct svm_vcpu *v)
 			break;
 		case SVM_EXIT_VMMCALL:
 			handle_vmmcall(v);
+			if (redzone_start)
+				redzone_after_vmgexit(v);
 			break;
 		case SVM_EXIT_NPF:
 			handle_npf(v);

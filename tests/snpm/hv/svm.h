@@ -118,6 +118,29 @@ const char *vmrun_rejected_why(const struct vmrun_checked *c);
 extern bool hv_vmrun_invalid_once;
 /* snpm.hv_nest=ADDR: a host that nests #HV injections into VMPL0 (svm.c). */
 extern uint64_t hv_nest_addr;
+/* Copy guest linear bytes as a supervisor read of v, with its page tables and its VMPL's
+ * nested permissions; false if any is unreachable (nothing is injected). */
+bool sim_peek_linear(struct svm_vcpu *v, uint64_t la, void *buf, size_t n);
+/* Unmap `page` (UINT64_MAX: nothing) in VMPL0's nested table, slot 0 or 1; under the exit
+ * lock. */
+void sim_vmpl0_hole(unsigned slot, gpa_t page);
+
+/*
+ * snpm.redzone (redzone.c): a host that injects #HV at every instruction
+ * boundary of a library routine and checks the red zone below RSP.
+ */
+struct redzone_range {
+	uint64_t start, end;
+};
+#define REDZONE_VC_MAX 4
+extern uint64_t redzone_start, redzone_end; /* the routine; 0: off */
+extern struct redzone_range redzone_vc[REDZONE_VC_MAX];
+extern unsigned redzone_n_vc;
+void redzone_init(void);
+bool redzone_exit(struct svm_vcpu *v);
+void redzone_vc_delivering(struct svm_vcpu *v);
+void redzone_after_vmgexit(struct svm_vcpu *v);
+void redzone_report(void);
 void vmcb_seg(struct vmcb_seg *sg, uint16_t sel, uint64_t base, uint32_t limit, uint16_t attr);
 struct vmsa;
 void vmcb_from_vmsa(struct svm_vcpu *v, const struct vmsa *m);
