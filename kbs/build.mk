@@ -27,6 +27,11 @@ kbs-registry-test_SRCS := tests/kbs/test_registry.c kbs/registry.c
 kbs-registry-test_LIBS := -lsqlite3 -lpq -lpthread
 $(BUILD)/kbs-registry-test: HOST_CFLAGS += $(PG_INC)
 
+# attest/policy.c's result bookkeeping and TCB parser (tests/kbs/kbs.sh runs it).
+TOOLS += kbs-appraise-test
+kbs-appraise-test_SRCS := tests/kbs/test_appraise.c
+kbs-appraise-test_LIBS := -ljansson -lmbedx509 -lmbedcrypto -lhogweed -lnettle -lgmp
+
 TEST_SCRIPTS += tests/kbs/kbs.sh
 
 # libFuzzer over the request layer (tests/fuzz/fuzz_kbs_request.c), in `make fuzz`.
