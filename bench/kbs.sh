@@ -23,7 +23,7 @@ EOF2
 printf 's3cret' >"$T/s"
 build/csvsm-kbs put-secret --db "sqlite:$T/r.db" default/key/one --rule affirming --file "$T/s" >/dev/null
 build/csvsm-kbs serve --policy "$T/p.json" --db "sqlite:$T/r.db" --listen 127.0.0.1:0 --insecure-http \
-	--trust-ark "$CHAIN/ark.pem" --port-file "$T/port" --threads 8 --max-seconds 900 2>"$T/log" &
+	--trust-ark "$CHAIN/ark.pem" --port-file "$T/port" --threads 8 --max-seconds 900 --max-conn-per-ip 256 2>"$T/log" &
 PID=$!
 for _ in $(seq 1 100); do [ -s "$T/port" ] && break; sleep 0.05; done
 P=$(cat "$T/port")

@@ -47,6 +47,8 @@ static const char *const schema[] = {
     "CREATE TABLE IF NOT EXISTS kbs_resources (repository TEXT NOT NULL, type TEXT NOT NULL,"
     " tag TEXT NOT NULL, rule TEXT NOT NULL, value TEXT NOT NULL,"
     " PRIMARY KEY (repository, type, tag))",
+    /* the sweep and the --max-sessions count read sessions by expiry */
+    "CREATE INDEX IF NOT EXISTS kbs_sessions_expires ON kbs_sessions (expires)",
 };
 
 /* One result row as strings (copied out before the statement is freed). */
@@ -312,6 +314,22 @@ int registry_session_sweep(struct registry *r, int64_t now)
 	return q(r, "DELETE FROM kbs_sessions WHERE expires <= ?1", 1, p, NULL, NULL, NULL) < 0
 		   ? REG_ERR
 		   : REG_OK;
+}
+
+static void count_row(struct row *w, void *ctx)
+{
+	*(long *)ctx = w->ncols == 1 ? atol(w->col[0]) : -1;
+}
+
+int registry_session_count(struct registry *r, int64_t now, long *count)
+{
+	char t[24];
+	i64s(t, now);
+	const char *p[] = {t};
+	*count = -1;
+	long n = q(r, "SELECT COUNT(*) FROM kbs_sessions WHERE expires > ?1", 1, p, count_row,
+		   count, NULL);
+	return n == 1 && *count >= 0 ? REG_OK : REG_ERR;
 }
 
 /* ---- instances ---- */

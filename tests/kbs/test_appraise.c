@@ -16,19 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 
-static int n, failed;
-
-static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s %d - ", ok ? "ok" : "not ok", ++n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failed += !ok;
-}
+#include "tests/kbs/tap.h"
 
 static bool has_failing(const struct appraisal_result *r, const char *name)
 {
@@ -91,6 +79,5 @@ int main(void)
 		t.ucode == 7,
 	    "appraisal_tcb_set knows ucode, not ucodes");
 
-	printf("%d passed, %d failed\n", n - failed, failed);
-	return failed != 0;
+	return tap_done();
 }

@@ -23,20 +23,9 @@
 
 #include "kbs/registry.h"
 
-static int n, failed;
-static const char *url;
+#include "tests/kbs/tap.h"
 
-static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s %d - ", ok ? "ok" : "not ok", ++n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failed += !ok;
-}
+static const char *url;
 
 static struct registry *open_or_die(void)
 {
@@ -159,8 +148,7 @@ static int unit(void)
 	tap(registry_resource_get(r, "repo", iid, "none", rule, &got, &gl) == REG_NO,
 	    "an unknown resource is not found");
 	registry_close(r);
-	printf("%d passed, %d failed\n", n - failed, failed);
-	return failed ? 1 : 0;
+	return tap_done();
 }
 
 int main(int argc, char **argv)
