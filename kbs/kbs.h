@@ -76,7 +76,8 @@ struct kbs {
 	size_t trust_ark_len;
 	int64_t (*now)(void);
 	struct kbs_chains chains; /* verified chains, shared by the threads */
-	/* Sessions (nonces) outstanding at most: /auth answers 503 beyond it. The
+	/* Sessions that can release nothing (unattested, contraindicated), at
+	 * most: beyond, /auth evicts the oldest (kbs/service.c session_room). The
 	 * count is read from the registry at most once a second (shared by
 	 * replicas) and counted up locally in between. */
 	long max_sessions;

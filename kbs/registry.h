@@ -61,8 +61,14 @@ int registry_session_finish(struct registry *r, const char *id, int status, cons
 /* An attested, unexpired session. */
 int registry_session_get(struct registry *r, const char *id, int64_t now, struct reg_session *out);
 int registry_session_sweep(struct registry *r, int64_t now);
-/* How many sessions are unexpired at now (csvsm-kbs's --max-sessions). */
-int registry_session_count(struct registry *r, int64_t now, long *count);
+/*
+ * csvsm-kbs's --max-sessions: the unexpired sessions that can release
+ * nothing, authed (not yet attested) or attested with status `useless`
+ * (contraindicated), are counted, and up to n of them deleted, oldest expiry
+ * first (*deleted gets how many went).
+ */
+int registry_session_count(struct registry *r, int64_t now, int useless, long *count);
+int registry_session_evict(struct registry *r, int useless, long n, long *deleted);
 
 /* ---- VM instances ---- */
 struct reg_instance {

@@ -176,22 +176,31 @@ static bool unhex(const char *s, size_t sl, uint8_t *out, size_t n)
 /* ---- /kbs/v0/auth ---- */
 
 /*
- * Room for one more session under --max-sessions. Every /auth makes a row
- * that lives --nonce-ttl, so without a cap an unauthenticated client grows
- * the registry by its request rate times the TTL. The registry's count (all
- * replicas' sessions) is read at most once a second; in between this
- * process counts its own.
+ * Make room for one more session under --max-sessions. Every /auth makes a
+ * row that lives --nonce-ttl, so without a bound an unauthenticated client
+ * grows the registry by its request rate times the TTL. What is bounded is
+ * the sessions that can release nothing: not yet attested, or attested and
+ * contraindicated (evidence that merely decodes makes one). At the bound the
+ * oldest of them go, a batch of 1% at a time; refusing /auth instead would
+ * let one client that fills the table shut every VM out for --nonce-ttl.
+ * Sessions that passed (affirming, warning) are never evicted nor counted:
+ * only VMs that passed make them. The count (all replicas') is read from the
+ * registry at most once a second; in between this process counts its own.
  */
-static bool session_room(struct kbs *k, int64_t now)
+static void session_room(struct kbs *k, int64_t now)
 {
 	int64_t at = __atomic_load_n(&k->live_at, __ATOMIC_RELAXED);
-	long cnt;
+	long cnt, gone = 0;
 	if (now != at &&
 	    __atomic_compare_exchange_n(&k->live_at, &at, now, false, __ATOMIC_RELAXED,
 					__ATOMIC_RELAXED) &&
-	    registry_session_count(k->reg, now, &cnt) == REG_OK)
+	    registry_session_count(k->reg, now, EAR_STATUS_CONTRAINDICATED, &cnt) == REG_OK)
 		__atomic_store_n(&k->live, cnt, __ATOMIC_RELAXED);
-	return __atomic_load_n(&k->live, __ATOMIC_RELAXED) < k->max_sessions;
+	if (__atomic_load_n(&k->live, __ATOMIC_RELAXED) < k->max_sessions)
+		return;
+	if (registry_session_evict(k->reg, EAR_STATUS_CONTRAINDICATED, k->max_sessions / 100 + 1,
+				   &gone) == REG_OK)
+		__atomic_sub_fetch(&k->live, gone, __ATOMIC_RELAXED);
 }
 
 /*
@@ -316,13 +325,7 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 	uint8_t sid[16], nonce[KBS_NONCE_BYTES];
 	char id[KBS_SESSION_ID_LEN + 1];
 	int64_t now = k->now();
-	if (!session_room(k, now)) {
-		free(cred64);
-		fail(rs, 503, "AttestationError",
-		     "too many outstanding sessions (%ld): try again when nonces expire",
-		     k->max_sessions);
-		goto out;
-	}
+	session_room(k, now);
 	if (RAND_bytes(sid, sizeof(sid)) != 1 || RAND_bytes(nonce, sizeof(nonce)) != 1) {
 		free(cred64);
 		fail(rs, 500, "AttestationError", "no randomness");

@@ -394,19 +394,36 @@ check_ok eval "affirmed $T/pc1 && grep -q '^resource-http 401 .*TokenNotFound' $
 LAST=$T/pc4; D="restarted on the same policy: the same session still releases the secret (the policy, not the restart, decides)"
 check_ok grep -qx 'secret s3cret' "$T/pc4"
 
-# Outstanding sessions are bounded (--max-sessions): /auth answers 503 beyond.
+# Sessions that can release nothing are bounded (--max-sessions): beyond, the oldest of them
+# (not attested, or contraindicated) make room; those of VMs that passed stay.
 start SC "$T/main.json" "sqlite:$T/sc.db" --max-sessions 5
-python3 - "$PORT_SC" >"$T/sc" 2>&1 <<'EOF'
-import http.client, sys
-codes = []
-for _ in range(7):
+python3 - "$PORT_SC" "$T/sc.db" >"$T/sc" 2>&1 <<'EOF'
+import http.client, sqlite3, sys
+def req(method, path, body, cookie=None):
     c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
-    c.request("POST", "/kbs/v0/auth", '{"version":"0.4.0","tee":"snp","extra-params":{}}', {"Content-Type": "application/json"})
-    codes.append(c.getresponse().status)
-print(" ".join(map(str, codes)))
+    h = {"Content-Type": "application/json"}
+    if cookie: h["Cookie"] = "kbs-session-id=" + cookie
+    c.request(method, path, body, h)
+    r = c.getresponse()
+    return r.status, (r.getheader("Set-Cookie") or "").split(";")[0].split("=")[-1]
+got = [req("POST", "/kbs/v0/auth", '{"version":"0.4.0","tee":"snp","extra-params":{}}') for _ in range(12)]
+db = sqlite3.connect(sys.argv[2])
+rows = db.execute("select count(*) from kbs_sessions").fetchone()[0]
+first = db.execute("select count(*) from kbs_sessions where id = ?", (got[0][1],)).fetchone()[0]
+last = db.execute("select count(*) from kbs_sessions where id = ?", (got[-1][1],)).fetchone()[0]
+print(" ".join(str(g[0]) for g in got), "rows", rows, "first", first, "last", last)
 EOF
-LAST=$T/sc; D="--max-sessions 5: seven /auth get five 200 and two 503 ($(cat "$T/sc"))"
-check_ok grep -qx '200 200 200 200 200 503 503' "$T/sc"
+LAST=$T/sc; D="--max-sessions 5: twelve /auth all get 200, the registry keeps at most 5 sessions, the oldest evicted, the newest kept ($(cat "$T/sc"))"
+check_ok grep -qE '^(200 ){12}rows [1-5] first 0 last 1$' "$T/sc"
+put "sqlite:$T/sf.db"
+start SF "$T/main.json" "sqlite:$T/sf.db" --trust-ark "$CHAIN/ark.pem" --max-sessions 3
+mkdir -p "$T/sfk"
+rcar SF "$T/sf1" --measurement "$M" --keep "$T/sfk"
+for i in 2 3 4 5 6; do rcar SF "$T/sf$i" --measurement "$M2"; done
+"$CLIENT" resource --port "$PORT_SF" --chain "$CHAIN" --keep "$T/sfk" --resource default/key/one >"$T/sf7" 2>&1
+rows=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from kbs_sessions").fetchone()[0])' "$T/sf.db")
+LAST=$T/sf7; D="--max-sessions 3: five contraindicated exchanges after an affirming one; the affirming session still releases its secret, $rows sessions kept"
+check_ok eval "affirmed $T/sf1 && contra $T/sf6 measurement && grep -qx 'secret s3cret' $T/sf7 && [ $rows -le 4 ]"
 
 # Slow clients: a byte within every idle timeout no longer holds a connection for ever
 # (--request-timeout), and one address holds at most --max-conn-per-ip connections.
