@@ -61,8 +61,9 @@ run-kbs: deps
 	$(MAKE) all
 	kbs/run-kbs.sh
 
-# make bench-kbs [KBS_BENCH_SECONDS=8]: exchanges/s, p50/p99, memory (bench/kbs.sh).
+# make bench-kbs [KBS_BENCH_SECONDS=8] [BEFORE_REF=git-ref | BEFORE=binary]: exchanges per
+# server CPU-second, the appraisal inside the service, p50/p99, memory (bench/kbs.sh).
 bench-kbs: $(BUILD)/csvsm-kbs $(BUILD)/csvsm-kbs-client $(BUILD)/csvsm-verify $(CHAIN_DIR)/psp-keys.bin
-	bash bench/kbs.sh $(or $(KBS_BENCH_SECONDS),8)
+	BEFORE="$(BEFORE)" BEFORE_REF="$(BEFORE_REF)" bash bench/kbs.sh $(or $(KBS_BENCH_SECONDS),8)
 
 .PHONY: run-kbs bench-kbs

@@ -502,8 +502,12 @@ static int serve(int argc, char **argv)
 		reap();
 	}
 	MHD_stop_daemon(d);
-	fprintf(stderr, "csvsm-kbs: stopped (chain cache: %llu hits, %llu chains verified)\n",
-		(unsigned long long)K.chains.hits, (unsigned long long)K.chains.misses);
+	fprintf(stderr,
+		"csvsm-kbs: stopped (chain cache: %llu hits, %llu chains verified; %llu "
+		"appraisals, %.1f us of thread CPU each)\n",
+		(unsigned long long)K.chains.hits, (unsigned long long)K.chains.misses,
+		(unsigned long long)K.appraisals,
+		K.appraisals ? (double)K.appraise_ns / 1e3 / (double)K.appraisals : 0.0);
 	kbs_fini(&K);
 	mbedtls_x509_crl_free(&crl);
 	registry_close(reg);
