@@ -106,6 +106,15 @@ struct kbs_response {
 	const char *allow; /* 405: the methods the path takes */
 };
 
+/* The caller of an endpoint after /attest (kbs_authenticate). */
+struct kbs_caller {
+	int status;		   /* enum ear_status of the appraisal */
+	json_t *tee_pubkey;	   /* the JWK the evidence bound (new reference) */
+	char instance[REG_ID_MAX]; /* the registry's id of the VM */
+};
+int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
+		     struct kbs_caller *who, struct kbs_response *rs);
+
 int kbs_init(struct kbs *k, struct registry *reg, const struct appraisal_policy *pol,
 	     EVP_PKEY *token_key);
 void kbs_fini(struct kbs *k);

@@ -836,17 +836,94 @@ static bool appraised_under(const struct kbs *k, json_t *claims)
 	return id && !strcmp(id, k->policy.id);
 }
 
+/*
+ * Who is asking, for the endpoints after /attest (the resources, and the
+ * persistent vTPM's of issue 33): an attested, unexpired session's cookie,
+ * or its EAR as a bearer token (verified: ES256 under this service's key,
+ * unexpired), appraised under this service's policy. Fills who (the
+ * appraisal's status, the TEE key the evidence bound, the registry
+ * instance), or answers 401 and returns -1. The caller still decides
+ * whether the status is enough for what is asked.
+ */
+int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
+		     struct kbs_caller *who, struct kbs_response *rs)
+{
+	char id[KBS_SESSION_ID_LEN + 1];
+	json_t *claims = NULL;
+
+	memset(who, 0, sizeof(*who));
+	who->status = -1;
+	if (rq->authorization && !strncasecmp(rq->authorization, "Bearer ", 7)) {
+		claims = jws_es256_verify(k->token_key, rq->authorization + 7, REG_TOKEN_MAX);
+		json_t *exp = json_object_get(claims, "exp"),
+		       *sub = json_object_get(json_object_get(claims, "submods"), "cpu0");
+		json_t *st = json_object_get(sub, "ear.status");
+		json_t *ann = json_object_get(sub, "ear.veraison.annotated-evidence");
+		json_t *pk =
+		    json_object_get(json_object_get(ann, "runtime_data_claims"), "tee-pubkey");
+		const char *inst = json_string_value(json_object_get(ann, "instance"));
+		if (!claims || !json_is_integer(exp) || json_integer_value(exp) <= now ||
+		    !json_is_string(st) || !pk) {
+			fail(rs, 401, "TokenVerifierError",
+			     "Token Verifier error: not a valid, unexpired token of this KBS");
+			goto bad;
+		}
+		if (!appraised_under(k, claims)) {
+			fail(rs, 401, "TokenVerifierError",
+			     "Token Verifier error: the token was appraised under another policy "
+			     "than this KBS's (%.71s): attest again",
+			     k->policy.id);
+			goto bad;
+		}
+		who->status = ear_status_parse(json_string_value(st));
+		who->tee_pubkey = json_incref(pk);
+		snprintf(who->instance, sizeof(who->instance), "%s", inst ? inst : "");
+		json_decref(claims);
+		return 0;
+	}
+	if (rq->cookie && session_cookie(rq->cookie, id)) {
+		struct reg_session *s = malloc(sizeof(*s)); /* 40 KiB: off the stack */
+		int rc = s ? registry_session_get(k->reg, id, now, s) : REG_ERR;
+		if (rc != REG_OK) {
+			free(s);
+			fail(rs, rc == REG_NO ? 401 : 500, "TokenNotFound",
+			     "Attestation Token not found: no attested, unexpired session");
+			goto bad;
+		}
+		json_t *stored = stored_token_claims(s->token);
+		bool same = appraised_under(k, stored);
+		json_decref(stored);
+		if (!same) {
+			free(s);
+			fail(
+			    rs, 401, "TokenNotFound",
+			    "Attestation Token not found: this session was appraised under another "
+			    "policy than this KBS's (%.71s): attest again",
+			    k->policy.id);
+			goto bad;
+		}
+		who->status = s->status;
+		who->tee_pubkey = json_loads(s->tee_pubkey, 0, NULL);
+		snprintf(who->instance, sizeof(who->instance), "%s", s->instance);
+		free(s);
+		return 0;
+	}
+	fail(rs, 401, "TokenNotFound",
+	     "Attestation Token not found: no kbs-session-id cookie, no bearer token");
+bad:
+	json_decref(claims);
+	return -1;
+}
+
 static void handle_resource(struct kbs *k, const struct kbs_request *rq, const char *path,
 			    struct kbs_response *rs)
 {
-	char seg[3][KBS_RESOURCE_SEG + 1], id[KBS_SESSION_ID_LEN + 1], rule[20];
+	char seg[3][KBS_RESOURCE_SEG + 1], rule[20];
 	const char *p = path;
-	struct reg_session s;
+	struct kbs_caller who = {0};
 	EVP_PKEY *key = NULL;
-	json_t *pub = NULL, *claims = NULL;
 	uint8_t *val = NULL;
 	size_t vlen = 0;
-	int status = -1;
 
 	for (int i = 0; i < 3; i++) {
 		size_t l = strcspn(p, "/");
@@ -861,57 +938,10 @@ static void handle_resource(struct kbs *k, const struct kbs_request *rq, const c
 		seg[i][l] = 0;
 		p += l + 1;
 	}
-	int64_t now = k->now();
-	/* who: an attested session's cookie, or its token as a bearer */
-	if (rq->authorization && !strncasecmp(rq->authorization, "Bearer ", 7)) {
-		claims = jws_es256_verify(k->token_key, rq->authorization + 7, REG_TOKEN_MAX);
-		json_t *exp = json_object_get(claims, "exp"),
-		       *sub = json_object_get(json_object_get(claims, "submods"), "cpu0");
-		json_t *st = json_object_get(sub, "ear.status");
-		json_t *pk = json_object_get(
-		    json_object_get(json_object_get(sub, "ear.veraison.annotated-evidence"),
-				    "runtime_data_claims"),
-		    "tee-pubkey");
-		if (!claims || !json_is_integer(exp) || json_integer_value(exp) <= now ||
-		    !json_is_string(st) || !pk) {
-			fail(rs, 401, "TokenVerifierError",
-			     "Token Verifier error: not a valid, unexpired token of this KBS");
-			goto out;
-		}
-		if (!appraised_under(k, claims)) {
-			fail(rs, 401, "TokenVerifierError",
-			     "Token Verifier error: the token was appraised under another policy "
-			     "than this KBS's (%.71s): attest again",
-			     k->policy.id);
-			goto out;
-		}
-		status = ear_status_parse(json_string_value(st));
-		pub = json_incref(pk);
-	} else if (rq->cookie && session_cookie(rq->cookie, id)) {
-		int rc = registry_session_get(k->reg, id, now, &s);
-		if (rc != REG_OK) {
-			fail(rs, rc == REG_NO ? 401 : 500, "TokenNotFound",
-			     "Attestation Token not found: no attested, unexpired session");
-			goto out;
-		}
-		json_t *stored = stored_token_claims(s.token);
-		bool same = appraised_under(k, stored);
-		json_decref(stored);
-		if (!same) {
-			fail(
-			    rs, 401, "TokenNotFound",
-			    "Attestation Token not found: this session was appraised under another "
-			    "policy than this KBS's (%.71s): attest again",
-			    k->policy.id);
-			goto out;
-		}
-		status = s.status;
-		pub = json_loads(s.tee_pubkey, 0, NULL);
-	} else {
-		fail(rs, 401, "TokenNotFound",
-		     "Attestation Token not found: no kbs-session-id cookie, no bearer token");
-		goto out;
-	}
+	if (kbs_authenticate(k, rq, k->now(), &who, rs))
+		return;
+	json_t *pub = who.tee_pubkey;
+	int status = who.status;
 	char err[256];
 	if (!pub || !(key = jwk_to_pkey(pub, err, sizeof(err)))) {
 		fail(rs, 500, "JweError", "JWE failed: the session's key is unusable");
@@ -951,7 +981,6 @@ out:
 	}
 	EVP_PKEY_free(key);
 	json_decref(pub);
-	json_decref(claims);
 }
 
 /* ---- routing ---- */
