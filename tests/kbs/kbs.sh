@@ -20,7 +20,14 @@
 #   - the registry's guarantees on SQLite and PostgreSQL; two replicas on one
 #     PostgreSQL never both accept a nonce or a lease
 #   - csvsm-verify --policy gives the same verdict offline
-# Builds nothing: `make` first.
+#   - CRLs: the ARK's revoking the ASK, an ASK's revoking the VCEK, the VCEK's serial on the
+#     ARK's CRL (not revoked), another product line's, a foreign and a forged one (--crl,
+#     signed with build/test-chain's ark-key.pem and ask-key.pem)
+#   - the review's attacks (docs/kbs.md "Review"): a failing check after 48 others, an 11 KB
+#     EAR, a contraindicated report naming a registered instance, a token or session of an
+#     edited policy, a flood of /auth (--max-sessions), a trickling client and one address's
+#     connections (--request-timeout, --max-conn-per-ip), an oversized TEE key
+# Builds nothing: `make` first. KBS=binary runs the same cases on another build.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/kbs/pg.sh
