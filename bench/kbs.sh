@@ -96,6 +96,7 @@ fi
 
 # The floor: csvsm-verify's warm path on one of these reports.
 mkdir -p "$T/ev"
+# shellcheck disable=SC2154 # PORT_after is set by start (eval)
 build/csvsm-kbs-client rcar --port "$PORT_after" --chain "$CHAIN" --measurement "$M" --dump "$T/ev" >/dev/null
 base=$(build/csvsm-verify --repeat 3000 --report "$T/ev/report.bin" --cert-table "$T/ev/certs.bin" \
 	--trust-ark "$CHAIN/ark.pem" --nonce "$(cat "$T/ev/nonce64.hex")" --manifest "$T/ev/manifest.bin" \
