@@ -14,7 +14,9 @@
 #include <attest/tpm_cred.h>
 #include <attest/tpm_wire.h>
 
+#include <errno.h>
 #include <jansson.h>
+#include <mbedtls/md.h>
 #include <mbedtls/sha256.h>
 #include <mbedtls/sha512.h>
 #include <stdarg.h>
@@ -127,6 +129,56 @@ static bool get_bool(struct pctx *c, json_t *v, const char *key, bool *out)
 	return true;
 }
 
+bool appraisal_tcb_set(struct snp_tcb *t, const char *name, uint8_t v)
+{
+	if (!strcmp(name, "bl"))
+		t->bl = v;
+	else if (!strcmp(name, "tee"))
+		t->tee = v;
+	else if (!strcmp(name, "snp"))
+		t->snp = v;
+	else if (!strcmp(name, "ucode"))
+		t->ucode = v;
+	else if (!strcmp(name, "fmc"))
+		t->fmc = v, t->has_fmc = true;
+	else
+		return false;
+	return true;
+}
+
+int appraisal_tcb_parse(const char *s, struct snp_tcb *t, char *err, size_t n)
+{
+	char buf[128], *save = NULL;
+
+	memset(t, 0, sizeof(*t));
+	if (strlen(s) >= sizeof(buf)) {
+		setd(err, n, "expected NAME=N,... (bl, tee, snp, ucode, fmc), not %zu characters",
+		     strlen(s));
+		return -1;
+	}
+	strcpy(buf, s);
+	for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		char *eq = strchr(tok, '='), *end;
+		unsigned long v;
+		if (!eq) {
+			setd(err, n, "expected NAME=N, got '%s'", tok);
+			return -1;
+		}
+		*eq = 0;
+		errno = 0;
+		v = strtoul(eq + 1, &end, 0);
+		if (errno || *end || !eq[1] || eq[1] == '-' || v > 255) {
+			setd(err, n, "%s value must be 0..255", tok);
+			return -1;
+		}
+		if (!appraisal_tcb_set(t, tok, (uint8_t)v)) {
+			setd(err, n, "unknown component '%s' (bl, tee, snp, ucode, fmc)", tok);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 /* A TCB: an object {bl, tee, snp, ucode[, fmc]} or the raw TCB_VERSION. */
 static void get_tcb(struct pctx *c, json_t *v, const char *key, bool *is_raw, uint64_t *raw,
 		    struct snp_tcb *t)
@@ -145,18 +197,7 @@ static void get_tcb(struct pctx *c, json_t *v, const char *key, bool *is_raw, ui
 		uint64_t u = 0;
 		if (!get_u64(c, x, key, 255, &u))
 			return;
-		if (!strcmp(k, "bl"))
-			t->bl = (uint8_t)u;
-		else if (!strcmp(k, "tee"))
-			t->tee = (uint8_t)u;
-		else if (!strcmp(k, "snp"))
-			t->snp = (uint8_t)u;
-		else if (!strcmp(k, "ucode"))
-			t->ucode = (uint8_t)u;
-		else if (!strcmp(k, "fmc")) {
-			t->fmc = (uint8_t)u;
-			t->has_fmc = true;
-		} else
+		if (!appraisal_tcb_set(t, k, (uint8_t)u))
 			perr(c, "%s: unknown component '%s' (bl, tee, snp, ucode, fmc)", key, k);
 	}
 }
@@ -555,11 +596,22 @@ static enum ear_claim claim_of(const char *name)
 	return EAR_CONFIGURATION; /* policy.* */
 }
 
+/*
+ * The next check's slot. When the array is full the check goes to a scratch
+ * slot that is never read and the result is marked: finish() then makes it
+ * contraindicated (before, the last slot was reused, so a later passing
+ * check could overwrite an earlier failing one: the front end's checks
+ * (freshness, credential, CRL) come last).
+ */
 static struct appraisal_check *add(struct appraisal_result *r, const char *name,
 				   enum ear_claim claim)
 {
-	struct appraisal_check *c =
-	    &r->checks[r->n < APPRAISAL_MAX_CHECKS ? r->n++ : APPRAISAL_MAX_CHECKS - 1];
+	static __thread struct appraisal_check scratch;
+	struct appraisal_check *c = &scratch;
+	if (r->n < APPRAISAL_MAX_CHECKS)
+		c = &r->checks[r->n++];
+	else
+		r->overflow = true;
 	memset(c, 0, sizeof(*c));
 	c->name = name;
 	c->claim = claim;
@@ -567,16 +619,22 @@ static struct appraisal_check *add(struct appraisal_result *r, const char *name,
 	return c;
 }
 
+static void vcheck(struct appraisal_result *r, const char *name, enum ear_claim claim, bool pass,
+		   const char *fmt, va_list ap)
+{
+	struct appraisal_check *c = add(r, name, claim);
+	c->state = pass ? SNP_CHECK_PASS : SNP_CHECK_FAIL;
+	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+}
+
 static void check(struct appraisal_result *r, const char *name, enum ear_claim claim, bool pass,
 		  const char *fmt, ...) __attribute__((format(printf, 5, 6)));
 static void check(struct appraisal_result *r, const char *name, enum ear_claim claim, bool pass,
 		  const char *fmt, ...)
 {
-	struct appraisal_check *c = add(r, name, claim);
 	va_list ap;
-	c->state = pass ? SNP_CHECK_PASS : SNP_CHECK_FAIL;
 	va_start(ap, fmt);
-	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+	vcheck(r, name, claim, pass, fmt, ap);
 	va_end(ap);
 }
 
@@ -599,6 +657,11 @@ static void finish(struct appraisal_result *r)
 				r->tv[c->claim] = AR4SI_AFFIRMING;
 		}
 		seen[c->claim] = true;
+	}
+	if (r->overflow) {
+		r->tv[EAR_CONFIGURATION] = AR4SI_CONTRAINDICATED;
+		setd(r->reason[EAR_CONFIGURATION], SNP_DETAIL_LEN,
+		     "appraisal: more than %d checks, the rest not recorded", APPRAISAL_MAX_CHECKS);
 	}
 	/* No reference for the launch image: executables not recognised. */
 	if (r->no_measurement_reference && r->tv[EAR_EXECUTABLES] == AR4SI_NONE) {
@@ -625,11 +688,9 @@ static void finish(struct appraisal_result *r)
 void appraisal_add_check(struct appraisal_result *r, const char *name, enum ear_claim claim,
 			 bool pass, const char *fmt, ...)
 {
-	struct appraisal_check *c = add(r, name, claim);
 	va_list ap;
-	c->state = pass ? SNP_CHECK_PASS : SNP_CHECK_FAIL;
 	va_start(ap, fmt);
-	vsnprintf(c->detail, sizeof(c->detail), fmt, ap);
+	vcheck(r, name, claim, pass, fmt, ap);
 	va_end(ap);
 	finish(r);
 }
@@ -750,6 +811,77 @@ static const uint8_t *pcr_value(const uint8_t *f, size_t flen, uint16_t alg, uns
 	return NULL;
 }
 
+/* c is signed by issuer's key, with the algorithm and parameters c names. */
+static bool crl_signed_by(const mbedtls_x509_crl *c, const mbedtls_x509_crt *issuer)
+{
+	const mbedtls_md_info_t *mi = mbedtls_md_info_from_type(c->sig_md);
+	uint8_t h[MBEDTLS_MD_MAX_SIZE];
+	return mi && !mbedtls_md(mi, c->tbs.p, c->tbs.len, h) &&
+	       !mbedtls_pk_verify_ext(c->sig_pk, c->sig_opts, (mbedtls_pk_context *)&issuer->pk,
+				      c->sig_md, h, mbedtls_md_get_size(mi), c->sig.p, c->sig.len);
+}
+
+static bool same_name(const mbedtls_x509_buf *a, const mbedtls_x509_buf *b)
+{
+	return a->len == b->len && !memcmp(a->p, b->p, a->len);
+}
+
+void appraisal_crl_judge(const struct snp_chain *ch, const mbedtls_x509_crl *crls,
+			 struct appraisal_crl *out)
+{
+	bool ark_crl = false, ask_revoked = false, leaf_revoked = false;
+	char cn[64], serial[64];
+
+	memset(out, 0, sizeof(*out));
+	if (!ch->have_ark || !ch->have_ask || !ch->have_leaf) {
+		setd(out->detail, sizeof(out->detail),
+		     "no complete chain to check against the CRL");
+		return;
+	}
+	for (const mbedtls_x509_crl *c = crls; c && c->version; c = c->next) {
+		/* the ARK's CRL: the ASK/ASVK (issued by the ARK) by serial */
+		if (same_name(&c->issuer_raw, &ch->ark.subject_raw)) {
+			if (!crl_signed_by(c, &ch->ark)) {
+				setd(out->detail, sizeof(out->detail),
+				     "a CRL names this chain's ARK as issuer but the ARK did not "
+				     "sign it");
+				return;
+			}
+			ark_crl = true;
+			ask_revoked |= mbedtls_x509_crt_is_revoked(&ch->ask, c) != 0;
+		}
+		/* the ASK's CRL: the VCEK/VLEK (issued by the ASK/ASVK) by serial */
+		if (same_name(&c->issuer_raw, &ch->ask.subject_raw)) {
+			if (!crl_signed_by(c, &ch->ask)) {
+				setd(out->detail, sizeof(out->detail),
+				     "a CRL names this chain's ASK/ASVK as issuer but it did not "
+				     "sign it");
+				return;
+			}
+			leaf_revoked |= mbedtls_x509_crt_is_revoked(&ch->leaf, c) != 0;
+		}
+	}
+	snp_cert_cn(&ch->ark, cn, sizeof(cn));
+	if (mbedtls_x509_serial_gets(serial, sizeof(serial),
+				     ask_revoked ? &ch->ask.serial : &ch->leaf.serial) < 0)
+		strcpy(serial, "?");
+	if (!ark_crl)
+		setd(out->detail, sizeof(out->detail),
+		     "none of the configured CRLs is issued and signed by this chain's ARK (%s)",
+		     cn);
+	else if (ask_revoked)
+		setd(out->detail, sizeof(out->detail),
+		     "revoked: the ASK/ASVK (serial %s) is on the CRL of %s", serial, cn);
+	else if (leaf_revoked)
+		setd(out->detail, sizeof(out->detail),
+		     "revoked: the VCEK/VLEK (serial %s) is on its ASK/ASVK's CRL", serial);
+	else {
+		out->ok = true;
+		setd(out->detail, sizeof(out->detail),
+		     "neither the ASK/ASVK (on %s's CRL) nor the VCEK/VLEK is revoked", cn);
+	}
+}
+
 void appraise(const struct appraisal_policy *p, const struct appraisal_input *in,
 	      struct appraisal_result *r)
 {
@@ -794,7 +926,10 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 		o.have_min_tcb = true;
 		tcb_from_policy(p->min_tcb_is_raw, p->min_tcb_raw, &p->min_tcb, prod, &o.min_tcb);
 	}
-	snp_verify_run(rep, perr, in->chain, &o, &v);
+	if (in->cache && in->cache->chain == in->chain)
+		snp_verify_run_cached(rep, perr, in->cache, &o, &v);
+	else
+		snp_verify_run(rep, perr, in->chain, &o, &v);
 	r->product = v.product;
 	for (size_t i = 0; i < v.n; i++) {
 		struct appraisal_check *c = add(r, v.checks[i].name, claim_of(v.checks[i].name));
@@ -921,6 +1056,9 @@ void appraise(const struct appraisal_policy *p, const struct appraisal_input *in
 			  (!p->have_stepping || rep->raw.cpuid_step == p->stepping),
 		      "product %s stepping %u, policy %s", snp_product_name(r->product),
 		      rep->raw.cpuid_step, snp_product_name(p->product));
+
+	if (in->crl)
+		check(r, "chain.crl", EAR_HARDWARE, in->crl->ok, "%s", in->crl->detail);
 
 	/* csvsm's SVSM evidence: the manifest REPORT_DATA binds, its EK, the quote. */
 	if (p->require_svsm)

@@ -133,7 +133,11 @@ EVP_PKEY *jwk_to_pkey(json_t *jwk, char *err, size_t n)
 		goto out;
 	}
 	if (!strcmp(kty, "RSA")) {
-		/* kbs_types TeePubKey::RSA {alg, n, e}; RSA-OAEP-256 as Trustee */
+		/* kbs_types TeePubKey::RSA {alg, n, e}. Whatever the key declares, the
+		 * JWE is RSA-OAEP-256 and its header says so (jwe_encrypt; guest-
+		 * components decrypts by the header's alg): PKCS#1 v1.5 (RSA1_5, RFC
+		 * 8725 §3.2) is never used, and the server never decrypts, so there
+		 * is no padding oracle to offer. */
 		const char *alg = jstr(jwk, "alg");
 		if (!alg || (strcmp(alg, "RSA-OAEP-256") && strcmp(alg, "RSA1_5") &&
 			     strcmp(alg, "RSA-OAEP"))) {
@@ -433,15 +437,14 @@ json_t *jws_es256_verify(EVP_PKEY *key, const char *token, size_t max_len)
 		   *d2 = d1 ? memchr(d1 + 1, '.', tl - (size_t)(d1 + 1 - token)) : NULL;
 	uint8_t *hdr = NULL, *cl_b = NULL, *sig = NULL, der[80];
 	json_t *h = NULL, *claims = NULL;
-	char part[8192];
+	char *part;
 
 	if (tl > max_len || !d1 || !d2 || memchr(d2 + 1, '.', tl - (size_t)(d2 + 1 - token)))
 		return NULL;
-	if ((size_t)(d1 - token) >= sizeof(part))
+	if (!(part = strndup(token, (size_t)(d1 - token))))
 		return NULL;
-	memcpy(part, token, (size_t)(d1 - token));
-	part[d1 - token] = 0;
 	hdr = b64url_decode(part, &hl);
+	free(part);
 	h = hdr ? json_loadb((const char *)hdr, hl, JSON_REJECT_DUPLICATES, NULL) : NULL;
 	const char *alg = json_string_value(json_object_get(h, "alg"));
 	if (!alg || strcmp(alg, "ES256"))
@@ -470,11 +473,10 @@ json_t *jws_es256_verify(EVP_PKEY *key, const char *token, size_t max_len)
 		if (!ok)
 			goto out;
 	}
-	if ((size_t)(d2 - d1 - 1) >= sizeof(part))
+	if (!(part = strndup(d1 + 1, (size_t)(d2 - d1 - 1))))
 		goto out;
-	memcpy(part, d1 + 1, (size_t)(d2 - d1 - 1));
-	part[d2 - d1 - 1] = 0;
 	cl_b = b64url_decode(part, &cl);
+	free(part);
 	if (cl_b)
 		claims = json_loadb((const char *)cl_b, cl, JSON_REJECT_DUPLICATES, NULL);
 	if (claims && !json_is_object(claims)) {

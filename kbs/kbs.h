@@ -32,6 +32,34 @@
 #define KBS_MANIFEST_MAX   (64u * 1024u)
 #define KBS_RESOURCE_SEG   64 /* repository, type, tag: each at most this */
 #define KBS_ERROR_PREFIX   "https://github.com/confidential-containers/kbs/errors/"
+#define KBS_CHAIN_SLOTS	   64	  /* verified chains kept (kbs/chains.c) */
+#define KBS_MAX_SESSIONS   100000 /* default --max-sessions */
+
+/* The certificates of one appraisal: leaf (VCEK/VLEK), ASK/ASVK, ARK. */
+struct kbs_certs {
+	const uint8_t *der[3];
+	size_t len[3];
+	uint8_t *owned[3]; /* read from the offline cache: freed by the caller */
+};
+
+/* The warm chain cache shared by the worker threads (kbs/chains.c). */
+struct kbs_chain;
+struct kbs_chains {
+	pthread_mutex_t lock;
+	struct kbs_chain *slot[KBS_CHAIN_SLOTS];
+	uint64_t tick, hits, misses;
+};
+void kbs_chains_init(struct kbs_chains *t);
+void kbs_chains_fini(struct kbs_chains *t);
+/* The verified chain for these certificates, from the table or built now
+ * (with the CRLs' verdict when crls is not NULL); NULL with a reason when a
+ * certificate is missing or does not parse. Give it back with kbs_chain_put. */
+const struct kbs_chain *kbs_chain_get(struct kbs_chains *t, const struct kbs_certs *c,
+				      const mbedtls_x509_crl *crls, char *err, size_t n);
+void kbs_chain_put(struct kbs_chains *t, const struct kbs_chain *e);
+const struct snp_chain *kbs_chain_chain(const struct kbs_chain *e);
+const struct snp_chain_cache *kbs_chain_cache(const struct kbs_chain *e);
+const struct appraisal_crl *kbs_chain_crl(const struct kbs_chain *e); /* NULL: no CRL */
 
 struct kbs {
 	struct registry *reg;
@@ -41,15 +69,24 @@ struct kbs {
 	int64_t nonce_ttl, token_ttl;
 	uint8_t trusted_ark[SNP_MAX_TRUSTED_ARKS][SNP_FP_LEN]; /* test roots (--trust-ark) */
 	size_t n_trusted_ark;
-	const char *kds_dir; /* offline certificate cache, KDS layout */
-	mbedtls_x509_crl *crl;
+	const char *kds_dir;	      /* offline certificate cache, KDS layout */
+	mbedtls_x509_crl *crls;	      /* --crl (a list), NULL if none: appraisal_crl_judge */
 	bool secure_cookie;	      /* HTTPS: the cookie gets Secure */
 	const uint8_t *trust_ark_der; /* the first test root stands in as the ARK */
 	size_t trust_ark_len;
 	int64_t (*now)(void);
-	/* parsed chains are kept per worker thread (kbs/service.c chain_for) */
-	uint64_t cache_hits, cache_misses;
-	uint64_t sweep_at;
+	struct kbs_chains chains; /* verified chains, shared by the threads */
+	/* Sessions that can release nothing (unattested, contraindicated), at
+	 * most: beyond, /auth evicts the oldest (kbs/service.c session_room). The
+	 * count is read from the registry at most once a second (shared by
+	 * replicas) and counted up locally in between. */
+	long max_sessions;
+	int64_t live_at;  /* when live was read (atomic) */
+	long live;	  /* sessions unexpired then, plus this process's since (atomic) */
+	int64_t sweep_at; /* next sweep of expired sessions (atomic) */
+	/* appraisals made, and the thread CPU time they took from the chain to the
+	 * last check (the benchmark's "inside the service"; atomic) */
+	uint64_t appraisals, appraise_ns;
 };
 
 struct kbs_request {
@@ -68,6 +105,15 @@ struct kbs_response {
 	char set_cookie[160];
 	const char *allow; /* 405: the methods the path takes */
 };
+
+/* The caller of an endpoint after /attest (kbs_authenticate). */
+struct kbs_caller {
+	int status;		   /* enum ear_status of the appraisal */
+	json_t *tee_pubkey;	   /* the JWK the evidence bound (new reference) */
+	char instance[REG_ID_MAX]; /* the registry's id of the VM */
+};
+int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
+		     struct kbs_caller *who, struct kbs_response *rs);
 
 int kbs_init(struct kbs *k, struct registry *reg, const struct appraisal_policy *pol,
 	     EVP_PKEY *token_key);

@@ -7,18 +7,24 @@
  *
  * Limits: a request body of KBS_BODY_MAX (then 413, the rest is read and
  * dropped), the connection's memory (headers) 64 KiB (libmicrohttpd
- * answers 431/413 itself), 10 s idle per connection (slow and half-open
- * clients are dropped), at most 512 connections, 256 from one address.
+ * answers 431/413 itself), 10 s idle per connection (--idle-timeout: silent
+ * and half-open clients are dropped), 30 s for a whole request
+ * (--request-timeout: a client that trickles a byte within every idle
+ * timeout is dropped too, see reaper below), at most 512 connections, 64
+ * from one address (--max-conn-per-ip), 100000 outstanding sessions
+ * (--max-sessions, kbs/service.c session_room).
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <microhttpd.h>
 #include <openssl/pem.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,7 +52,9 @@ static void usage(FILE *f)
 		"                  [--token-key PEM] [--trust-ark PEM]... [--kds-dir DIR] [--crl "
 		"FILE]\n"
 		"                  [--nonce-ttl S] [--token-ttl S] [--threads N] [--port-file F]\n"
-		"                  [--max-seconds S] [--idle-timeout S]\n"
+		"                  [--max-seconds S] [--idle-timeout S] [--request-timeout S]\n"
+		"                  [--max-conn-per-ip N] [--max-sessions N]\n"
+		"  (--crl FILE may be given several times: the ARKs' CRLs, an ASK's CRL)\n"
 		"  csvsm-kbs validate-policy FILE\n"
 		"  csvsm-kbs put-secret --db URL REPOSITORY/TYPE/TAG --rule affirming|warning "
 		"--file F\n"
@@ -80,6 +88,81 @@ struct conn {
 
 static struct kbs K;
 static volatile sig_atomic_t stop;
+
+/*
+ * The reaper: libmicrohttpd 0.9.75 drops a connection only after
+ * MHD_OPTION_CONNECTION_TIMEOUT seconds *without* traffic, so a client that
+ * sends one byte of its headers or body within every idle timeout keeps its
+ * connection (and its slot of 512, 64 per address) for ever: a handful of
+ * addresses shut every other client out ("slowloris"). The service's own
+ * loop therefore shuts down, with shutdown(2), any connection whose current
+ * request has taken longer than --request-timeout; libmicrohttpd then sees
+ * the socket end and closes it itself. The table follows libmicrohttpd's
+ * connection notifications (MHD_OPTION_NOTIFY_CONNECTION), whose CLOSED
+ * call comes before the socket is closed (daemon.c MHD_cleanup_connections),
+ * and both sides take the lock, so the reaper never touches a socket number
+ * that was closed and reused.
+ */
+#define KBS_CONN_MAX 512u
+struct conn_slot {
+	bool used, shut;
+	MHD_socket fd;
+	struct timespec start; /* the current request's first byte (or the connection's) */
+};
+static struct conn_slot slots[KBS_CONN_MAX];
+static pthread_mutex_t slots_lock = PTHREAD_MUTEX_INITIALIZER;
+static long request_timeout = 30;
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	(void)cls;
+	pthread_mutex_lock(&slots_lock);
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		*socket_context = NULL;
+		for (unsigned i = 0; ci && i < KBS_CONN_MAX; i++)
+			if (!slots[i].used) {
+				slots[i] = (struct conn_slot){.used = true, .fd = ci->connect_fd};
+				clock_gettime(CLOCK_MONOTONIC, &slots[i].start);
+				*socket_context = &slots[i];
+				break;
+			}
+	} else if (*socket_context) {
+		((struct conn_slot *)*socket_context)->used = false;
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&slots_lock);
+}
+
+/* A request answered: the next one on this connection gets its own time. */
+static void request_done(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct conn_slot *sl = ci ? ci->socket_context : NULL;
+	if (!sl)
+		return;
+	pthread_mutex_lock(&slots_lock);
+	if (sl->used)
+		clock_gettime(CLOCK_MONOTONIC, &sl->start);
+	pthread_mutex_unlock(&slots_lock);
+}
+
+static void reap(void)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	pthread_mutex_lock(&slots_lock);
+	for (unsigned i = 0; i < KBS_CONN_MAX; i++)
+		if (slots[i].used && !slots[i].shut &&
+		    now.tv_sec - slots[i].start.tv_sec > request_timeout) {
+			shutdown(slots[i].fd, SHUT_RDWR);
+			slots[i].shut = true;
+		}
+	pthread_mutex_unlock(&slots_lock);
+}
 
 static void on_signal(int s)
 {
@@ -147,6 +230,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
 	struct conn *st = *con_cls;
+	request_done(c);
 	if (st) {
 		if (st->body)
 			OPENSSL_cleanse(st->body, st->len);
@@ -216,30 +300,24 @@ static EVP_PKEY *token_key(const char *path)
 static int serve(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"policy", 1, 0, 'p'},
-	    {"db", 1, 0, 'd'},
-	    {"listen", 1, 0, 'l'},
-	    {"tls-cert", 1, 0, 'c'},
-	    {"tls-key", 1, 0, 'k'},
-	    {"insecure-http", 0, 0, 'i'},
-	    {"token-key", 1, 0, 't'},
-	    {"trust-ark", 1, 0, 'a'},
-	    {"kds-dir", 1, 0, 'K'},
-	    {"crl", 1, 0, 'r'},
-	    {"nonce-ttl", 1, 0, 'n'},
-	    {"token-ttl", 1, 0, 'T'},
-	    {"threads", 1, 0, 'j'},
-	    {"port-file", 1, 0, 'P'},
-	    {"max-seconds", 1, 0, 'm'},
-	    {"idle-timeout", 1, 0, 'I'},
-	    {0, 0, 0, 0},
+	    {"policy", 1, 0, 'p'},	    {"db", 1, 0, 'd'},
+	    {"listen", 1, 0, 'l'},	    {"tls-cert", 1, 0, 'c'},
+	    {"tls-key", 1, 0, 'k'},	    {"insecure-http", 0, 0, 'i'},
+	    {"token-key", 1, 0, 't'},	    {"trust-ark", 1, 0, 'a'},
+	    {"kds-dir", 1, 0, 'K'},	    {"crl", 1, 0, 'r'},
+	    {"nonce-ttl", 1, 0, 'n'},	    {"token-ttl", 1, 0, 'T'},
+	    {"threads", 1, 0, 'j'},	    {"port-file", 1, 0, 'P'},
+	    {"max-seconds", 1, 0, 'm'},	    {"idle-timeout", 1, 0, 'I'},
+	    {"request-timeout", 1, 0, 'Q'}, {"max-conn-per-ip", 1, 0, 'C'},
+	    {"max-sessions", 1, 0, 'S'},    {0, 0, 0, 0},
 	};
 	const char *policy = NULL, *db = NULL, *listen = "127.0.0.1:8080", *cert = NULL,
-		   *keyf = NULL, *tokf = NULL, *kds = NULL, *crlf = NULL, *portf = NULL;
-	const char *arks[SNP_MAX_TRUSTED_ARKS];
-	size_t n_arks = 0;
+		   *keyf = NULL, *tokf = NULL, *kds = NULL, *portf = NULL;
+	const char *arks[SNP_MAX_TRUSTED_ARKS], *crlf[8];
+	size_t n_arks = 0, n_crl = 0;
 	bool insecure = false;
 	long nonce_ttl = 300, token_ttl = 300, threads = 4, max_seconds = 0, idle = 10;
+	long per_ip = 64, max_sessions = KBS_MAX_SESSIONS;
 	int o;
 
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -274,29 +352,32 @@ static int serve(int argc, char **argv)
 			kds = optarg;
 			break;
 		case 'r':
-			crlf = optarg;
-			break;
-		case 'n':
-			nonce_ttl = atol(optarg);
-			break;
-		case 'T':
-			token_ttl = atol(optarg);
-			break;
-		case 'j':
-			threads = atol(optarg);
+			if (n_crl >= sizeof(crlf) / sizeof(crlf[0]))
+				die("at most 8 --crl");
+			crlf[n_crl++] = optarg;
 			break;
 		case 'P':
 			portf = optarg;
 			break;
-		case 'm':
-			max_seconds = atol(optarg);
-			break;
-		case 'I':
-			idle = atol(optarg);
-			break;
-		default:
-			usage(stderr);
-			return 2;
+		default: {
+			/* the numeric options: a whole decimal number, or usage */
+			const struct {
+				int opt;
+				long *dst;
+			} num[] = {{'n', &nonce_ttl}, {'T', &token_ttl},
+				   {'j', &threads},   {'m', &max_seconds},
+				   {'I', &idle},      {'Q', &request_timeout},
+				   {'C', &per_ip},    {'S', &max_sessions}};
+			size_t i = 0;
+			char *end = NULL;
+			while (i < sizeof(num) / sizeof(num[0]) && num[i].opt != o)
+				i++;
+			if (i == sizeof(num) / sizeof(num[0]) ||
+			    (*num[i].dst = strtol(optarg, &end, 10), !*optarg || *end)) {
+				usage(stderr);
+				return 2;
+			}
+		}
 		}
 	}
 	if (!policy || !db || optind != argc) {
@@ -309,6 +390,12 @@ static int serve(int argc, char **argv)
 		die("--threads: 1..64");
 	if (idle < 1 || idle > 300)
 		die("--idle-timeout: 1..300 seconds");
+	if (request_timeout < 1 || request_timeout > 3600)
+		die("--request-timeout: 1..3600 seconds");
+	if (per_ip < 1 || per_ip > (long)KBS_CONN_MAX)
+		die("--max-conn-per-ip: 1..%u", KBS_CONN_MAX);
+	if (max_sessions < 1 || max_sessions > 100000000)
+		die("--max-sessions: 1..100000000");
 	if (!!cert != !!keyf)
 		die("--tls-cert and --tls-key go together");
 	if (!cert && !insecure)
@@ -341,6 +428,7 @@ static int serve(int argc, char **argv)
 	K.token_ttl = token_ttl;
 	K.kds_dir = kds;
 	K.secure_cookie = cert != NULL;
+	K.max_sessions = max_sessions;
 	for (size_t i = 0; i < n_arks; i++) {
 		size_t l;
 		uint8_t *b = slurp(arks[i], 65536, &l);
@@ -357,15 +445,16 @@ static int serve(int argc, char **argv)
 		}
 		mbedtls_x509_crt_free(&c);
 	}
+	/* the CRLs, one list (mbedtls_x509_crl_parse appends): appraisal_crl_judge */
 	static mbedtls_x509_crl crl;
-	if (crlf) {
+	mbedtls_x509_crl_init(&crl);
+	for (size_t i = 0; i < n_crl; i++) {
 		size_t l;
-		uint8_t *b = slurp(crlf, 1 << 20, &l);
-		mbedtls_x509_crl_init(&crl);
-		if (mbedtls_x509_crl_parse(&crl, b, l + (b[0] == '-')))
-			die("%s: not a CRL (DER or PEM)", crlf);
+		uint8_t *b = slurp(crlf[i], 1 << 20, &l);
+		if (!l || mbedtls_x509_crl_parse(&crl, b, l + (b[0] == '-')))
+			die("%s: not a CRL (DER or PEM)", crlf[i]);
 		free(b);
-		K.crl = &crl;
+		K.crls = &crl;
 	}
 
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL_LINUX_ONLY |
@@ -373,24 +462,22 @@ static int serve(int argc, char **argv)
 	size_t cl = 0, kl = 0;
 	char *certpem = cert ? (char *)slurp(cert, 1 << 20, &cl) : NULL;
 	char *keypem = keyf ? (char *)slurp(keyf, 1 << 20, &kl) : NULL;
-	struct MHD_Daemon *d;
-	if (cert)
-		d = MHD_start_daemon(
-		    flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR,
-		    (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE, (unsigned)threads,
-		    MHD_OPTION_CONNECTION_LIMIT, 512u, MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
-		    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
-		    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536, MHD_OPTION_NOTIFY_COMPLETED,
-		    completed, NULL, MHD_OPTION_HTTPS_MEM_CERT, certpem, MHD_OPTION_HTTPS_MEM_KEY,
-		    keypem, MHD_OPTION_END);
-	else
-		d = MHD_start_daemon(flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR,
-				     (struct sockaddr *)&ss, MHD_OPTION_THREAD_POOL_SIZE,
-				     (unsigned)threads, MHD_OPTION_CONNECTION_LIMIT, 512u,
-				     MHD_OPTION_PER_IP_CONNECTION_LIMIT, 256u,
-				     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)idle,
-				     MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)65536,
-				     MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_END);
+	/* the options of both HTTP and HTTPS; the TLS key and certificate at the end */
+	struct MHD_OptionItem mo[] = {
+	    {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
+	    {MHD_OPTION_CONNECTION_LIMIT, KBS_CONN_MAX, NULL},
+	    {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
+	    {MHD_OPTION_CONNECTION_TIMEOUT, idle, NULL},
+	    {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 65536, NULL},
+	    {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, NULL},
+	    {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, NULL},
+	    {cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, certpem},
+	    {MHD_OPTION_HTTPS_MEM_KEY, 0, keypem},
+	    {MHD_OPTION_END, 0, NULL},
+	};
+	struct MHD_Daemon *d =
+	    MHD_start_daemon(flags, 0, NULL, NULL, answer, NULL, MHD_OPTION_SOCK_ADDR,
+			     (struct sockaddr *)&ss, MHD_OPTION_ARRAY, mo, MHD_OPTION_END);
 	if (!d)
 		die("cannot listen on %s%s", listen,
 		    cert ? " (HTTPS: check the key and certificate)" : "");
@@ -410,11 +497,19 @@ static int serve(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	signal(SIGPIPE, SIG_IGN);
 	time_t t0 = time(NULL);
-	while (!stop && (!max_seconds || time(NULL) - t0 < max_seconds))
+	while (!stop && (!max_seconds || time(NULL) - t0 < max_seconds)) {
 		usleep(100 * 1000);
+		reap();
+	}
 	MHD_stop_daemon(d);
-	fprintf(stderr, "csvsm-kbs: stopped (chain cache: %llu hits, %llu parses)\n",
-		(unsigned long long)K.cache_hits, (unsigned long long)K.cache_misses);
+	fprintf(stderr,
+		"csvsm-kbs: stopped (chain cache: %llu hits, %llu chains verified; %llu "
+		"appraisals, %.1f us of thread CPU each)\n",
+		(unsigned long long)K.chains.hits, (unsigned long long)K.chains.misses,
+		(unsigned long long)K.appraisals,
+		K.appraisals ? (double)K.appraise_ns / 1e3 / (double)K.appraisals : 0.0);
+	kbs_fini(&K);
+	mbedtls_x509_crl_free(&crl);
 	registry_close(reg);
 	EVP_PKEY_free(tk);
 	free(certpem);

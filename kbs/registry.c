@@ -47,6 +47,8 @@ static const char *const schema[] = {
     "CREATE TABLE IF NOT EXISTS kbs_resources (repository TEXT NOT NULL, type TEXT NOT NULL,"
     " tag TEXT NOT NULL, rule TEXT NOT NULL, value TEXT NOT NULL,"
     " PRIMARY KEY (repository, type, tag))",
+    /* the sweep and the --max-sessions count read sessions by expiry */
+    "CREATE INDEX IF NOT EXISTS kbs_sessions_expires ON kbs_sessions (expires)",
 };
 
 /* One result row as strings (copied out before the statement is freed). */
@@ -310,6 +312,43 @@ int registry_session_sweep(struct registry *r, int64_t now)
 	i64s(t, now);
 	const char *p[] = {t};
 	return q(r, "DELETE FROM kbs_sessions WHERE expires <= ?1", 1, p, NULL, NULL, NULL) < 0
+		   ? REG_ERR
+		   : REG_OK;
+}
+
+static void count_row(struct row *w, void *ctx)
+{
+	*(long *)ctx = w->ncols == 1 ? atol(w->col[0]) : -1;
+}
+
+/* the sessions that can release nothing (?1: the contraindicated status) */
+#define SESSION_USELESS                                                                            \
+	"(state = 'authed' OR (state = 'attested' AND status = CAST(?1 AS INTEGER)))"
+
+int registry_session_count(struct registry *r, int64_t now, int useless, long *count)
+{
+	char t[24], st[24];
+	i64s(t, now);
+	i64s(st, useless);
+	const char *p[] = {st, t};
+	*count = -1;
+	long n =
+	    q(r, "SELECT COUNT(*) FROM kbs_sessions WHERE " SESSION_USELESS " AND expires > ?2", 2,
+	      p, count_row, count, NULL);
+	return n == 1 && *count >= 0 ? REG_OK : REG_ERR;
+}
+
+int registry_session_evict(struct registry *r, int useless, long n, long *deleted)
+{
+	char st[24], lim[24];
+	i64s(st, useless);
+	i64s(lim, n);
+	const char *p[] = {st, lim};
+	/* one statement: replicas evicting at once each delete what is still there */
+	return q(r,
+		 "DELETE FROM kbs_sessions WHERE id IN (SELECT id FROM kbs_sessions "
+		 "WHERE " SESSION_USELESS " ORDER BY expires LIMIT CAST(?2 AS INTEGER))",
+		 2, p, NULL, NULL, deleted) < 0
 		   ? REG_ERR
 		   : REG_OK;
 }

@@ -26,9 +26,9 @@
 #define REG_NO	1
 #define REG_ERR (-1)
 
-#define REG_ID_MAX     160  /* instance ids, session ids, lease holders */
-#define REG_TOKEN_MAX  8192 /* an EAR token */
-#define REG_PUBKEY_MAX 2048 /* a tee-pubkey JWK, as JSON */
+#define REG_ID_MAX     160   /* instance ids, session ids, lease holders */
+#define REG_TOKEN_MAX  32768 /* an EAR token (one check of a policy with 48 PCRs: ~100 bytes) */
+#define REG_PUBKEY_MAX 2048  /* a tee-pubkey JWK, as JSON */
 #define REG_VALUE_MAX  (64u * 1024u)
 
 struct registry;
@@ -61,6 +61,14 @@ int registry_session_finish(struct registry *r, const char *id, int status, cons
 /* An attested, unexpired session. */
 int registry_session_get(struct registry *r, const char *id, int64_t now, struct reg_session *out);
 int registry_session_sweep(struct registry *r, int64_t now);
+/*
+ * csvsm-kbs's --max-sessions: the unexpired sessions that can release
+ * nothing, authed (not yet attested) or attested with status `useless`
+ * (contraindicated), are counted, and up to n of them deleted, oldest expiry
+ * first (*deleted gets how many went).
+ */
+int registry_session_count(struct registry *r, int64_t now, int useless, long *count);
+int registry_session_evict(struct registry *r, int useless, long n, long *deleted);
 
 /* ---- VM instances ---- */
 struct reg_instance {

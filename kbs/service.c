@@ -85,12 +85,14 @@ int kbs_init(struct kbs *k, struct registry *reg, const struct appraisal_policy 
 	k->nonce_ttl = 300;
 	k->token_ttl = 300;
 	k->now = wall_now;
+	k->max_sessions = KBS_MAX_SESSIONS;
+	kbs_chains_init(&k->chains);
 	return 0;
 }
 
 void kbs_fini(struct kbs *k)
 {
-	(void)k;
+	kbs_chains_fini(&k->chains);
 }
 
 /* ---- request helpers ---- */
@@ -172,6 +174,34 @@ static bool unhex(const char *s, size_t sl, uint8_t *out, size_t n)
 }
 
 /* ---- /kbs/v0/auth ---- */
+
+/*
+ * Make room for one more session under --max-sessions. Every /auth makes a
+ * row that lives --nonce-ttl, so without a bound an unauthenticated client
+ * grows the registry by its request rate times the TTL. What is bounded is
+ * the sessions that can release nothing: not yet attested, or attested and
+ * contraindicated (evidence that merely decodes makes one). At the bound the
+ * oldest of them go, a batch of 1% at a time; refusing /auth instead would
+ * let one client that fills the table shut every VM out for --nonce-ttl.
+ * Sessions that passed (affirming, warning) are never evicted nor counted:
+ * only VMs that passed make them. The count (all replicas') is read from the
+ * registry at most once a second; in between this process counts its own.
+ */
+static void session_room(struct kbs *k, int64_t now)
+{
+	int64_t at = __atomic_load_n(&k->live_at, __ATOMIC_RELAXED);
+	long cnt, gone = 0;
+	if (now != at &&
+	    __atomic_compare_exchange_n(&k->live_at, &at, now, false, __ATOMIC_RELAXED,
+					__ATOMIC_RELAXED) &&
+	    registry_session_count(k->reg, now, EAR_STATUS_CONTRAINDICATED, &cnt) == REG_OK)
+		__atomic_store_n(&k->live, cnt, __ATOMIC_RELAXED);
+	if (__atomic_load_n(&k->live, __ATOMIC_RELAXED) < k->max_sessions)
+		return;
+	if (registry_session_evict(k->reg, EAR_STATUS_CONTRAINDICATED, k->max_sessions / 100 + 1,
+				   &gone) == REG_OK)
+		__atomic_sub_fetch(&k->live, gone, __ATOMIC_RELAXED);
+}
 
 /*
  * kbs_types Request {version, tee, extra-params}. Trustee's KBS wants
@@ -294,13 +324,15 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 	/* act */
 	uint8_t sid[16], nonce[KBS_NONCE_BYTES];
 	char id[KBS_SESSION_ID_LEN + 1];
+	int64_t now = k->now();
+	session_room(k, now);
 	if (RAND_bytes(sid, sizeof(sid)) != 1 || RAND_bytes(nonce, sizeof(nonce)) != 1) {
+		free(cred64);
 		fail(rs, 500, "AttestationError", "no randomness");
 		goto out;
 	}
 	hex(id, sid, sizeof(sid));
 	char *n64 = b64_encode(nonce, sizeof(nonce)); /* Trustee make_nonce: STANDARD base64 */
-	int64_t now = k->now();
 	if (!n64 ||
 	    registry_session_new(k->reg, id, n64, alg, vtpm, now + k->nonce_ttl) != REG_OK) {
 		free(n64);
@@ -308,10 +340,12 @@ static void handle_auth(struct kbs *k, const struct kbs_request *rq, struct kbs_
 		fail(rs, 500, "AttestationError", "registry: cannot record the session");
 		goto out;
 	}
-	if ((uint64_t)now >= k->sweep_at) { /* expired sessions go, once a minute */
-		k->sweep_at = (uint64_t)now + 60;
+	__atomic_add_fetch(&k->live, 1, __ATOMIC_RELAXED);
+	/* expired sessions go, once a minute, by whichever thread gets there first */
+	int64_t at = __atomic_load_n(&k->sweep_at, __ATOMIC_RELAXED);
+	if (now >= at && __atomic_compare_exchange_n(&k->sweep_at, &at, now + 60, false,
+						     __ATOMIC_RELAXED, __ATOMIC_RELAXED))
 		registry_session_sweep(k->reg, now);
-	}
 	snprintf(rs->set_cookie, sizeof(rs->set_cookie),
 		 "kbs-session-id=%s; Path=/kbs; Max-Age=%lld; HttpOnly; SameSite=Strict%s", id,
 		 (long long)k->nonce_ttl, k->secure_cookie ? "; Secure" : "");
@@ -325,17 +359,7 @@ out:
 	json_decref(j);
 }
 
-/* ---- certificates: evidence, offline cache, test roots; parsed once per thread ---- */
-
-struct tl_chain {
-	uint8_t key[32];
-	bool used;
-	uint64_t tick;
-	struct snp_chain chain;
-};
-#define TL_CHAINS 4
-static __thread struct tl_chain tl_cache[TL_CHAINS];
-static __thread uint64_t tl_tick;
+/* ---- certificates: evidence, offline cache, test roots (verified once: kbs/chains.c) ---- */
 
 static uint8_t *read_file(const char *path, size_t max, size_t *len)
 {
@@ -353,12 +377,6 @@ static uint8_t *read_file(const char *path, size_t max, size_t *len)
 	return b;
 }
 
-struct certs3 {
-	const uint8_t *der[3]; /* leaf, ask, ark */
-	size_t len[3];
-	uint8_t *owned[3];
-};
-
 /*
  * The offline certificate cache in the KDS layout (Trustee
  * deps/verifier/src/snp/mod.rs fetch_vcek_from_offline_store:
@@ -366,7 +384,7 @@ struct certs3 {
  * Turin) and AMD KDS's cert_chain (ASK then ARK, PEM) as
  * DIR/<product>/cert_chain, or DIR/<product>/ask.pem and ark.pem.
  */
-static void from_kds(const char *dir, const struct snp_report *r, struct certs3 *c)
+static void from_kds(const char *dir, const struct snp_report *r, struct kbs_certs *c)
 {
 	char p[4096], hw[129];
 	size_t l;
@@ -394,74 +412,6 @@ static void from_kds(const char *dir, const struct snp_report *r, struct certs3 
 			c->der[i] = c->owned[i];
 		}
 	}
-}
-
-/* The chain for these certificates: from this thread's cache or parsed now. */
-static const struct snp_chain *chain_for(struct kbs *k, const struct certs3 *c,
-					 const mbedtls_x509_crt *trust, char *err, size_t n)
-{
-	mbedtls_sha256_context h;
-	uint8_t key[32];
-	struct tl_chain *slot = &tl_cache[0];
-
-	mbedtls_sha256_init(&h);
-	mbedtls_sha256_starts_ret(&h, 0);
-	for (int i = 0; i < 3; i++) {
-		uint8_t l8[8] = {(uint8_t)c->len[i], (uint8_t)(c->len[i] >> 8),
-				 (uint8_t)(c->len[i] >> 16)};
-		mbedtls_sha256_update_ret(&h, l8, 8);
-		if (c->der[i])
-			mbedtls_sha256_update_ret(&h, c->der[i], c->len[i]);
-	}
-	mbedtls_sha256_finish_ret(&h, key);
-	mbedtls_sha256_free(&h);
-	tl_tick++;
-	for (int i = 0; i < TL_CHAINS; i++) {
-		if (tl_cache[i].used && !memcmp(tl_cache[i].key, key, 32)) {
-			tl_cache[i].tick = tl_tick;
-			__atomic_add_fetch(&k->cache_hits, 1, __ATOMIC_RELAXED);
-			return &tl_cache[i].chain;
-		}
-		if (!tl_cache[i].used || tl_cache[i].tick < slot->tick)
-			slot = &tl_cache[i];
-	}
-	__atomic_add_fetch(&k->cache_misses, 1, __ATOMIC_RELAXED);
-	if (slot->used)
-		snp_chain_free(&slot->chain);
-	slot->used = false;
-	snp_chain_init(&slot->chain);
-	struct snp_chain *ch = &slot->chain;
-	mbedtls_x509_crt *dst[3] = {&ch->leaf, &ch->ask, &ch->ark};
-	bool *have[3] = {&ch->have_leaf, &ch->have_ask, &ch->have_ark};
-	static const char *what[3] = {"VCEK/VLEK", "ASK/ASVK", "ARK"};
-	for (int i = 0; i < 3; i++) {
-		if (!c->der[i])
-			continue;
-		if (snp_cert_parse(dst[i], c->der[i], c->len[i])) {
-			snprintf(err, n, "%s certificate: not one X.509 certificate", what[i]);
-			snp_chain_free(ch);
-			return NULL;
-		}
-		*have[i] = true;
-	}
-	if (!ch->have_ark && trust) {
-		/* a configured root (--trust-ark) stands in as the ARK, as csvsm-verify's */
-		if (snp_cert_parse(&ch->ark, trust->raw.p, trust->raw.len) == 0)
-			ch->have_ark = true;
-	}
-	if (!ch->have_leaf || !ch->have_ask || !ch->have_ark) {
-		snprintf(err, n,
-			 "no %s certificate: neither in the evidence nor in the offline cache",
-			 !ch->have_leaf	 ? what[0]
-			 : !ch->have_ask ? what[1]
-					 : what[2]);
-		snp_chain_free(ch);
-		return NULL;
-	}
-	memcpy(slot->key, key, 32);
-	slot->used = true;
-	slot->tick = tl_tick;
-	return ch;
 }
 
 /* ---- the EAR ---- */
@@ -591,6 +541,15 @@ static int decode_attestation(json_t *j, struct attest_in *a, char *err, size_t 
 	}
 	if (!(a->tee_key = jwk_to_pkey(a->pubkey, err, n)))
 		return -1;
+	/* the key is kept with the session (REG_PUBKEY_MAX): a larger JWK (extra
+	 * members) is the client's error, 400 here, not a 500 after the nonce is used */
+	char *pj = json_dumps(a->pubkey, JSON_COMPACT | JSON_SORT_KEYS);
+	size_t pl = pj ? strlen(pj) : SIZE_MAX;
+	free(pj);
+	if (pl >= REG_PUBKEY_MAX) {
+		snprintf(err, n, "tee-pubkey: more than %d bytes of JSON", REG_PUBKEY_MAX - 1);
+		return -1;
+	}
 	return kbs_evidence_decode(primary, &a->ev, err, n);
 }
 
@@ -601,7 +560,8 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	struct reg_session s;
 	static __thread struct appraisal_result ar;
 	struct appraisal_input in = {0};
-	struct certs3 c3 = {0};
+	struct kbs_certs c3 = {0};
+	const struct kbs_chain *ce = NULL;
 	json_t *claims = NULL;
 	char *jcs = NULL, *token = NULL, *pubjson = NULL;
 
@@ -643,6 +603,10 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	size_t dl = kbs_hash(s.hash_alg, jcs, strlen(jcs), digest);
 	memcpy(nonce64, digest, dl); /* regularize_data: zero-padded to 64 bytes */
 
+	/* the appraisal's own cost, on this thread's CPU clock (kbs.h appraise_ns) */
+	struct timespec a0, a1;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a0);
+
 	/* the certificates: evidence first, then the offline cache */
 	struct snp_report rep;
 	snp_report_decode(a.ev.report, SNP_REPORT_SIZE, &rep);
@@ -658,14 +622,14 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	}
 	if (k->kds_dir)
 		from_kds(k->kds_dir, &rep, &c3);
-	mbedtls_x509_crt trust;
-	mbedtls_x509_crt_init(&trust);
-	/* the first test root (--trust-ark) may stand in as the ARK */
-	bool have_trust =
-	    k->trust_ark_der && snp_cert_parse(&trust, k->trust_ark_der, k->trust_ark_len) == 0;
-	const struct snp_chain *ch =
-	    chain_for(k, &c3, have_trust ? &trust : NULL, err, sizeof(err));
-	mbedtls_x509_crt_free(&trust);
+	if (!c3.der[2] && k->trust_ark_der) {
+		/* the first test root (--trust-ark) stands in as the ARK, as csvsm-verify's */
+		c3.der[2] = k->trust_ark_der;
+		c3.len[2] = k->trust_ark_len;
+	}
+	/* the chain verified once (kbs/chains.c), with the CRLs' verdict on it */
+	ce = kbs_chain_get(&k->chains, &c3, k->crls, err, sizeof(err));
+	const struct snp_chain *ch = ce ? kbs_chain_chain(ce) : NULL;
 	struct snp_chain empty;
 	snp_chain_init(&empty);
 
@@ -677,6 +641,8 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	in.report = a.ev.report;
 	in.report_len = SNP_REPORT_SIZE;
 	in.chain = ch ? ch : &empty;
+	in.cache = ce ? kbs_chain_cache(ce) : NULL;
+	in.crl = ce ? kbs_chain_crl(ce) : NULL;
 	in.trusted_ark = (const uint8_t(*)[SNP_FP_LEN])k->trusted_ark;
 	in.n_trusted_ark = k->n_trusted_ark;
 	in.have_report_data = true;
@@ -759,27 +725,13 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		    "a quote without credential activation: its AK is not bound to the "
 		    "manifest's EK (send csvsm-vtpm in /auth's extra-params)");
 	}
-	if (k->crl && ch) {
-		/* The CRL counts only if the chain's ARK issued and signed it (AMD's
-		 * KDS crl endpoint: RSASSA-PSS by the ARK, as the certificates). */
-		const mbedtls_x509_crl *crl = k->crl;
-		uint8_t h[64];
-		const mbedtls_md_info_t *mi = mbedtls_md_info_from_type(crl->sig_md);
-		bool signed_ok =
-		    mi && crl->issuer_raw.len == ch->ark.subject_raw.len &&
-		    !memcmp(crl->issuer_raw.p, ch->ark.subject_raw.p, crl->issuer_raw.len) &&
-		    !mbedtls_md(mi, crl->tbs.p, crl->tbs.len, h) &&
-		    !mbedtls_pk_verify_ext(crl->sig_pk, crl->sig_opts, (mbedtls_pk_context *)&ch->ark.pk,
-					   crl->sig_md, h, mbedtls_md_get_size(mi), crl->sig.p,
-					   crl->sig.len);
-		int rl = signed_ok && mbedtls_x509_crt_is_revoked(&ch->leaf, crl);
-		int ra = signed_ok && mbedtls_x509_crt_is_revoked(&ch->ask, crl);
-		appraisal_add_check(&ar, "chain.crl", EAR_HARDWARE, signed_ok && !rl && !ra, "%s",
-				    !signed_ok ? "the CRL is not issued and signed by this chain's ARK"
-				    : rl	? "the VCEK/VLEK is revoked by the CRL"
-				    : ra	? "the ASK/ASVK is revoked by the CRL"
-					    : "neither the VCEK/VLEK nor the ASK is on the ARK's CRL");
-	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a1);
+	__atomic_add_fetch(
+	    &k->appraise_ns,
+	    (uint64_t)((a1.tv_sec - a0.tv_sec) * 1000000000L + a1.tv_nsec - a0.tv_nsec),
+	    __ATOMIC_RELAXED);
+	__atomic_add_fetch(&k->appraisals, 1, __ATOMIC_RELAXED);
+
 	/* the instance: the registry's key for this VM */
 	char instance[REG_ID_MAX];
 	const struct snp_report_raw *w = &ar.report.raw;
@@ -809,10 +761,17 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		registry_session_finish(k->reg, id, EAR_STATUS_CONTRAINDICATED, "", "", "", now);
 		goto out;
 	}
-	/* Only a report that verified names an instance in the registry. */
-	bool genuine = ar.tv[EAR_HARDWARE] == AR4SI_AFFIRMING;
-	if ((genuine && registry_instance_attested(k->reg, instance, cid, meas,
-						   ear_status_name(ar.status), now) != REG_OK) ||
+	/*
+	 * Only an appraisal that is not contraindicated names an instance in the
+	 * registry. The id is HOST_DATA (the host's choice at launch), the
+	 * manifest's EK (any VMPL-0 code on a genuine chip can write a manifest)
+	 * or REPORT_ID: a genuine report with the wrong launch image or policy
+	 * may carry another VM's id, and must not rewrite that VM's chip,
+	 * measurement and status (issue 33's clone and rollback checks read them).
+	 */
+	bool remember = ar.status != EAR_STATUS_CONTRAINDICATED;
+	if ((remember && registry_instance_attested(k->reg, instance, cid, meas,
+						    ear_status_name(ar.status), now) != REG_OK) ||
 	    registry_session_finish(k->reg, id, ar.status, token, pubjson, instance,
 				    now + k->token_ttl) != REG_OK) {
 		fail(rs, 500, "AttestationError", "registry failure");
@@ -823,6 +782,7 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		 (long long)k->token_ttl, k->secure_cookie ? "; Secure" : "");
 	respond_json(rs, 200, json_pack("{s:s}", "token", token));
 out:
+	kbs_chain_put(&k->chains, ce);
 	for (int i = 0; i < 3; i++)
 		free(c3.owned[i]);
 	kbs_evidence_free(&a.ev);
@@ -848,17 +808,122 @@ static bool segment_ok(const char *s, size_t l)
 	return true;
 }
 
+/* The submodule's claims of an EAR's payload (the JWS's middle part, not verified: the
+ * session's token comes from the registry); new reference or NULL. */
+static json_t *stored_token_claims(const char *token)
+{
+	const char *d1 = strchr(token, '.'), *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
+	char *part = d2 ? strndup(d1 + 1, (size_t)(d2 - d1 - 1)) : NULL;
+	size_t l;
+	uint8_t *b = part ? b64url_decode(part, &l) : NULL;
+	json_t *j = b ? json_loadb((const char *)b, l, JSON_REJECT_DUPLICATES, NULL) : NULL;
+	free(part);
+	free(b);
+	return j;
+}
+
+/*
+ * The appraisal behind a token or session was made under this policy: an
+ * owner who changes the policy (a launch image withdrawn, a minimum TCB
+ * raised) restarts the service or its replicas on the new file, and from
+ * then on no token or session appraised under the old one releases anything
+ * (before, they did until they expired, up to --token-ttl later).
+ */
+static bool appraised_under(const struct kbs *k, json_t *claims)
+{
+	json_t *sub = json_object_get(json_object_get(claims, "submods"), "cpu0");
+	const char *id = json_string_value(json_object_get(sub, "ear.appraisal-policy-id"));
+	return id && !strcmp(id, k->policy.id);
+}
+
+/*
+ * Who is asking, for the endpoints after /attest (the resources, and the
+ * persistent vTPM's of issue 33): an attested, unexpired session's cookie,
+ * or its EAR as a bearer token (verified: ES256 under this service's key,
+ * unexpired), appraised under this service's policy. Fills who (the
+ * appraisal's status, the TEE key the evidence bound, the registry
+ * instance), or answers 401 and returns -1. The caller still decides
+ * whether the status is enough for what is asked.
+ */
+int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
+		     struct kbs_caller *who, struct kbs_response *rs)
+{
+	char id[KBS_SESSION_ID_LEN + 1];
+	json_t *claims = NULL;
+
+	memset(who, 0, sizeof(*who));
+	who->status = -1;
+	if (rq->authorization && !strncasecmp(rq->authorization, "Bearer ", 7)) {
+		claims = jws_es256_verify(k->token_key, rq->authorization + 7, REG_TOKEN_MAX);
+		json_t *exp = json_object_get(claims, "exp"),
+		       *sub = json_object_get(json_object_get(claims, "submods"), "cpu0");
+		json_t *st = json_object_get(sub, "ear.status");
+		json_t *ann = json_object_get(sub, "ear.veraison.annotated-evidence");
+		json_t *pk =
+		    json_object_get(json_object_get(ann, "runtime_data_claims"), "tee-pubkey");
+		const char *inst = json_string_value(json_object_get(ann, "instance"));
+		if (!claims || !json_is_integer(exp) || json_integer_value(exp) <= now ||
+		    !json_is_string(st) || !pk) {
+			fail(rs, 401, "TokenVerifierError",
+			     "Token Verifier error: not a valid, unexpired token of this KBS");
+			goto bad;
+		}
+		if (!appraised_under(k, claims)) {
+			fail(rs, 401, "TokenVerifierError",
+			     "Token Verifier error: the token was appraised under another policy "
+			     "than this KBS's (%.71s): attest again",
+			     k->policy.id);
+			goto bad;
+		}
+		who->status = ear_status_parse(json_string_value(st));
+		who->tee_pubkey = json_incref(pk);
+		snprintf(who->instance, sizeof(who->instance), "%s", inst ? inst : "");
+		json_decref(claims);
+		return 0;
+	}
+	if (rq->cookie && session_cookie(rq->cookie, id)) {
+		struct reg_session *s = malloc(sizeof(*s)); /* 40 KiB: off the stack */
+		int rc = s ? registry_session_get(k->reg, id, now, s) : REG_ERR;
+		if (rc != REG_OK) {
+			free(s);
+			fail(rs, rc == REG_NO ? 401 : 500, "TokenNotFound",
+			     "Attestation Token not found: no attested, unexpired session");
+			goto bad;
+		}
+		json_t *stored = stored_token_claims(s->token);
+		bool same = appraised_under(k, stored);
+		json_decref(stored);
+		if (!same) {
+			free(s);
+			fail(
+			    rs, 401, "TokenNotFound",
+			    "Attestation Token not found: this session was appraised under another "
+			    "policy than this KBS's (%.71s): attest again",
+			    k->policy.id);
+			goto bad;
+		}
+		who->status = s->status;
+		who->tee_pubkey = json_loads(s->tee_pubkey, 0, NULL);
+		snprintf(who->instance, sizeof(who->instance), "%s", s->instance);
+		free(s);
+		return 0;
+	}
+	fail(rs, 401, "TokenNotFound",
+	     "Attestation Token not found: no kbs-session-id cookie, no bearer token");
+bad:
+	json_decref(claims);
+	return -1;
+}
+
 static void handle_resource(struct kbs *k, const struct kbs_request *rq, const char *path,
 			    struct kbs_response *rs)
 {
-	char seg[3][KBS_RESOURCE_SEG + 1], id[KBS_SESSION_ID_LEN + 1], rule[20];
+	char seg[3][KBS_RESOURCE_SEG + 1], rule[20];
 	const char *p = path;
-	struct reg_session s;
+	struct kbs_caller who = {0};
 	EVP_PKEY *key = NULL;
-	json_t *pub = NULL, *claims = NULL;
 	uint8_t *val = NULL;
 	size_t vlen = 0;
-	int status = -1;
 
 	for (int i = 0; i < 3; i++) {
 		size_t l = strcspn(p, "/");
@@ -873,39 +938,10 @@ static void handle_resource(struct kbs *k, const struct kbs_request *rq, const c
 		seg[i][l] = 0;
 		p += l + 1;
 	}
-	int64_t now = k->now();
-	/* who: an attested session's cookie, or its token as a bearer */
-	if (rq->authorization && !strncasecmp(rq->authorization, "Bearer ", 7)) {
-		claims = jws_es256_verify(k->token_key, rq->authorization + 7, REG_TOKEN_MAX);
-		json_t *exp = json_object_get(claims, "exp"),
-		       *sub = json_object_get(json_object_get(claims, "submods"), "cpu0");
-		json_t *st = json_object_get(sub, "ear.status");
-		json_t *pk = json_object_get(
-		    json_object_get(json_object_get(sub, "ear.veraison.annotated-evidence"),
-				    "runtime_data_claims"),
-		    "tee-pubkey");
-		if (!claims || !json_is_integer(exp) || json_integer_value(exp) <= now ||
-		    !json_is_string(st) || !pk) {
-			fail(rs, 401, "TokenVerifierError",
-			     "Token Verifier error: not a valid, unexpired token of this KBS");
-			goto out;
-		}
-		status = ear_status_parse(json_string_value(st));
-		pub = json_incref(pk);
-	} else if (rq->cookie && session_cookie(rq->cookie, id)) {
-		int rc = registry_session_get(k->reg, id, now, &s);
-		if (rc != REG_OK) {
-			fail(rs, rc == REG_NO ? 401 : 500, "TokenNotFound",
-			     "Attestation Token not found: no attested, unexpired session");
-			goto out;
-		}
-		status = s.status;
-		pub = json_loads(s.tee_pubkey, 0, NULL);
-	} else {
-		fail(rs, 401, "TokenNotFound",
-		     "Attestation Token not found: no kbs-session-id cookie, no bearer token");
-		goto out;
-	}
+	if (kbs_authenticate(k, rq, k->now(), &who, rs))
+		return;
+	json_t *pub = who.tee_pubkey;
+	int status = who.status;
 	char err[256];
 	if (!pub || !(key = jwk_to_pkey(pub, err, sizeof(err)))) {
 		fail(rs, 500, "JweError", "JWE failed: the session's key is unusable");
@@ -945,7 +981,6 @@ out:
 	}
 	EVP_PKEY_free(key);
 	json_decref(pub);
-	json_decref(claims);
 }
 
 /* ---- routing ---- */

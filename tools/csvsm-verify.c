@@ -60,6 +60,8 @@ static void usage(FILE *f)
 		"                              P = milan|genoa|turin (default: from the report)\n"
 		"  --trust-ark FILE            admit this non-AMD root (test chains)\n"
 		"  --time YYYY-MM-DD           validity time (default: now)\n"
+		"  --crl FILE                  a CRL (DER or PEM; repeatable): the ARK's revokes\n"
+		"                              the ASK/ASVK, an ASK's the VCEK (check chain.crl)\n"
 		"policy:\n"
 		"  --allow-debug               accept a guest policy with DEBUG\n"
 		"  --allow-migrate-ma          accept a guest policy with MIGRATE_MA\n"
@@ -229,36 +231,6 @@ static enum snp_product parse_product(const char *s)
 	if (!strcasecmp(s, "turin"))
 		return SNP_PRODUCT_TURIN;
 	die2("--product: milan, genoa or turin");
-}
-
-static void parse_min_tcb(const char *s, struct snp_tcb *t)
-{
-	char *dup = strdup(s), *save = NULL;
-	memset(t, 0, sizeof(*t));
-	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		char *eq = strchr(tok, '='), *end;
-		if (!eq)
-			die2("--min-tcb: expected NAME=N, got '%s'", tok);
-		*eq = 0;
-		errno = 0;
-		unsigned long v = strtoul(eq + 1, &end, 0);
-		if (errno || *end || eq[1] == 0 || v > 255)
-			die2("--min-tcb: %s value must be 0..255", tok);
-		if (!strcmp(tok, "bl"))
-			t->bl = (uint8_t)v;
-		else if (!strcmp(tok, "tee"))
-			t->tee = (uint8_t)v;
-		else if (!strcmp(tok, "snp"))
-			t->snp = (uint8_t)v;
-		else if (!strcmp(tok, "ucode"))
-			t->ucode = (uint8_t)v;
-		else if (!strcmp(tok, "fmc")) {
-			t->fmc = (uint8_t)v;
-			t->has_fmc = true;
-		} else
-			die2("--min-tcb: unknown component '%s' (bl, tee, snp, ucode, fmc)", tok);
-	}
-	free(dup);
 }
 
 static void parse_time(const char *s, struct snp_time *t)
@@ -650,7 +622,7 @@ static void write_manifest_ek(const char *out)
  */
 static int policy_verdict(const char *path, const struct snp_verify_opts *o, const uint8_t *rbuf,
 			  size_t rlen, const struct snp_chain *ch, const uint8_t *manifest,
-			  size_t manifest_len, bool json)
+			  size_t manifest_len, const struct appraisal_crl *crl, bool json)
 {
 	static struct appraisal_policy pol;
 	static struct appraisal_result ar;
@@ -674,6 +646,7 @@ static int policy_verdict(const char *path, const struct snp_verify_opts *o, con
 	in.manifest = manifest;
 	in.manifest_len = manifest_len;
 	in.quote = o->quote;
+	in.crl = crl;
 	appraise(&pol, &in, &ar);
 	if (json)
 		appraisal_print_json(stdout, &ar);
@@ -718,6 +691,7 @@ int main(int argc, char **argv)
 		O_AKNAME,
 		O_MANIFEST_EK,
 		O_POLICY,
+		O_CRL,
 	};
 	static const struct option lo[] = {
 	    {"report", 1, 0, O_REPORT},
@@ -753,6 +727,7 @@ int main(int argc, char **argv)
 	    {"manifest-ek", 1, 0, O_MANIFEST_EK},
 	    {"allow-migrate-ma", 0, 0, O_MIGRATE_MA},
 	    {"policy", 1, 0, O_POLICY},
+	    {"crl", 1, 0, O_CRL},
 	    {0, 0, 0, 0},
 	};
 	struct inputs in = {0};
@@ -760,6 +735,8 @@ int main(int argc, char **argv)
 	const char *report_path = NULL, *nonce_hex = NULL, *manifest = NULL, *rdata_hex = NULL;
 	const char *qmsg = NULL, *qsig = NULL, *qpcrs = NULL, *qak = NULL, *qnonce = NULL;
 	const char *qakpub = NULL, *manifest_ek = NULL, *akname_hex = NULL, *policy_path = NULL;
+	const char *crl_path[8];
+	size_t n_crl = 0;
 	bool json = false, have_time = false;
 	unsigned long repeat = 0;
 	unsigned threads = 1;
@@ -820,9 +797,17 @@ int main(int argc, char **argv)
 			if (errno || *end || !*optarg || o.vmpl > 3)
 				die2("--vmpl: 0..3");
 			break;
-		case O_MINTCB:
-			parse_min_tcb(optarg, &o.min_tcb);
+		case O_MINTCB: {
+			char err[160];
+			if (appraisal_tcb_parse(optarg, &o.min_tcb, err, sizeof(err)))
+				die2("--min-tcb: %s", err);
 			o.have_min_tcb = true;
+			break;
+		}
+		case O_CRL:
+			if (n_crl >= sizeof(crl_path) / sizeof(crl_path[0]))
+				die2("at most 8 --crl");
+			crl_path[n_crl++] = optarg;
 			break;
 		case O_MEAS:
 			if (parse_hex("--measurement", optarg, o.measurement, 48) != 48)
@@ -1039,8 +1024,29 @@ int main(int argc, char **argv)
 		die2("the ARK and ASK/ASVK are required (--ark/--ask, --certs, --cert-table, "
 		     "--roots or --trust-ark); csvsm-verify embeds only AMD's ARK fingerprints");
 
+	/* --crl: the CRLs' verdict on this chain, the check csvsm-kbs makes */
+	static mbedtls_x509_crl crls;
+	struct appraisal_crl crl_verdict;
+	mbedtls_x509_crl_init(&crls);
+	for (size_t i = 0; i < n_crl; i++) {
+		size_t cl;
+		const uint8_t *cb = read_input(crl_path[i], &cl);
+		uint8_t *z = malloc(cl + 1); /* PEM: mbedTLS wants a terminating NUL, counted */
+		if (!z)
+			die2("out of memory");
+		memcpy(z, cb, cl);
+		z[cl] = 0;
+		int bad = !cl || mbedtls_x509_crl_parse(&crls, z, cl + (z[0] == '-'));
+		free(z);
+		if (bad)
+			die2("%s: not a CRL (DER or PEM)", crl_path[i]);
+	}
+	if (n_crl)
+		appraisal_crl_judge(&ch, &crls, &crl_verdict);
+
 	if (policy_path)
-		return policy_verdict(policy_path, &o, rbuf, rlen, &ch, mbuf, mlen, json);
+		return policy_verdict(policy_path, &o, rbuf, rlen, &ch, mbuf, mlen,
+				      n_crl ? &crl_verdict : NULL, json);
 
 	struct snp_verify_result res;
 	if (repeat) {
@@ -1097,6 +1103,15 @@ int main(int argc, char **argv)
 	 * as a check of its own, written out only when every check passed. */
 	if (manifest_ek)
 		manifest_ek_check(mbuf, mlen, &res);
+	if (n_crl && res.n < SNP_MAX_CHECKS) {
+		struct snp_check *c = &res.checks[res.n++];
+		c->name = "chain.crl";
+		c->state = crl_verdict.ok ? SNP_CHECK_PASS : SNP_CHECK_FAIL;
+		snprintf(c->detail, SNP_DETAIL_LEN, "%s", crl_verdict.detail);
+		res.verified &= crl_verdict.ok;
+	} else if (n_crl) {
+		die2("--crl: no room for the check");
+	}
 
 	if (json)
 		print_json(&rep, &res);

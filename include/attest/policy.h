@@ -20,12 +20,20 @@
 #include <attest/report.h>
 #include <attest/snp_verify.h>
 
+#include <mbedtls/x509_crl.h>
 #include <stdio.h>
 
-#define APPRAISAL_MAX_MEAS   16
-#define APPRAISAL_MAX_KEYS   16
-#define APPRAISAL_MAX_PCRS   48
-#define APPRAISAL_MAX_CHECKS 48
+#define APPRAISAL_MAX_MEAS 16
+#define APPRAISAL_MAX_KEYS 16
+#define APPRAISAL_MAX_PCRS 48
+/*
+ * Room for every check one appraisal can make: snp_verify_run's (at most
+ * SNP_MAX_CHECKS), the policy's own (30 without PCRs), one per reference PCR
+ * value, and the front end's (appraisal_add_check: freshness, credential,
+ * CRL, ...). A check past it is not stored: the result is then
+ * contraindicated (appraisal_result.overflow), never silently shorter.
+ */
+#define APPRAISAL_MAX_CHECKS (SNP_MAX_CHECKS + 32 + APPRAISAL_MAX_PCRS + 16)
 #define APPRAISAL_POLICY_MAX (256u * 1024u) /* policy file size limit */
 
 /* draft-ietf-rats-ar4si §2.3 trustworthiness claims, in the EAR's order. */
@@ -117,6 +125,7 @@ struct appraisal_check {
 struct appraisal_result {
 	struct appraisal_check checks[APPRAISAL_MAX_CHECKS];
 	size_t n;
+	bool overflow; /* a check did not fit: contraindicated (configuration) */
 	int8_t tv[EAR_NCLAIMS];
 	char reason[EAR_NCLAIMS][SNP_DETAIL_LEN]; /* each claim's first failure, or why it holds */
 	enum ear_status status;
@@ -126,6 +135,16 @@ struct appraisal_result {
 	struct snp_report report; /* the decoded report (claims for the EAR) */
 	const uint8_t *ek;	  /* the manifest's vTPM EK (points into the input) */
 	size_t ek_len;
+};
+
+/*
+ * The configured CRLs' verdict on one chain (appraisal_crl_judge), which
+ * depends on the chain and the CRLs alone: a service computes it once per
+ * chain and keeps it with the chain's cache.
+ */
+struct appraisal_crl {
+	bool ok;
+	char detail[SNP_DETAIL_LEN];
 };
 
 /* What the front end hands over. The chain is assembled by the caller. */
@@ -144,7 +163,36 @@ struct appraisal_input {
 	const uint8_t *manifest;
 	size_t manifest_len;
 	const struct snp_quote_in *quote; /* its nonce must be the front end's */
+	/* Optional: the warm cache of .chain (snp_chain_cache_init), so the
+	 * chain's signatures are not verified again; the verdicts are the same. */
+	const struct snp_chain_cache *cache;
+	/* Optional: the configured CRLs' verdict on .chain, the check "chain.crl". */
+	const struct appraisal_crl *crl;
 };
+
+/*
+ * One TCB component by name, as the policy file's minimum_tcb object and
+ * csvsm-verify --min-tcb write them: bl, tee, snp, ucode, fmc (SNP ABI
+ * 56860 TCB_VERSION; fmc on Turin only). false: no such component.
+ */
+bool appraisal_tcb_set(struct snp_tcb *t, const char *name, uint8_t v);
+/* "bl=N,tee=N,snp=N,ucode=N[,fmc=N]" (any subset; omitted components are 0). */
+int appraisal_tcb_parse(const char *s, struct snp_tcb *t, char *err, size_t n);
+
+/*
+ * The CRLs (a list as mbedtls_x509_crl_parse chains them) against a chain,
+ * by RFC 5280 §5 and §6.3.3: a CRL speaks for the certificates its issuer
+ * issued, and counts only when that issuer's key signed it. AMD's KDS CRL
+ * is the ARK's and revokes ASKs/ASVKs; a VCEK/VLEK can be revoked only by a
+ * CRL of its ASK/ASVK (AMD's VCEKs all carry serial number 0, so matching
+ * a VCEK's serial against the ARK's CRL would revoke every VCEK of a
+ * product line at once, or none). CRLs of other issuers (another product
+ * line's) are skipped, but one CRL must be this chain's ARK's, so a
+ * configured CRL is never silently irrelevant; a CRL that names this
+ * chain's ARK or ASK as issuer but does not verify fails the check.
+ */
+void appraisal_crl_judge(const struct snp_chain *ch, const mbedtls_x509_crl *crls,
+			 struct appraisal_crl *out);
 
 /* Parse a policy (JSON text). 0, or -1 with a one-line reason in err. */
 int appraisal_policy_parse(const char *text, size_t len, struct appraisal_policy *p, char *err,

@@ -20,13 +20,21 @@
 #   - the registry's guarantees on SQLite and PostgreSQL; two replicas on one
 #     PostgreSQL never both accept a nonce or a lease
 #   - csvsm-verify --policy gives the same verdict offline
-# Builds nothing: `make` first.
+#   - CRLs: the ARK's revoking the ASK, an ASK's revoking the VCEK, the VCEK's serial on the
+#     ARK's CRL (not revoked), another product line's, a foreign and a forged one (--crl,
+#     signed with build/test-chain's ark-key.pem and ask-key.pem)
+#   - the review's attacks (docs/kbs.md "Review"): a failing check after 48 others, an 11 KB
+#     EAR, a contraindicated report naming a registered instance, a token or session of an
+#     edited policy, a flood of /auth (--max-sessions), a trickling client and one address's
+#     connections (--request-timeout, --max-conn-per-ip), an oversized TEE key
+# Builds nothing: `make` first. KBS=binary runs the same cases on another build.
 set -u
 cd "$(dirname "$0")/../.."
 . tests/kbs/pg.sh
-KBS=build/csvsm-kbs
+KBS=${KBS:-build/csvsm-kbs} # KBS=other-binary: the same tests on another build (before/after)
 CLIENT=build/csvsm-kbs-client
 REGTEST=build/kbs-registry-test
+APPTEST=build/kbs-appraise-test
 VERIFY=build/csvsm-verify
 TPMSRV=build/csvsm-tpm
 CHAIN=${CHAIN:-build/test-chain}
@@ -44,7 +52,7 @@ trap "exit 143" TERM INT HUP
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
 nok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $1"; [ -n "${2:-}" ] && [ -f "$2" ] && sed 's/^/# /' "$2" | tail -n 15; }
 
-for f in "$KBS" "$CLIENT" "$REGTEST" "$VERIFY" "$CHAIN/psp-keys.bin" "$CHAIN/ark.pem"; do
+for f in "$KBS" "$CLIENT" "$REGTEST" "$APPTEST" "$VERIFY" "$CHAIN/psp-keys.bin" "$CHAIN/ark.pem" "$CHAIN/ark-key.pem"; do
 	[ -e "$f" ] || { echo "not ok 1 - $f exists (make)"; exit 1; }
 done
 command -v python3 >/dev/null || { echo "not ok 1 - python3"; exit 1; }
@@ -82,6 +90,7 @@ start() {
 	eval "PORT_$name=$(cat "$T/$name.port" 2>/dev/null || echo 0)"
 	[ -s "$T/$name.port" ]
 }
+stop() { local p; eval "p=\$PID_$1"; kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; }
 put() { "$KBS" put-secret --db "$1" default/key/one --rule "${2:-affirming}" --file "$T/secret" >/dev/null; }
 
 # rcar NAME OUT [client options]: one exchange against daemon NAME
@@ -134,6 +143,9 @@ evidence binding another TEE key than the one sent|report_data|--measurement $M 
 a report with one bit flipped (VMPL field)|signature|--measurement $M --flip 0x30
 no certificates in the evidence and no offline cache (no VCEK to check the signature with)|signature|--measurement $M --no-certs
 EOF
+LAST=$T/jp; rcar A "$LAST" --measurement "$M" --jwk-pad 3000
+D="a TEE key JWK with a 3000-character extra member is a 400 naming tee-pubkey (before: 500 once the nonce was used)"
+check_ok grep -q '^http-attest 400' "$LAST"
 LAST=$T/t1; rcar A "$LAST" --measurement "$M" --truncate 1000
 D="a truncated report (1000 bytes) is a 400 naming svsm.report"; check_ok grep -q '^http-attest 400' "$LAST"
 grep -q 'svsm.report: 1000 bytes' "$LAST" || nok "the 400 says why" "$LAST"
@@ -164,17 +176,71 @@ start K "$T/main.json" "sqlite:$T/k.db" --trust-ark "$CHAIN/ark.pem" --kds-dir "
 LAST=$T/k1; rcar K "$LAST" --measurement "$M" --no-certs
 D="no certificates in the evidence, VCEK/ASK/ARK from the offline cache (KDS layout): affirming"; check_ok affirmed "$LAST"
 
-# a CRL given, but not the ARK's: refused, never silently ignored
+# --- CRLs (appraisal_crl_judge, RFC 5280 §6.3.3: a CRL speaks for what its issuer issued) -------
+# mkcrl OUT CA-CERT CA-KEY [SERIAL...]: a CRL by that CA (RSASSA-PSS SHA-384 salt 48, as AMD's
+# KDS `crl`) revoking the given serials (hex), from an `openssl ca` database written here.
+mkcrl() {
+	local out=$1 cert=$2 key=$3 d
+	shift 3
+	d=$(mktemp -d "$T/ca.XXXXXX")
+	: >"$d/index.txt"
+	for s in "$@"; do printf 'R\t351231000000Z\t240101000000Z\t%s\tunknown\t/CN=revoked\n' "$s" >>"$d/index.txt"; done
+	echo 01 >"$d/crlnumber"
+	printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s\ncrlnumber=%s\ndefault_md=sha384\ndefault_crl_days=30\n' \
+		"$d/index.txt" "$d/crlnumber" >"$d/ca.cnf"
+	openssl ca -config "$d/ca.cnf" -gencrl -keyfile "$key" -cert "$cert" -out "$out" \
+		-sigopt rsa_padding_mode:pss -sigopt rsa_pss_saltlen:48 -sigopt rsa_mgf1_md:sha384 >"$d/log" 2>&1
+}
 mkdir -p "$T/ca"
-: >"$T/ca/index.txt"; echo 01 >"$T/ca/crlnumber"
-printf '[ca]\ndefault_ca=d\n[d]\ndatabase=%s\ncrlnumber=%s\ndefault_md=sha384\ndefault_crl_days=30\n' \
-	"$T/ca/index.txt" "$T/ca/crlnumber" >"$T/ca/ca.cnf"
-openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca/k.pem" -out "$T/ca/c.pem" -subj /CN=not-the-ark -days 1 >/dev/null 2>&1 &&
-	openssl ca -config "$T/ca/ca.cnf" -gencrl -keyfile "$T/ca/k.pem" -cert "$T/ca/c.pem" -out "$T/ca/crl.pem" >/dev/null 2>&1
-put "sqlite:$T/c.db"
-start C "$T/main.json" "sqlite:$T/c.db" --trust-ark "$CHAIN/ark.pem" --crl "$T/ca/crl.pem"
-LAST=$T/crl1; rcar C "$LAST" --measurement "$M"
-D="a CRL that another CA issued: contraindicated, reason 'chain.crl'"; check_ok contra "$LAST" chain.crl
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca/k.pem" -out "$T/ca/c.pem" -subj /CN=not-the-ark -days 1 >/dev/null 2>&1
+# a root with the test ARK's name and another key (a forged "ARK" CRL)
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$T/ca/fk.pem" -out "$T/ca/fc.pem" \
+	-subj "/OU=Engineering/O=csvsm test/CN=ARK-Test" -days 1 >/dev/null 2>&1
+ask_serial=$(openssl x509 -in "$CHAIN/ask.pem" -noout -serial | cut -d= -f2)
+vcek_serial=$(openssl x509 -in "$CHAIN/vcek.pem" -noout -serial | cut -d= -f2)
+mkcrl "$T/ca/other.pem" "$T/ca/c.pem" "$T/ca/k.pem" &&
+	mkcrl "$T/ca/ark-none.pem" "$CHAIN/ark.pem" "$CHAIN/ark-key.pem" &&
+	mkcrl "$T/ca/ark-ask.pem" "$CHAIN/ark.pem" "$CHAIN/ark-key.pem" 10 "$ask_serial" &&
+	mkcrl "$T/ca/ark-vcekserial.pem" "$CHAIN/ark.pem" "$CHAIN/ark-key.pem" "$vcek_serial" &&
+	mkcrl "$T/ca/ask-vcek.pem" "$CHAIN/ask.pem" "$CHAIN/ask-key.pem" "$vcek_serial" &&
+	mkcrl "$T/ca/forged.pem" "$T/ca/fc.pem" "$T/ca/fk.pem" ||
+	nok "test CRLs signed with the test chain's ARK and ASK keys ($CHAIN/ark-key.pem, make)"
+# crlcase NAME WHAT CHECK|affirming CRL...: a daemon with these CRLs, one exchange, and
+# csvsm-verify --policy --crl on that exchange's evidence gives the same verdict
+crlcase() {
+	local name=$1 what=$2 want=$3 args=() vargs=()
+	shift 3
+	for c in "$@"; do args+=(--crl "$c"); done
+	vargs=("${args[@]}")
+	put "sqlite:$T/$name.db"
+	start "$name" "$T/main.json" "sqlite:$T/$name.db" --trust-ark "$CHAIN/ark.pem" "${args[@]}"
+	mkdir -p "$T/$name.ev"
+	LAST=$T/$name.out; rcar "$name" "$LAST" --measurement "$M" --dump "$T/$name.ev"
+	"$VERIFY" --policy "$T/main.json" --report "$T/$name.ev/report.bin" --cert-table "$T/$name.ev/certs.bin" \
+		--trust-ark "$CHAIN/ark.pem" --nonce "$(cat "$T/$name.ev/nonce64.hex")" \
+		--manifest "$T/$name.ev/manifest.bin" "${vargs[@]}" >"$T/$name.vp" 2>&1
+	local vrc=$?
+	if [ "$want" = affirming ]; then
+		D="$what: affirming, the secret released; csvsm-verify --policy --crl agrees (exit $vrc)"
+		check_ok eval "affirmed $LAST && [ $vrc -eq 0 ] && grep -q 'PASS. chain.crl' $T/$name.vp"
+	else
+		D="$what: contraindicated, reason '$want' ($(sed -n "s/^fail $want: //p" "$LAST" | head -1)); csvsm-verify --policy --crl agrees (exit $vrc)"
+		check_ok eval "contra $LAST $want && [ $vrc -eq 1 ] && grep -q 'FAIL. $want' $T/$name.vp"
+	fi
+}
+crlcase C0 "the ARK's CRL revoking nothing" affirming "$T/ca/ark-none.pem"
+crlcase C1 "the ARK's CRL revoking the ASK (serial $ask_serial)" chain.crl "$T/ca/ark-ask.pem"
+grep -q "revoked: the ASK/ASVK (serial $ask_serial)" "$T/C1.out" || nok "the reason names the revoked ASK" "$T/C1.out"
+crlcase C2 "the ASK's CRL revoking the VCEK (serial $vcek_serial), with the ARK's" chain.crl "$T/ca/ark-none.pem" "$T/ca/ask-vcek.pem"
+grep -q "revoked: the VCEK/VLEK (serial $vcek_serial)" "$T/C2.out" || nok "the reason names the revoked VCEK" "$T/C2.out"
+crlcase C3 "the ARK's CRL listing the VCEK's serial number (the ARK did not issue the VCEK; AMD's VCEKs all have serial 0)" affirming "$T/ca/ark-vcekserial.pem"
+crlcase C4 "another product line's CRL next to this chain's ARK's (a fleet of Milan and Genoa)" affirming "$T/ca/ark-none.pem" "$T/ca/other.pem"
+crlcase C5 "a CRL another CA issued, none of this chain's ARK" chain.crl "$T/ca/other.pem"
+crlcase C6 "a CRL naming the ARK as issuer, signed by another key" chain.crl "$T/ca/forged.pem" "$T/ca/ark-none.pem"
+"$VERIFY" --report "$T/C1.ev/report.bin" --cert-table "$T/C1.ev/certs.bin" --trust-ark "$CHAIN/ark.pem" \
+	--crl "$T/ca/ark-ask.pem" >"$T/vcrl" 2>&1; rc=$?
+LAST=$T/vcrl; D="csvsm-verify --crl without --policy: the revoked ASK fails 'chain.crl' (exit $rc)"
+check_ok eval "[ $rc -eq 1 ] && grep -q 'FAIL. chain.crl.*revoked: the ASK' $T/vcrl"
 
 # HTTPS with a key and certificate; plain HTTP refused off loopback
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$T/tls.key" -out "$T/tls.crt" \
@@ -300,9 +366,118 @@ done <"$T/bad"
 [ -s "$T/bad" ] || nok "bad input cases ran" "$T/bad"
 kill -0 "$PID_A" 2>/dev/null && ok "the daemon is alive after the bad input" || nok "the daemon is alive after the bad input" "$T/A.log"
 
+# --- the review's findings (docs/kbs.md "Review") ------------------------------------------
+LAST=$T/apptest; "$APPTEST" >"$LAST" 2>&1
+D="appraisal bookkeeping: a failing check is never overwritten, more checks than room is contraindicated; one TCB parser ($(tail -n1 "$LAST"))"
+check_ok grep -q '^[0-9]* passed, 0 failed$' "$LAST"
+
+# A contraindicated appraisal does not rewrite the instance its HOST_DATA (or EK) names.
+put "sqlite:$T/ip.db"
+start IP "$T/same.json" "sqlite:$T/ip.db" --trust-ark "$CHAIN/ark.pem"
+rcar IP "$T/ip1" --measurement "$M"
+rcar IP "$T/ip2" --measurement "$M2"
+"$KBS" list-instances --db "sqlite:$T/ip.db" --json >"$T/ip.inst" 2>&1
+LAST=$T/ip.inst
+D="a genuine report with another launch image and the same HOST_DATA: contraindicated, and the instance keeps its measurement, status and count"
+check_ok eval "affirmed $T/ip1 && contra $T/ip2 measurement && [ \$(wc -l <$T/ip.inst) -eq 1 ] &&
+	grep -q '\"measurement\": \"$M\".*\"attestations\": 1, \"last_status\": \"affirming\"' $T/ip.inst"
+
+# A changed policy: tokens and sessions appraised under the old one release nothing.
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$T/tok.pem" >/dev/null 2>&1
+sed 's/"comment": "tests\/kbs\/kbs.sh"/"comment": "the owner edited it"/' "$T/main.json" >"$T/main2.json"
+put "sqlite:$T/pc.db"
+mkdir -p "$T/keep"
+start P1 "$T/main.json" "sqlite:$T/pc.db" --trust-ark "$CHAIN/ark.pem" --token-key "$T/tok.pem"
+rcar P1 "$T/pc1" --measurement "$M" --keep "$T/keep"
+stop P1
+start P2 "$T/main2.json" "sqlite:$T/pc.db" --trust-ark "$CHAIN/ark.pem" --token-key "$T/tok.pem"
+"$CLIENT" resource --port "$PORT_P2" --chain "$CHAIN" --keep "$T/keep" --resource default/key/one >"$T/pc2" 2>&1
+"$CLIENT" resource --port "$PORT_P2" --chain "$CHAIN" --keep "$T/keep" --resource default/key/one --bearer >"$T/pc3" 2>&1
+stop P2
+start P3 "$T/main.json" "sqlite:$T/pc.db" --trust-ark "$CHAIN/ark.pem" --token-key "$T/tok.pem"
+"$CLIENT" resource --port "$PORT_P3" --chain "$CHAIN" --keep "$T/keep" --resource default/key/one >"$T/pc4" 2>&1
+LAST=$T/pc2; D="restarted on an edited policy: the old session's cookie gets 401 TokenNotFound, the old token 401 TokenVerifierError"
+check_ok eval "affirmed $T/pc1 && grep -q '^resource-http 401 .*TokenNotFound' $T/pc2 && grep -q '^resource-http 401 .*TokenVerifierError' $T/pc3"
+LAST=$T/pc4; D="restarted on the same policy: the same session still releases the secret (the policy, not the restart, decides)"
+check_ok grep -qx 'secret s3cret' "$T/pc4"
+
+# Sessions that can release nothing are bounded (--max-sessions): beyond, the oldest of them
+# (not attested, or contraindicated) make room; those of VMs that passed stay.
+start SC "$T/main.json" "sqlite:$T/sc.db" --max-sessions 5
+python3 - "$PORT_SC" "$T/sc.db" >"$T/sc" 2>&1 <<'EOF'
+import http.client, sqlite3, sys
+def req(method, path, body, cookie=None):
+    c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+    h = {"Content-Type": "application/json"}
+    if cookie: h["Cookie"] = "kbs-session-id=" + cookie
+    c.request(method, path, body, h)
+    r = c.getresponse()
+    return r.status, (r.getheader("Set-Cookie") or "").split(";")[0].split("=")[-1]
+got = [req("POST", "/kbs/v0/auth", '{"version":"0.4.0","tee":"snp","extra-params":{}}') for _ in range(12)]
+db = sqlite3.connect(sys.argv[2])
+rows = db.execute("select count(*) from kbs_sessions").fetchone()[0]
+first = db.execute("select count(*) from kbs_sessions where id = ?", (got[0][1],)).fetchone()[0]
+last = db.execute("select count(*) from kbs_sessions where id = ?", (got[-1][1],)).fetchone()[0]
+print(" ".join(str(g[0]) for g in got), "rows", rows, "first", first, "last", last)
+EOF
+LAST=$T/sc; D="--max-sessions 5: twelve /auth all get 200, the registry keeps at most 5 sessions, the oldest evicted, the newest kept ($(cat "$T/sc"))"
+check_ok grep -qE '^(200 ){12}rows [1-5] first 0 last 1$' "$T/sc"
+put "sqlite:$T/sf.db"
+start SF "$T/main.json" "sqlite:$T/sf.db" --trust-ark "$CHAIN/ark.pem" --max-sessions 3
+mkdir -p "$T/sfk"
+rcar SF "$T/sf1" --measurement "$M" --keep "$T/sfk"
+for i in 2 3 4 5 6; do rcar SF "$T/sf$i" --measurement "$M2"; done
+"$CLIENT" resource --port "$PORT_SF" --chain "$CHAIN" --keep "$T/sfk" --resource default/key/one >"$T/sf7" 2>&1
+rows=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from kbs_sessions").fetchone()[0])' "$T/sf.db")
+LAST=$T/sf7; D="--max-sessions 3: five contraindicated exchanges after an affirming one; the affirming session still releases its secret, $rows sessions kept"
+check_ok eval "affirmed $T/sf1 && contra $T/sf6 measurement && grep -qx 'secret s3cret' $T/sf7 && [ $rows -le 4 ]"
+
+# Slow clients: a byte within every idle timeout no longer holds a connection for ever
+# (--request-timeout), and one address holds at most --max-conn-per-ip connections.
+start RT "$T/main.json" "sqlite:$T/rt.db" --idle-timeout 2 --request-timeout 3 --max-conn-per-ip 4
+python3 - "$PORT_RT" >"$T/rt" 2>&1 <<'EOF'
+import http.client, socket, sys, time
+port = int(sys.argv[1])
+def conn(src):
+    s = socket.socket(); s.bind((src, 0)); s.connect(("127.0.0.1", port)); return s
+# a trickle: one header byte each 0.5 s (the idle timeout is 2 s), for at most 10 s
+s = conn("127.0.0.1"); t0 = time.time(); closed = None
+for b in b"POST /kbs/v0/auth HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 1000:
+    try:
+        s.send(bytes([b]))
+        s.settimeout(0.5)
+        if s.recv(100) == b"":
+            closed = time.time() - t0; break
+    except socket.timeout:
+        pass
+    except OSError:
+        closed = time.time() - t0; break
+    if time.time() - t0 > 10: break
+print(("ok" if closed is not None and closed < 6 else "FAIL") + " a client trickling a header byte every 0.5 s (idle timeout 2 s) is dropped by --request-timeout 3 (after %s s)" % (None if closed is None else round(closed, 1)))
+# per address: 4 connections from 127.0.0.2 are kept, a 5th is refused, 127.0.0.1 is served
+held = [conn("127.0.0.2") for _ in range(4)]
+for h in held: h.send(b"POST /kbs/v0/auth HTTP/1.1\r\n")
+time.sleep(0.3)
+fifth = conn("127.0.0.2"); fifth.settimeout(2)
+try:
+    refused = fifth.recv(100) == b""
+except socket.timeout:
+    refused = False
+except OSError:
+    refused = True
+print(("ok" if refused else "FAIL") + " a 5th connection from 127.0.0.2 is refused (--max-conn-per-ip 4)")
+c = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+c.request("POST", "/kbs/v0/auth", '{"version":"0.4.0","tee":"snp","extra-params":{}}', {"Content-Type": "application/json"})
+print(("ok" if c.getresponse().status == 200 else "FAIL") + " meanwhile 127.0.0.1 is served")
+EOF
+while read -r st rest; do
+	if [ "$st" = ok ]; then ok "slow clients: $rest"; else nok "slow clients: $rest" "$T/RT.log"; fi
+done <"$T/rt"
+[ "$(grep -c . "$T/rt")" -eq 3 ] || nok "slow-client cases ran" "$T/rt"
+
 # --- 64 concurrent clients: every answer right, no registry update lost -----------------------
 put "sqlite:$T/h.db"
-start H "$T/same.json" "sqlite:$T/h.db" --trust-ark "$CHAIN/ark.pem" --threads 8 --idle-timeout 30
+start H "$T/same.json" "sqlite:$T/h.db" --trust-ark "$CHAIN/ark.pem" --threads 8 --idle-timeout 30 --max-conn-per-ip 256
 "$CLIENT" load --port "$PORT_H" --chain "$CHAIN" --resource default/key/one --measurement "$M" \
 	--clients 64 --seconds "${KBS_LOAD_SECONDS:-8}" >"$T/load" 2>&1
 lrc=$?
@@ -319,7 +494,7 @@ check_ok [ "$cnt" = "${at:-x} 1" ]
 
 # --- SIGKILL while writing ------------------------------------------------------------------
 put "sqlite:$T/x.db"
-start X "$T/main.json" "sqlite:$T/x.db" --trust-ark "$CHAIN/ark.pem" --threads 8 --idle-timeout 30
+start X "$T/main.json" "sqlite:$T/x.db" --trust-ark "$CHAIN/ark.pem" --threads 8 --idle-timeout 30 --max-conn-per-ip 256
 "$CLIENT" load --port "$PORT_X" --chain "$CHAIN" --resource default/key/one --measurement "$M" \
 	--clients 16 --seconds 4 >"$T/xload" 2>&1 &
 lp=$!
@@ -403,7 +578,8 @@ tpm2_activatecredential -c ak.ctx -C ek.ctx -i cred.bin -o secret.bin -P session
 EOF
 	cat >"$V/quote.sh" <<EOF
 #!/bin/sh
-cd "$V" && tpm2_quote -c ak.ctx -l sha256:0 -q "\$1" -m quote.msg -s quote.sig -o quote.pcrs -g sha256; rc=\$?; $flush; exit \$rc
+sel=\$(cat "$V/pcrsel" 2>/dev/null || echo sha256:0)
+cd "$V" && tpm2_quote -c ak.ctx -l "\$sel" -q "\$1" -m quote.msg -s quote.sig -o quote.pcrs -g sha256; rc=\$?; $flush; exit \$rc
 EOF
 	chmod +x "$V/activate.sh" "$V/quote.sh"
 	cat >"$T/vtpm.json" <<EOF
@@ -432,6 +608,36 @@ EOF
 	D="quote PCRs not the reference (PCR0 extended once more): contraindicated, reason 'quote.pcrs'"; check_ok contra "$LAST" quote.pcrs
 	LAST=$T/vt4; rcar VT "$LAST" --measurement "$M" --ek "$V/ek.tpmt"
 	D="a policy that requires the quote, evidence without one: contraindicated, reason 'quote'"; check_ok contra "$LAST" quote
+	# Many checks: every pinnable report field and 24 reference PCRs, the quote over
+	# all of them: affirming, and a nonce not the server's still contraindicated (before,
+	# the 49th and later checks shared one slot: the failing freshness check was
+	# overwritten by the passing credential checks after it)
+	sel="sha256:$(seq -s, 0 23)"
+	echo "$sel" >"$V/pcrsel"
+	tpm2_pcrread -o "$V/pcrs24.bin" "$sel" >/dev/null 2>&1
+	python3 - "$V/pcrs24.bin" "$M" >"$T/many.json" <<'EOF'
+import json, sys
+v = open(sys.argv[1], "rb").read()
+z = lambda n: "00" * n
+print(json.dumps({"version": 1, "snp": {
+    "policy": "0x30000", "measurement": sys.argv[2], "minimum_guest_svn": 0, "vmpl": 0,
+    "minimum_tcb": {"bl": 4, "tee": 0, "snp": 21, "ucode": 209},
+    "minimum_launch_tcb": {"bl": 0, "tee": 0, "snp": 0, "ucode": 0},
+    "family_id": z(16), "image_id": z(16), "host_data": z(32), "platform_info": "0xffffffffffffffff",
+    "minimum_version": "0.0", "permit_provisional_firmware": True, "product": {"name": "Milan"}},
+  "svsm": {"require_vtpm_ek": True, "require_quote": True,
+           "pcrs": {"sha256": {str(i): v[32 * i:32 * i + 32].hex() for i in range(24)}}}}))
+EOF
+	put "sqlite:$T/vm.db"
+	start VM "$T/many.json" "sqlite:$T/vm.db" --trust-ark "$CHAIN/ark.pem"
+	mkdir -p "$T/vmkeep"
+	LAST=$T/vm1; rcar VM "$LAST" --measurement "$M" --vtpm "$V" --bearer --keep "$T/vmkeep"
+	D="a policy with 24 reference PCRs and every pinnable report field, the quote over all 24, its $(wc -c <"$T/vmkeep/token" 2>/dev/null)-byte EAR as the bearer: affirming"
+	check_ok affirmed "$LAST"
+	LAST=$T/vm2; rcar VM "$LAST" --measurement "$M" --vtpm "$V" --claim-nonce AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=
+	D="the same policy, runtime-data.nonce not the server's: contraindicated, reason 'freshness.nonce' (more than 48 checks before it)"
+	check_ok contra "$LAST" freshness.nonce
+	rm -f "$V/pcrsel"
 else
 	nok "csvsm-tpm and tpm2-tools for the vTPM cases"
 fi

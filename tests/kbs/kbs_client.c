@@ -11,8 +11,11 @@
  *                     "secret TEXT" or "resource-http N TYPE"
  *   load  --clients N --seconds S [--resource P]   N threads of exchanges:
  *                     prints exchanges/s, p50/p99 latency, errors
- *   auth / attest     the two halves, with state in --state DIR (the vTPM
- *                     test puts a TPM's quote between them)
+ *   rcar --auth-only DIR / --resume DIR   the two halves (the SNP machine's
+ *                     probe makes the evidence in between)
+ *   rcar --keep DIR   also write the session's cookie, the token and the TEE key
+ *   resource --keep DIR --resource P [--bearer]   GET a resource later with
+ *                     what --keep wrote (a restarted or another service)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -24,6 +27,7 @@
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,17 +82,21 @@ static int http_to(int to_port, const char *method, const char *path, const char
 			close(fd);
 		return -1;
 	}
-	char ck[128] = "", au[8192] = "";
+	char ck[128] = "", *au = NULL;
 	if (cookie)
 		snprintf(ck, sizeof(ck), "Cookie: kbs-session-id=%s\r\n", cookie);
-	if (bearer && strlen(bearer) < sizeof(au) - 32)
-		snprintf(au, sizeof(au), "Authorization: Bearer %s\r\n", bearer);
+	if (asprintf(&au, "%s%s%s", bearer ? "Authorization: Bearer " : "", bearer ? bearer : "",
+		     bearer ? "\r\n" : "") < 0) {
+		close(fd);
+		return -1;
+	}
 	char *hp = NULL;
 	int hl =
 	    asprintf(&hp,
 		     "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n%s%s%s"
 		     "Content-Length: %zu\r\n\r\n",
 		     method, path, body ? "Content-Type: application/json\r\n" : "", ck, au, bl);
+	free(au);
 	(void)hdr;
 	if (hl <= 0 || write(fd, hp, (size_t)hl) != hl ||
 	    (bl && write(fd, body, bl) != (ssize_t)bl)) {
@@ -409,9 +417,11 @@ struct opts {
 	const char *auth_only; /* stop after /auth: the session, key and 64-byte nonce here */
 	const char *resume;    /* go on from an auth-only state, evidence from --evidence-dir */
 	const char *evidence_dir;
-	bool replay;   /* POST the same /attest again: must be refused */
-	int race_port; /* POST /attest to this replica at the same time */
-	long flip;     /* report byte to flip, or -1 */
+	const char *keep; /* write cookie, token and TEE key here */
+	bool replay;	  /* POST the same /attest again: must be refused */
+	int race_port;	  /* POST /attest to this replica at the same time */
+	long flip;	  /* report byte to flip, or -1 */
+	long jwk_pad;	  /* an extra JWK member of this many characters */
 	long truncate;
 	struct evgen_opts ev;
 	const char *ek_file;
@@ -425,6 +435,64 @@ struct result {
 };
 
 static pthread_mutex_t ev_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* GET the resource with the cookie or the token as a bearer, open the JWE with k. */
+static int get_resource(const struct opts *o, const char *cookie, const char *token, EVP_PKEY *k,
+			struct result *res, FILE *out)
+{
+	struct http_resp r;
+	char path[512];
+	snprintf(path, sizeof(path), "/kbs/v0/resource/%s", o->resource);
+	if (http("GET", path, o->bearer ? NULL : cookie, o->bearer ? token : NULL, NULL, &r))
+		return -1;
+	res->http_resource = r.status;
+	if (r.status == 200) {
+		json_t *jwe = json_loads(r.body, 0, NULL);
+		size_t sl = 0;
+		uint8_t *s = jwe ? jwe_open(k, jwe, &sl) : NULL;
+		json_decref(jwe);
+		snprintf(res->secret, sizeof(res->secret), "%s",
+			 s ? (char *)s : "<JWE did not open>");
+		if (!o->quiet)
+			fprintf(out, "secret %s\n", res->secret);
+		free(s);
+	} else if (!o->quiet) {
+		json_t *e = json_loads(r.body, 0, NULL);
+		fprintf(out, "resource-http %d %s\n", r.status,
+			json_string_value(json_object_get(e, "type")) ?: "?");
+		json_decref(e);
+	}
+	free(r.body);
+	return 0;
+}
+
+/* `resource`: with what `rcar --keep DIR` wrote. */
+static int resource_later(const struct opts *o)
+{
+	char p[512], cookie[64] = "", *token;
+	size_t l;
+	struct result res = {0};
+	snprintf(p, sizeof(p), "%s/cookie", o->keep);
+	uint8_t *c = slurp_file(p, &l);
+	if (c)
+		snprintf(cookie, sizeof(cookie), "%.*s", (int)l, (char *)c);
+	free(c);
+	snprintf(p, sizeof(p), "%s/token", o->keep);
+	uint8_t *t = slurp_file(p, &l);
+	token = t ? strndup((char *)t, l) : NULL;
+	free(t);
+	snprintf(p, sizeof(p), "%s/tee-key.pem", o->keep);
+	FILE *f = fopen(p, "r");
+	EVP_PKEY *k = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+	if (f)
+		fclose(f);
+	if (!k || !token || !*cookie || !o->resource)
+		die("resource: --keep DIR (from rcar --keep) and --resource");
+	int rc = get_resource(o, cookie, token, k, &res, stdout);
+	EVP_PKEY_free(k);
+	free(token);
+	return rc ? 1 : 0;
+}
 
 static double now_ms(void)
 {
@@ -527,6 +595,15 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 	}
 	other = o->wrong_key ? tee_key(o->rsa) : NULL;
 	jwk = jwk_of(k);
+	if (o->jwk_pad > 0 && jwk) {
+		/* an extra member, last in RFC 8785 order ("zz-pad" sorts after "y") */
+		char *padded = NULL;
+		if (asprintf(&padded, "%.*s,\"zz-pad\":\"%0*d\"}", (int)strlen(jwk) - 1, jwk,
+			     (int)o->jwk_pad, 0) < 0)
+			goto out;
+		free(jwk);
+		jwk = padded;
+	}
 	char *bound_jwk = other ? jwk_of(other) : strdup(jwk);
 	const char *claimed = o->claim_nonce ? o->claim_nonce : nonce;
 	/* RFC 8785 text of the runtime data (keys sorted; the JWK is already canonical) */
@@ -689,6 +766,15 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 	}
 	free(r.body);
 	const char *token = json_string_value(json_object_get(tok, "token"));
+	if (o->keep && token) {
+		char p[512];
+		spit(o->keep, "cookie", cookie, strlen(cookie));
+		spit(o->keep, "token", token, strlen(token));
+		snprintf(p, sizeof(p), "%s/tee-key.pem", o->keep);
+		FILE *f = fopen(p, "w");
+		if (!f || !PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL) || fclose(f))
+			die("%s: cannot write", p);
+	}
 	const char *d1 = token ? strchr(token, '.') : NULL, *d2 = d1 ? strchr(d1 + 1, '.') : NULL;
 	if (!d2)
 		goto out;
@@ -725,31 +811,10 @@ static int rcar(const struct opts *o, struct result *res, FILE *out)
 	}
 	json_decref(claims);
 	if (o->resource) {
-		char path[512];
-		snprintf(path, sizeof(path), "/kbs/v0/resource/%s", o->resource);
 		t0 = now_ms();
-		if (http("GET", path, o->bearer ? NULL : cookie, o->bearer ? token : NULL, NULL,
-			 &r))
+		if (get_resource(o, cookie, token, k, res, out))
 			goto out;
 		srv += now_ms() - t0;
-		res->http_resource = r.status;
-		if (r.status == 200) {
-			json_t *jwe = json_loads(r.body, 0, NULL);
-			size_t sl = 0;
-			uint8_t *s = jwe ? jwe_open(k, jwe, &sl) : NULL;
-			json_decref(jwe);
-			snprintf(res->secret, sizeof(res->secret), "%s",
-				 s ? (char *)s : "<JWE did not open>");
-			if (!o->quiet)
-				fprintf(out, "secret %s\n", res->secret);
-			free(s);
-		} else if (!o->quiet) {
-			json_t *e = json_loads(r.body, 0, NULL);
-			fprintf(out, "resource-http %d %s\n", r.status,
-				json_string_value(json_object_get(e, "type")) ?: "?");
-			json_decref(e);
-		}
-		free(r.body);
 	}
 	res->ms_server = srv;
 	ret = 0;
@@ -864,15 +929,35 @@ static int hexbytes(const char *s, uint8_t *out, size_t n)
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
-	    {"port", 1, 0, 'p'},	 {"chain", 1, 0, 'c'},	      {"rsa", 0, 0, 'R'},
-	    {"snp-form", 0, 0, 'S'},	 {"legacy", 0, 0, 'L'},	      {"no-certs", 0, 0, 'N'},
-	    {"wrong-key", 0, 0, 'W'},	 {"claim-nonce", 1, 0, 'C'},  {"resource", 1, 0, 'r'},
-	    {"bearer", 0, 0, 'B'},	 {"flip", 1, 0, 'F'},	      {"truncate", 1, 0, 'T'},
-	    {"guest-policy", 1, 0, 'g'}, {"vmpl", 1, 0, 'v'},	      {"measurement", 1, 0, 'm'},
-	    {"ek", 1, 0, 'e'},		 {"clients", 1, 0, 'n'},      {"seconds", 1, 0, 's'},
-	    {"version", 1, 0, 'V'},	 {"vtpm", 1, 0, 'X'},	      {"dump", 1, 0, 'D'},
-	    {"replay", 0, 0, 'Y'},	 {"race-port", 1, 0, 'Z'},    {"auth-only", 1, 0, 'A'},
-	    {"resume", 1, 0, 'U'},	 {"evidence-dir", 1, 0, 'E'}, {0, 0, 0, 0},
+	    {"port", 1, 0, 'p'},
+	    {"chain", 1, 0, 'c'},
+	    {"rsa", 0, 0, 'R'},
+	    {"snp-form", 0, 0, 'S'},
+	    {"legacy", 0, 0, 'L'},
+	    {"no-certs", 0, 0, 'N'},
+	    {"wrong-key", 0, 0, 'W'},
+	    {"claim-nonce", 1, 0, 'C'},
+	    {"resource", 1, 0, 'r'},
+	    {"bearer", 0, 0, 'B'},
+	    {"flip", 1, 0, 'F'},
+	    {"truncate", 1, 0, 'T'},
+	    {"guest-policy", 1, 0, 'g'},
+	    {"vmpl", 1, 0, 'v'},
+	    {"measurement", 1, 0, 'm'},
+	    {"ek", 1, 0, 'e'},
+	    {"clients", 1, 0, 'n'},
+	    {"seconds", 1, 0, 's'},
+	    {"version", 1, 0, 'V'},
+	    {"vtpm", 1, 0, 'X'},
+	    {"dump", 1, 0, 'D'},
+	    {"replay", 0, 0, 'Y'},
+	    {"race-port", 1, 0, 'Z'},
+	    {"auth-only", 1, 0, 'A'},
+	    {"resume", 1, 0, 'U'},
+	    {"evidence-dir", 1, 0, 'E'},
+	    {"keep", 1, 0, 'K'},
+	    {"jwk-pad", 1, 0, 'J'},
+	    {0, 0, 0, 0},
 	};
 	struct opts o = {.flip = -1};
 	int clients = 1, opt;
@@ -963,12 +1048,19 @@ int main(int argc, char **argv)
 		case 'E':
 			o.evidence_dir = optarg;
 			break;
+		case 'K':
+			o.keep = optarg;
+			break;
+		case 'J':
+			o.jwk_pad = atol(optarg);
+			break;
 		default:
 			return 2;
 		}
 	}
 	if (port <= 0 || port > 65535)
 		die("--port");
+	signal(SIGPIPE, SIG_IGN); /* a connection the server refused is an error, not a death */
 	if (evgen_init(chain_dir))
 		die("%s/psp-keys.bin: cannot load the test chain's keys (make "
 		    "build/test-chain/psp-keys.bin)",
@@ -987,6 +1079,8 @@ int main(int argc, char **argv)
 		fclose(f);
 		o.ev.ek = ek;
 	}
+	if (!strcmp(cmd, "resource"))
+		return resource_later(&o);
 	if (!strcmp(cmd, "rcar")) {
 		struct result r;
 		return rcar(&o, &r, stdout) ? 1 : 0;

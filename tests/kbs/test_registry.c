@@ -23,20 +23,9 @@
 
 #include "kbs/registry.h"
 
-static int n, failed;
-static const char *url;
+#include "tests/kbs/tap.h"
 
-static void tap(int ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tap(int ok, const char *fmt, ...)
-{
-	va_list ap;
-	printf("%s %d - ", ok ? "ok" : "not ok", ++n);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	failed += !ok;
-}
+static const char *url;
 
 static struct registry *open_or_die(void)
 {
@@ -106,6 +95,27 @@ static int unit(void)
 	registry_session_new(r, sid, sid, "sha384", "", 1500);
 	tap(registry_session_begin_attest(r, sid, 1500, &s) == REG_NO,
 	    "an expired nonce is refused");
+	/* --max-sessions' eviction: the oldest that can release nothing, never an attested,
+	 * releasing one (expiries below every other session's here, so these go first) */
+	char ev[5][80];
+	for (int i = 0; i < 5; i++) {
+		snprintf(ev[i], sizeof(ev[i]), "v%d-%lx", i, tag);
+		registry_session_new(r, ev[i], ev[i], "sha384", "", 10 + i);
+	}
+	registry_session_begin_attest(r, ev[3], 0, &s);
+	registry_session_finish(r, ev[3], 3, "", "", "", 13); /* contraindicated */
+	registry_session_begin_attest(r, ev[4], 0, &s);
+	registry_session_finish(r, ev[4], 1, "tok", "{}", "", 14); /* affirming */
+	long gone = 0, before = -1, after = -1;
+	registry_session_count(r, 0, 3, &before);
+	int erc = registry_session_evict(r, 3, 4, &gone);
+	registry_session_count(r, 0, 3, &after);
+	tap(erc == REG_OK && gone == 4 && before - after == 4 &&
+		registry_session_get(r, ev[4], 0, &s) == REG_OK &&
+		registry_session_begin_attest(r, ev[0], 0, &s) == REG_NO,
+	    "eviction takes the 3 unattested and the contraindicated session, oldest first, "
+	    "and leaves the affirming one (%ld gone; counted %ld, then %ld)",
+	    gone, before, after);
 	for (int i = 0; i < 8; i++) {
 		t[i] = (struct racer){.inst = iid, .kind = 1};
 		pthread_create(&t[i].t, NULL, race, &t[i]);
@@ -159,8 +169,7 @@ static int unit(void)
 	tap(registry_resource_get(r, "repo", iid, "none", rule, &got, &gl) == REG_NO,
 	    "an unknown resource is not found");
 	registry_close(r);
-	printf("%d passed, %d failed\n", n - failed, failed);
-	return failed ? 1 : 0;
+	return tap_done();
 }
 
 int main(int argc, char **argv)

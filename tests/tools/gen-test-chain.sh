@@ -13,6 +13,9 @@
 # Outputs: ark.pem ask.pem vcek.pem vcek.der vcek-key.der (SEC1 DER private
 # key) psp-keys.bin (fw_cfg opt/csvsm/psp-keys) and chip-id.hex / tcb.txt.
 # The TCB and CHIP_ID in the VCEK equal what the sim PSP puts in reports.
+# Also ark-key.pem and ask-key.pem, the CA keys, so tests can sign CRLs
+# (tests/kbs/kbs.sh: the ARK's CRL revoking the ASK, the ASK's revoking the
+# VCEK, as AMD's KDS `crl` is the ARK's); serials: ARK 1, ASK 2, VCEK 3.
 set -eu
 
 OUT=${1:?usage: gen-test-chain.sh OUTDIR}
@@ -116,7 +119,8 @@ open(f"{t}/psp-keys.bin", "wb").write(hdr + table)
 open(f"{t}/tcb.txt", "w").write(f"0x{tcb:016x}\n")
 EOT
 
-for f in ark.pem ask.pem vcek.pem vcek.der vcek-key.der chip-id.hex tcb.txt psp-keys.bin; do
+for f in ark.pem ask.pem vcek.pem vcek.der vcek-key.der chip-id.hex tcb.txt ark-key.pem ask-key.pem \
+	psp-keys.bin; do
 	mv -f "$T/$f" "$OUT/$f"
 done
 echo "gen-test-chain: $OUT (ARK-Test -> SEV-Test -> SEV-VCEK, TCB $(cat "$OUT/tcb.txt"))"
