@@ -80,6 +80,9 @@ void cpu_load_tr(struct percpu *cpu)
 		ist_set(0, boot_ist, pool_size() != 0);
 	}
 	t->iomap_base = sizeof(*t); /* no I/O permission bitmap */
+	_Static_assert(ARRAY_SIZE(cpu->ist_top) == EXC_IST_COUNT, "one top per IST stack");
+	for (unsigned k = 0; k < EXC_IST_COUNT; k++)
+		cpu->ist_top[k] = (vaddr_t)t->ist[k];
 	/* APM vol. 2 §4.8.3, Figure 4-22 (64-bit TSS descriptor) and Table 4-6:
 	 * type 9 (available 64-bit TSS), present, DPL 0. */
 	uint64_t base = (uint64_t)(uintptr_t)t, limit = sizeof(*t) - 1;

@@ -19,6 +19,9 @@ struct percpu {
 	struct ghcb *ghcb; /* this vCPU's GHCB page */
 	gpa_t ghcb_gpa;
 	vaddr_t stack_top;
+	/* Tops of its IST stacks (src/cpu.c cpu_load_tr; 0: none), each
+	 * IST_STACK_SIZE (src/entry.h): a terminating vCPU zeroes them. */
+	vaddr_t ist_top[5];
 	volatile uint32_t online; /* set by the vCPU itself once in 64-bit C code */
 	volatile uint32_t go;	  /* set by the BSP to hand work to an AP */
 	/* pre-acceptance work done by this vCPU */

@@ -25,7 +25,7 @@
 #include "base/secret.h"
 #include "base/string.h"
 #include "mm/pgtable.h"
-#include "src/entry.h" /* BOOT_STACK_SIZE, AP_STACK_SIZE */
+#include "src/entry.h" /* BOOT_STACK_SIZE, AP_STACK_SIZE, IST_STACK_SIZE */
 
 /* Reset values every VMSA starts from (APM vol. 2 table 14-1; coconut init_svsm_vmsa). */
 #define VMSA_RFLAGS_RESET 0x2ULL
@@ -300,9 +300,25 @@ static int snp_start_ap(struct percpu *cpu)
 	return 0;
 }
 
+/* Zero a vCPU's IST stacks but the one this runs on, if any (a termination
+ * before the vCPU's stack_top was set runs where it was raised). */
+static void ist_wipe(const struct percpu *cpu)
+{
+	vaddr_t sp = (vaddr_t)(uintptr_t)__builtin_frame_address(0);
+	for (unsigned k = 0; k < ARRAY_SIZE(cpu->ist_top); k++) {
+		vaddr_t top = cpu->ist_top[k];
+		if (top && !(sp >= top - IST_STACK_SIZE && sp < top))
+			memzero_explicit((void *)(uintptr_t)(top - IST_STACK_SIZE), IST_STACK_SIZE);
+	}
+}
+
 /* The termination request through the MSR protocol; a hypervisor that returns gets asked again. */
 static __noreturn void snp_terminate_loop(uint64_t req)
 {
+	/* Off every IST stack now (secret_end_on_clean_stack runs this at the
+	 * top of the vCPU's own stack): zero them too (issue 34 item 3). */
+	if (rdmsr(MSR_GS_BASE))
+		ist_wipe(this_cpu());
 	for (;;) {
 		wrmsr(MSR_GHCB, req);
 		vmgexit();

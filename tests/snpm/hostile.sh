@@ -163,7 +163,10 @@ tap_check "csvsm: mutation: with csvsm's INVLPGB ignored the TLB check fails, th
 # terminates zeroes it, the frames of everything it ran (issue 34 item 3),
 # but for the frame it sends the termination request from.
 bs=$(nm build/csvsm.elf | awk '$3 == "boot_stack" { print $1 }')
-snpm_qemu "$tmp/k.log" 2G 2 -append "snpm.key_scan_at_launch=1 snpm.stop_at_launch=1 snpm.zero_probe=$bs:10000"
+# and its five IST stacks with their guards (src/cpu.c boot_ist: 5 x (4 KiB
+# guard + 8 KiB stack)), which hold the hardware frames of the #VCs it took.
+bi=$(nm build/csvsm.elf | awk '$3 == "boot_ist" { print $1 }')
+snpm_qemu "$tmp/k.log" 2G 2 -append "snpm.key_scan_at_launch=1 snpm.stop_at_launch=1 snpm.zero_probe=$bs:10000,$bi:f000"
 ks=$(grep -m1 "^snpm: key-scan: at the guest's launch" "$tmp/k.log")
 echo "# $ks"
 tap_check "csvsm: control: at the guest's launch csvsm's memory holds exactly one copy of VMPCK0 and none of VMPCK1..3" \
@@ -172,7 +175,11 @@ zp=$(grep -m1 "^snpm: zero-probe: at the guest's launch" "$tmp/k.log")
 echo "# $zp"
 tap_check "csvsm: control: at the guest's launch the boot vCPU's stack is not zero (its frames and tpm/boot.c's depth paint: $(field nonzero "$zp") nonzero bytes of $(field read "$zp"))" \
 	test "$(field read "$zp")" = 0x10000 -a "${zp:+$(field nonzero "$zp")}" -gt 4096
-snpm_qemu "$tmp/t.log" 2G 2 -append "snpm.refuse_boot_vmsa=1 snpm.zero_probe=$bs:10000"
+zi=$(grep "^snpm: zero-probe: at the guest's launch" "$tmp/k.log" | sed -n 2p)
+echo "# $zi"
+tap_check "csvsm: control: at the guest's launch the boot vCPU's IST stacks are not zero (the frames of its #VCs: $(field nonzero "$zi") nonzero bytes of $(field read "$zi"))" \
+	test "$(field read "$zi")" = 0xf000 -a "${zi:+$(field nonzero "$zi")}" -gt 0
+snpm_qemu "$tmp/t.log" 2G 2 -append "snpm.refuse_boot_vmsa=1 snpm.zero_probe=$bs:10000,$bi:f000"
 grep -E '^snpm: refusing|PANIC|^snpm: guest requested termination' "$tmp/t.log" | sed 's/^/# /'
 tap_check "csvsm: a host that refuses the guest's boot VMSA: csvsm panics and asks to terminate" \
 	grep -q "^snpm: guest requested termination (reason set 1 code 255) on vCPU 0" "$tmp/t.log"
@@ -187,4 +194,8 @@ zp=$(grep -m1 '^snpm: zero-probe: VMPL0 terminated' "$tmp/t.log")
 echo "# $zp"
 tap_check "csvsm: the terminating vCPU zeroed its stack but for the frame it asks from ($(field nonzero "$zp") nonzero bytes of $(field read "$zp"))" \
 	test "$(field read "$zp")" = 0x10000 -a "${zp:+$(field nonzero "$zp")}" -le 256
+zi=$(grep '^snpm: zero-probe: VMPL0 terminated' "$tmp/t.log" | sed -n 2p)
+echo "# $zi"
+tap_check "csvsm: the terminating vCPU zeroed its IST stacks ($(field nonzero "$zi") nonzero bytes of $(field read "$zi"))" \
+	test "$(field read "$zi")" = 0xf000 -a "${zi:+$(field nonzero "$zi")}" = 0
 [ "$TAP_FAILS" -eq 0 ]

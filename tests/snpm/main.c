@@ -599,9 +599,10 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          (nm -S build/csvsm.elf), read from csvsm's
  *                          memory when the VM ends: the vTPM's primary
  *                          seeds and hierarchy proofs are in it
- *   snpm.zero_probe=ADDR:SIZE  (hex) with each key scan, count the nonzero
- *                          bytes of csvsm's [ADDR, ADDR + SIZE) (its boot
- *                          stack: what a terminating vCPU left of it)
+ *   snpm.zero_probe=ADDR:SIZE[,ADDR:SIZE...]  (hex, up to 4) with each key
+ *                          scan, count the nonzero bytes of each of csvsm's
+ *                          [ADDR, ADDR + SIZE) (its boot stack, its IST
+ *                          stacks: what a terminating vCPU left of them)
  */
 static bool stop_at_launch, key_scan_at_launch, native_zero;
 static uint64_t va_probe[8];
@@ -615,9 +616,11 @@ bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 static bool secrets_out;
 static uint64_t tpm_state_addr, tpm_state_size;
-/* snpm.zero_probe=ADDR:SIZE: a range of csvsm's (its boot stack) whose
- * nonzero bytes the key scan counts too. */
-static uint64_t zero_probe_addr, zero_probe_size;
+/* snpm.zero_probe=ADDR:SIZE,...: ranges of csvsm's (its boot stack, its IST
+ * stacks) whose nonzero bytes the key scan counts too. */
+#define ZERO_PROBE_MAX 4
+static uint64_t zero_probe_addr[ZERO_PROBE_MAX], zero_probe_size[ZERO_PROBE_MAX];
+static unsigned n_zero_probe;
 #define SECRETS_PORT	  0xE9
 #define TPM_STATE_MAX	  0x4000
 #define SECRETS_HEX_DIGIT "0123456789abcdef"
@@ -863,10 +866,23 @@ static void machine_options(void)
 	secrets_out = option_is_1("snpm.secrets_out");
 	if (cmdline_get(cmdline, cmdline_len, "snpm.zero_probe", &v, &vlen)) {
 		const char *stop = v + vlen;
-		if (cmdline_parse_hex(&v, stop, &zero_probe_addr) || v == stop || *v++ != ':' ||
-		    cmdline_parse_hex(&v, stop, &zero_probe_size) || v != stop ||
-		    !zero_probe_size || zero_probe_addr + zero_probe_size < zero_probe_addr)
-			fail("bad snpm.zero_probe= value (want ADDR:SIZE in hex)");
+		for (;;) {
+			uint64_t *a = &zero_probe_addr[n_zero_probe],
+				 *n = &zero_probe_size[n_zero_probe];
+			if (n_zero_probe == ZERO_PROBE_MAX || cmdline_parse_hex(&v, stop, a) ||
+			    v == stop || *v++ != ':' || cmdline_parse_hex(&v, stop, n) || !*n ||
+			    *a + *n < *a)
+				fail("bad snpm.zero_probe= value (want ADDR:SIZE[,ADDR:SIZE...] in "
+				     "hex, "
+				     "at most %u)",
+				     ZERO_PROBE_MAX);
+			n_zero_probe++;
+			if (v == stop)
+				break;
+			if (*v++ != ',')
+				fail("bad snpm.zero_probe= value (want ADDR:SIZE[,ADDR:SIZE...] in "
+				     "hex)");
+		}
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.tpm_state", &v, &vlen)) {
 		const char *stop = v + vlen;
@@ -986,10 +1002,10 @@ void snpm_key_scan(const char *when)
 	    (unsigned long long)found[3]);
 	/* What a terminating vCPU left of its stack (issue 34 item 3): csvsm
 	 * zeroes it but for the frame the termination request is sent from. */
-	if (zero_probe_size) {
+	for (unsigned i = 0; i < n_zero_probe; i++) {
 		uint64_t nonzero = 0, read = 0;
-		for (uint64_t off = 0; off < zero_probe_size; off++) {
-			gpa_t g = zero_probe_addr + off;
+		for (uint64_t off = 0; off < zero_probe_size[i]; off++) {
+			gpa_t g = zero_probe_addr[i] + off;
 			if (!hv_is_mem(g & ~(gpa_t)(PAGE_SIZE - 1), PAGE_SIZE))
 				break;
 			read++;
@@ -997,8 +1013,9 @@ void snpm_key_scan(const char *when)
 		}
 		con_printf(
 		    "snpm: zero-probe: %s: addr=0x%llx size=0x%llx read=0x%llx nonzero=%llu\n",
-		    when, (unsigned long long)zero_probe_addr, (unsigned long long)zero_probe_size,
-		    (unsigned long long)read, (unsigned long long)nonzero);
+		    when, (unsigned long long)zero_probe_addr[i],
+		    (unsigned long long)zero_probe_size[i], (unsigned long long)read,
+		    (unsigned long long)nonzero);
 	}
 }
 
