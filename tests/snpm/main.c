@@ -579,6 +579,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          validated get a fresh frame behind their first
  *                          page, the old frame kept assigned and validated
  *                          (issue 17 item 2; "snpm: frames:" at the end)
+ *   snpm.frame_swap_2m=N   the same for the first N (hex) such changes of a
+ *                          2M entry, the page in the middle of the block
+ *                          swapped (issue 36)
  *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
@@ -768,6 +771,15 @@ static void machine_options(void)
 			   "a hostile host swaps the frame behind %u page(s) asked private "
 			   "again",
 			   snpm_frame_swap);
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.frame_swap_2m", &v, &vlen)) {
+		extern unsigned snpm_frame_swap_2m;
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n == 0 || n > RMP_SPARE_FRAMES)
+			fail("bad snpm.frame_swap_2m= value (want a hex count, 1 to 0x%x)",
+			     RMP_SPARE_FRAMES);
+		snpm_frame_swap_2m = (unsigned)n;
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.ap_stack_probe", &v, &vlen)) {
 		const char *stop = v + vlen;

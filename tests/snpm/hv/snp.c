@@ -572,6 +572,13 @@ bool snpm_psc_nonram_error; /* snpm.psc_nonram=error */
  * it, between which the host could switch. True when it swapped.
  */
 unsigned snpm_frame_swap;
+/*
+ * snpm.frame_swap_2m=N: the same for the first N such changes of a 2M entry
+ * (the firmware re-validating RAM in 2 MiB pages, issue 36), the page in the
+ * middle of the block swapped: csvsm serves the block from its record, and
+ * only the RMP check of its zeroing meets that page.
+ */
+unsigned snpm_frame_swap_2m;
 
 static bool psc_swap_frame(gpa_t gpa, uint64_t bytes)
 {
@@ -580,12 +587,16 @@ static bool psc_swap_frame(gpa_t gpa, uint64_t bytes)
 		if (rmp_query(g, &e) || !e.validated || e.vmsa)
 			return false;
 	}
-	if (sim_host_swap_frame(gpa))
+	gpa_t victim = bytes == PAGE_SIZE_2M ? gpa + PAGE_SIZE_2M / 2 : gpa;
+	if (sim_host_swap_frame(victim))
 		return false;
-	snpm_frame_swap--;
+	if (bytes == PAGE_SIZE_2M && snpm_frame_swap_2m)
+		snpm_frame_swap_2m--;
+	else
+		snpm_frame_swap--;
 	con_printf("snpm: hostile: frame swap: GPA 0x%llx is on a fresh frame (asked private "
-		   "again, +0x%llx); its old frame stays assigned and validated\n",
-		   (unsigned long long)gpa, (unsigned long long)bytes);
+		   "again, 0x%llx +0x%llx); its old frame stays assigned and validated\n",
+		   (unsigned long long)victim, (unsigned long long)gpa, (unsigned long long)bytes);
 	return true;
 }
 
@@ -621,7 +632,7 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 		none_same &= e.assigned != priv;
 	}
 	if (all_same) {
-		if (priv && snpm_frame_swap)
+		if (priv && (snpm_frame_swap || (big && snpm_frame_swap_2m)))
 			psc_swap_frame(gpa, bytes);
 		return 0;
 	}
