@@ -149,9 +149,10 @@ static int revoke(struct guest_vcpu *gv, gpa_t gpa, unsigned psize)
  * flushed once before any page is rescinded. Pages are rescinded in order
  * and recorded as they go: a failure stops there, with the pages before it
  * rescinded and recorded so, and the rest still validated (revoked from
- * the guest VMPL, as a failed 2M rescind leaves its entry). CF is set
- * when no page changed; a page already rescinded among changed ones is
- * FAIL_NO_CHANGE unless ignore-CF, as the guest's 4K entry for it would be.
+ * the guest VMPL, as a failed 2M rescind leaves its entry). A page found
+ * already rescinded stops it with FAIL_NO_CHANGE unless ignore-CF, as the
+ * guest's 4K entry for it would; RMPADJUST refuses a page that is not
+ * validated (FAIL_PERMISSION), so the revocation meets one first.
  */
 static uint64_t rescind_2m_over_4k(struct guest_vcpu *gv, gpa_t gpa, bool ignore_cf)
 {
