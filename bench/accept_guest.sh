@@ -44,25 +44,7 @@ GMEM=$(snpm_guest_mem "$MEM") || exit 2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# stamp_run LOG STOP qemu-args...: QEMU with its serial on stdio until it
-# exits, or (STOP not empty) until a line holds STOP, when QEMU is stopped
-# by its own pid file; "<seconds since QEMU start> <line>" per serial line
-# into LOG.
-stamp_run() {
-	local log=$1 stop=$2 t0 line pid
-	shift 2
-	rm -f "$tmp/qemu.pid"
-	t0=$EPOCHREALTIME
-	timeout --foreground -k 5 "$TIMEOUT" "$QEMU" "$@" -pidfile "$tmp/qemu.pid" -serial stdio \
-		2>"$log.stderr" </dev/null |
-		while IFS= read -r line; do
-			line=${line//$'\r'/}
-			printf '%s %s\n' "$(bc <<<"$EPOCHREALTIME - $t0")" "$line"
-			if [ -n "$stop" ] && [[ $line == *"$stop"* ]]; then
-				pid=$(cat "$tmp/qemu.pid" 2>/dev/null) && [ -n "$pid" ] && kill "$pid" 2>/dev/null
-			fi
-		done | sed 's/\x1b\[[0-9;=?]*[a-zA-Z]//g' >"$log"
-}
+. bench/stamp.sh
 common() {
 	echo -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" -cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" \
 		-nodefaults -net none -display none -no-reboot -device isa-debug-exit,iobase=0xf4,iosize=0x04
