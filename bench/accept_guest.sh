@@ -23,7 +23,8 @@
 #
 # Usage: bench/accept_guest.sh [probe|linux|all]   (default all; `make` first)
 # Environment: MEM (4G), SMP (2), CSVSM_IGVM (build/csvsm.igvm: another
-# image, e.g. one built from main, to compare), BENCH_TIMEOUT (900 s a run).
+# image, e.g. one built from main, to compare), BENCH_TIMEOUT (900 s a run),
+# KEEP (a directory the runs' logs are copied to).
 set -u
 cd "$(dirname "$0")/.."
 . tests/qemu/lib.sh
@@ -42,7 +43,7 @@ for f in "$SNPM_ELF" "$CSVSM_IGVM" "$PROBE_EFI" "$OVMF_FD" "$LINUX_KERNEL" "$LIN
 done
 GMEM=$(snpm_guest_mem "$MEM") || exit 2
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+trap '[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$tmp"/*.log "$KEEP"/; rm -rf "$tmp"' EXIT
 
 . bench/stamp.sh
 common() {
