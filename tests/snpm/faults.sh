@@ -106,7 +106,7 @@ tap_check "csvsm reports host tampering with its own page, at a rip in it" \
 	grep -qE "host tampering: a page of csvsm's own is no longer validated: #VC 0x404 \(PAGE_NOT_VALIDATED\) at rip ${page%???}[0-9a-f]{3} " "$log"
 ks=$(grep -m1 '^snpm: key-scan: VMPL0 terminated' "$log")
 tap_check "csvsm terminated cleanly: its termination request, the wipe (no VMPCK left: $(field pages "$ks") pages searched), no fault dump (QEMU exit $QEMU_RC)" \
-	eval '[ "$QEMU_RC" -eq 3 ] && [ "$(tail -n1 "$log")" = "snpm: end: failure" ] && grep -q "guest requested termination (reason set 1 code 255)" "$log" && [ -n "$ks" ] && [ "$(field vmpck0 "$ks")" = 0 ] && ! grep -qE "FAULT|cannot be delivered|shut down" "$log"'
+	eval '[ "$QEMU_RC" -eq 3 ] && [ "$(tail -n1 "$log")" = "snpm: end: failure" ] && grep -q "guest requested termination (reason set 1 code 255)" "$log" && [ -n "$ks" ] && [ "$(field vmpck0 "$ks")" = 0 ] && ! grep -qE "csvsm: FAULT|cannot be delivered|shut down" "$log"'
 tap_check "csvsm never validated the page again" grep -q '^snpm: csvsm-pages: lost=1 revalidated=0$' "$log"
 [ "$QEMU_RC" -eq 3 ] || tail -n 30 "$log" | sed 's/^/# 4: tail: /'
 [ "$TAP_FAILS" -eq 0 ]
