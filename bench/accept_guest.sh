@@ -83,7 +83,7 @@ ratio() { # ratio A B -> A/B to 2 places, or - when either is missing or B is 0
 
 row_fmt='%-6s %-7s %10s %10s %12s %11s %10s %10s %9s\n'
 report() { # report probe|linux FIRST-LINE
-	local guest=$1 first=$2 b l calls psc ent pval ex sw t tp
+	local guest=$1 first=$2 b l calls tp
 	declare -A C P E V X S T
 	for b in 2m 4k; do
 		l=$tmp/$guest-$b.log

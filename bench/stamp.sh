@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2154
 # Shared by the QEMU benchmarks in bench/ (svsm_bench.sh, accept_guest.sh):
 # stamp_run LOG STOP_REGEX qemu-args...: runs $QEMU with its serial on
 # stdio (stdin closed), writes "<seconds since QEMU start> <line>" per
