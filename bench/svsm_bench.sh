@@ -30,23 +30,7 @@ done
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# stamp_run LOG STOP_REGEX qemu-args...: runs QEMU with its serial on stdio,
-# writes "<seconds since QEMU start> <line>" per serial line into LOG and
-# stops QEMU (by its own pid file) once a line matches STOP_REGEX.
-stamp_run() {
-	local log=$1 stop=$2 t0 line pid
-	shift 2
-	rm -f "$tmp/qemu.pid"
-	t0=$EPOCHREALTIME
-	timeout --foreground -k 5 "$TIMEOUT" "$QEMU" "$@" -pidfile "$tmp/qemu.pid" -serial stdio 2>"$log.stderr" |
-		while IFS= read -r line; do
-			line=${line//$'\r'/}
-			printf '%s %s\n' "$(bc <<<"$EPOCHREALTIME - $t0")" "$line"
-			if [ -n "$stop" ] && [[ $line =~ $stop ]]; then
-				pid=$(cat "$tmp/qemu.pid" 2>/dev/null) && [ -n "$pid" ] && kill "$pid" 2>/dev/null
-			fi
-		done | sed 's/\x1b\[[0-9;=?]*[a-zA-Z]//g' >"$log"
-}
+. bench/stamp.sh
 
 csvsm_args() { # csvsm_args EFI
 	echo -machine "$QEMU_MACHINE" -accel tcg -cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none \

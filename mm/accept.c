@@ -18,6 +18,7 @@
 #include "base/platform.h"
 #include "base/string.h"
 #include "mm/accept.h"
+#include "mm/guest_mem.h"
 
 static struct {
 	uint64_t *bits;
@@ -223,6 +224,42 @@ bool accept_is_preaccepted(gpa_t gpa, uint64_t size)
 		if (!test_bit(p))
 			return false;
 	return true;
+}
+
+/* The record's next run of pre-accepted pages at or above *pos, *pos moved past it. */
+static bool next_run(gpa_t *pos, struct mem_range *run)
+{
+	if (!acc.bits)
+		return false;
+	uint64_t p = ALIGN_UP(*pos, PAGE_SIZE) >> PAGE_SHIFT, n = acc.max_gpa >> PAGE_SHIFT;
+	while (p < n && !test_bit(p))
+		p = acc.bits[p / 64] ? p + 1 : ALIGN_DOWN(p, 64) + 64; /* skip empty words */
+	if (p >= n) {
+		*pos = acc.max_gpa;
+		return false;
+	}
+	uint64_t q = p;
+	while (q < n && test_bit(q))
+		q = IS_ALIGNED(q, 64) && acc.bits[q / 64] == ~0ULL ? q + 64 : q + 1;
+	q = MIN(q, n);
+	*run = (struct mem_range){p << PAGE_SHIFT, q << PAGE_SHIFT};
+	*pos = run->end;
+	return true;
+}
+
+void accept_record_validated(const struct memmap *mm, const struct mem_range *launch,
+			     unsigned nlaunch)
+{
+	for (unsigned k = 0; k < nlaunch; k++)
+		for (unsigned i = 0; i < mm->nr_ram; i++) {
+			gpa_t s = MAX(mm->ram[i].start, launch[k].start),
+			      e = MIN(mm->ram[i].end, launch[k].end);
+			if (s < e)
+				guest_mem_set_validated(s, e - s, true);
+		}
+	struct mem_range run;
+	for (gpa_t pos = 0; next_run(&pos, &run);)
+		guest_mem_set_validated(run.start, run.end - run.start, true);
 }
 
 int accept_forget(gpa_t gpa, uint64_t size)

@@ -12,6 +12,7 @@
  * page after it is marked unvalidated (issue 15, finding 1).
  */
 #include "arch/x86/insn.h"
+#include "base/percpu.h"
 #include "base/string.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
@@ -221,23 +222,85 @@ void *guest_mem_ptr(gpa_t gpa)
 	return (void *)(uintptr_t)gpa;
 }
 
+/*
+ * The guest range each vCPU of csvsm's is touching now (size 0: none), for
+ * its #VC handler: csvsm's private accesses to guest memory are where the
+ * CPU checks that the frame behind a GPA is still the one csvsm validated
+ * (APM vol. 2 §15.36.10), and a #VC 0x404 there names the GPA (src/vc.c).
+ * Each slot is written by its own vCPU only; the signal fences keep the
+ * compiler from moving the note past the access it describes.
+ */
+static struct {
+	gpa_t gpa;
+	uint64_t size;
+	const char *what;
+} touching[MAX_CPUS];
+
+static unsigned touch_slot(void)
+{
+	struct percpu *cpu = this_cpu();
+	return cpu && cpu->id < MAX_CPUS ? cpu->id : 0;
+}
+
+static void touch_begin(unsigned slot, gpa_t gpa, uint64_t size, const char *what)
+{
+	touching[slot].gpa = gpa;
+	touching[slot].what = what;
+	__atomic_store_n(&touching[slot].size, size, __ATOMIC_RELAXED);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+}
+
+static void touch_end(unsigned slot)
+{
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	__atomic_store_n(&touching[slot].size, 0, __ATOMIC_RELAXED);
+}
+
+bool guest_mem_touching(gpa_t *gpa, uint64_t *size, const char **what)
+{
+	unsigned slot = touch_slot();
+	uint64_t n = __atomic_load_n(&touching[slot].size, __ATOMIC_RELAXED);
+	if (!n)
+		return false;
+	*gpa = touching[slot].gpa;
+	*size = n;
+	*what = touching[slot].what;
+	return true;
+}
+
+void guest_mem_zero(gpa_t gpa, uint64_t size)
+{
+	unsigned slot = touch_slot();
+	touch_begin(slot, gpa, size, "zeroed");
+	memset(guest_mem_ptr(gpa), 0, size);
+	touch_end(slot);
+}
+
 /* Check and copy as one access: no permission change can come between. */
 int guest_read(gpa_t gpa, void *dst, size_t len)
 {
+	unsigned slot = touch_slot();
 	access_begin();
 	int rc = check(gpa, len);
-	if (rc == 0)
+	if (rc == 0) {
+		touch_begin(slot, gpa, len, "read");
 		memcpy(dst, guest_mem_ptr(gpa), len);
+		touch_end(slot);
+	}
 	access_end();
 	return rc;
 }
 
 int guest_write(gpa_t gpa, const void *src, size_t len)
 {
+	unsigned slot = touch_slot();
 	access_begin();
 	int rc = check(gpa, len);
-	if (rc == 0)
+	if (rc == 0) {
+		touch_begin(slot, gpa, len, "wrote");
 		memcpy(guest_mem_ptr(gpa), src, len);
+		touch_end(slot);
+	}
 	access_end();
 	return rc;
 }

@@ -84,6 +84,25 @@ static __noreturn void host_swapped_page(gpa_t gpa, unsigned psize)
  * SIZEMISMATCH, APM vol. 3 PVALIDATE). The pages the firmware itself leaves
  * unvalidated (its SEC GHCB) are never pre-accepted (src/snp_boot.c), so a
  * page found not validated here was changed by the host: terminate.
+ *
+ * A 2M request over 4K RMP entries (the host's default backing, guest_memfd
+ * in 4 KiB folios: KVM sev_gmem_prepare makes the RMP entry at the folio's
+ * order; or a 2M entry the host PSMASHed, which keeps its pages validated)
+ * that the record holds whole is served from the record, with no PVALIDATE
+ * per 4K page (issue 36): answering FAIL_SIZEMISMATCH made the guest retry
+ * the block as 512 4K entries (Linux svsm_pval_pages, OVMF SvsmPvalidate),
+ * two or three more calls, each page confirmed by a PVALIDATE of its own.
+ * The zeroing that hands the block over is the check instead: each store
+ * is a private access by VMPL0 that the CPU checks against the RMP entry of
+ * the frame the nested table maps at that GPA, which must be assigned,
+ * validated and name this GPA (APM vol. 2 §15.36.10, the RMP check: a
+ * failed validation check is #VC 0x404, PAGE_NOT_VALIDATED; a frame of
+ * another GPA, or a shared one, is an #NPF). A frame the host put behind a
+ * GPA of the block after csvsm validated it is never validated (RMPUPDATE
+ * clears Validated, §15.36.5) and csvsm never PVALIDATEs one here, so it
+ * stays so: csvsm's store raises #VC 0x404 and src/vc.c ends the VM, the
+ * same end as host_swapped_page without the second validation that one has
+ * to undo. docs/protocol.md "Validate once".
  */
 static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned psize)
 {
@@ -99,18 +118,67 @@ static uint64_t pvalidate_preaccepted(struct guest_vcpu *gv, gpa_t gpa, unsigned
 	}
 	if (rc == 0 && !unchanged)
 		host_swapped_page(gpa, psize);
-	/* A 2M request over 4K RMP entries (a host backing with 4K pages, or a
-	 * PSMASH, which keeps the pages validated): the guest retries as 4K
-	 * pages (OVMF, Linux), each of which must still be served once from
-	 * the record, so nothing is forgotten until a page is served. */
-	if (rc == PVALIDATE_FAIL_SIZEMISMATCH)
-		return SVSM_PVALIDATE_FAIL_SIZEMISMATCH;
+	if (rc == PVALIDATE_FAIL_SIZEMISMATCH && psize == RMP_PG_SIZE_2M) {
+		STAT_INC(pval_stats.preaccepted_over_4k);
+		rc = 0; /* the record holds all 512 pages: the zeroing checks each */
+	}
 	if (rc)
 		return insn_err(rc);
 	accept_forget(gpa, bytes);
 	STAT_INC(pval_stats.preaccepted[psize == RMP_PG_SIZE_2M]);
 	guest_mem_set_validated(gpa, bytes, true);
-	memset(guest_mem_ptr(gpa), 0, bytes);
+	guest_mem_zero(gpa, bytes);
+	return SVSM_SUCCESS;
+}
+
+/* Take every guest VMPL's access to [gpa, +psize) away (reference §1.5). */
+static int revoke(struct guest_vcpu *gv, gpa_t gpa, unsigned psize)
+{
+	for (unsigned v = gv->vmpl; v <= 3; v++) {
+		int rc = platform->rmpadjust(gpa, psize, v);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * A 2M rescind over 4K RMP entries: the 512 pages one by one, as the guest
+ * would after FAIL_SIZEMISMATCH (its 4K retry), without the round trips
+ * (issue 36). The guest VMPLs lose every page first and the TLBs are
+ * flushed once before any page is rescinded. Pages are rescinded in order
+ * and recorded as they go: a failure stops there, with the pages before it
+ * rescinded and recorded so, and the rest still validated (revoked from
+ * the guest VMPL, as a failed 2M rescind leaves its entry). A page found
+ * already rescinded stops it with FAIL_NO_CHANGE unless ignore-CF, as the
+ * guest's 4K entry for it would; RMPADJUST refuses a page that is not
+ * validated (FAIL_PERMISSION), so the revocation meets one first.
+ */
+static uint64_t rescind_2m_over_4k(struct guest_vcpu *gv, gpa_t gpa, bool ignore_cf)
+{
+	for (gpa_t g = gpa; g < gpa + PAGE_SIZE_2M; g += PAGE_SIZE) {
+		int rc = revoke(gv, g, RMP_PG_SIZE_4K);
+		if (rc)
+			return insn_err(rc);
+	}
+	platform->flush_guest_tlb();
+	accept_forget(gpa, PAGE_SIZE_2M);
+	for (gpa_t g = gpa; g < gpa + PAGE_SIZE_2M; g += PAGE_SIZE) {
+		bool unchanged = false;
+		guest_mem_set_validated(g, PAGE_SIZE, false);
+		int rc = platform->pvalidate(g, RMP_PG_SIZE_4K, false, &unchanged);
+		if (rc) {
+			guest_mem_set_validated(g, gpa + PAGE_SIZE_2M - g, true);
+			return insn_err(rc);
+		}
+		if (unchanged && !ignore_cf) {
+			guest_mem_set_validated(g + PAGE_SIZE, gpa + PAGE_SIZE_2M - g - PAGE_SIZE,
+						true);
+			return SVSM_PVALIDATE_FAIL_NO_CHANGE;
+		}
+	}
+	STAT_INC(pval_stats.rescinded[1]);
+	STAT_INC(pval_stats.rescinded_over_4k);
 	return SVSM_SUCCESS;
 }
 
@@ -143,7 +211,7 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 		/* Reference §1.5: validate, zero, then grant the guest VMPL. */
 		STAT_INC(pval_stats.validated[size2m]);
 		guest_mem_set_validated(gpa, bytes, true);
-		memset(guest_mem_ptr(gpa), 0, bytes);
+		guest_mem_zero(gpa, bytes);
 		rc = platform->rmpadjust(gpa, psize, gv->vmpl | RMPADJUST_RWX);
 		if (rc)
 			return insn_err(rc);
@@ -151,11 +219,11 @@ static uint64_t pvalidate_one(struct guest_vcpu *gv, uint64_t entry)
 	}
 	/* Rescind: revoke the guest VMPLs first, make sure no vCPU still has a
 	 * translation that allows access, then un-validate (reference §1.5). */
-	for (unsigned v = gv->vmpl; v <= 3; v++) {
-		rc = platform->rmpadjust(gpa, psize, v);
-		if (rc)
-			return insn_err(rc);
-	}
+	rc = revoke(gv, gpa, psize);
+	if (rc == RMPADJUST_FAIL_SIZEMISMATCH && size2m)
+		return rescind_2m_over_4k(gv, gpa, entry & SVSM_PVAL_IGNORE_CF);
+	if (rc)
+		return insn_err(rc);
 	platform->flush_guest_tlb();
 	accept_forget(gpa, bytes);
 	guest_mem_set_validated(gpa, bytes, false);

@@ -15,6 +15,7 @@
 #include "base/secret.h"
 #include "csvsm/vcpu.h"
 #include "base/string.h"
+#include "mm/accept.h"
 #include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "mm/pool.h"
@@ -162,25 +163,35 @@ static void place_secrets(void)
 __noreturn void boot_guest(void)
 {
 	uint32_t size = 0;
+	const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
 	guest_mem_init(boot.memmap);
-	/* Pre-acceptance validated all guest RAM; from here csvsm tracks it. */
+	/*
+	 * From here csvsm tracks which guest pages are validated, starting from
+	 * exactly what was validated (issue 34 item 2): the launch's ranges that
+	 * lie in RAM (the firmware's pre-validated sections, its secrets, CPUID
+	 * and calling-area pages: validated by the PSP at SNP_LAUNCH_UPDATE) and
+	 * the pages pre-acceptance validated, from its record. Not the RAM the
+	 * host's map names: RAM the host refused to make private (a host map
+	 * error, mm/accept.c) and the pages the firmware leaves to the host were
+	 * never validated. Recorded as validated, a guest naming them would have
+	 * csvsm touch them (a #VC 0x404 on SNP), and the guest's own first
+	 * validation of them would look like a frame the host swapped.
+	 */
 	gpa_t top = MAX(boot.memmap->max_gpa, 4ULL << 30);
 	size_t vbytes = guest_mem_validated_bytes(top);
 	if (guest_mem_track_validated(pool_alloc(vbytes, PAGE_SIZE), vbytes, top) != 0)
 		panic("validated-page record");
-	for (unsigned i = 0; i < boot.memmap->nr_ram; i++)
-		guest_mem_set_validated(boot.memmap->ram[i].start,
-					boot.memmap->ram[i].end - boot.memmap->ram[i].start, true);
-	for (unsigned i = 0; i < boot.nr_fw_host_pages; i++) /* never validated by csvsm */
-		guest_mem_set_validated(boot.fw_host_pages[i].start,
-					boot.fw_host_pages[i].end - boot.fw_host_pages[i].start,
-					false);
+	struct mem_range launch[CSVSM_IGVM_MAX_RANGES];
+	unsigned nlaunch = 0;
+	for (unsigned k = 0; k < bb->n_ranges && k < CSVSM_IGVM_MAX_RANGES; k++)
+		launch[nlaunch++] =
+		    (struct mem_range){bb->ranges[k].gpa, bb->ranges[k].gpa + bb->ranges[k].size};
+	accept_record_validated(boot.memmap, launch, nlaunch);
 	if (!platform->launch_guest) {
 		boot_phase("guest", "this platform cannot launch a guest yet; ending the VM");
 		platform->terminate(true, 0, 0);
 	}
 	/* The launch image loaded the firmware to end at 4 GiB (docs/igvm.md). */
-	const struct csvsm_igvm_boot_block *bb = snp_boot_block_copy();
 	if (!bb->fw_size || bb->fw_size > FW_MAX || bb->fw_gpa + bb->fw_size != 4ULL << 30)
 		panic("the launch image has no firmware");
 	uint8_t *fw = (uint8_t *)(uintptr_t)bb->fw_gpa;

@@ -97,9 +97,11 @@ void svsm_stats_print(void)
 	const struct pvalidate_stats *v = &pval_stats;
 	con_printf("csvsm: pvalidate-entries: preaccepted_4k=%llu preaccepted_2m=%llu "
 		   "validate_4k=%llu validate_2m=%llu rescind_4k=%llu rescind_2m=%llu "
-		   "failed=%llu incomplete_calls=%llu\n",
+		   "over_4k=%llu/%llu failed=%llu incomplete_calls=%llu\n",
 		   (unsigned long long)v->preaccepted[0], (unsigned long long)v->preaccepted[1],
 		   (unsigned long long)v->validated[0], (unsigned long long)v->validated[1],
 		   (unsigned long long)v->rescinded[0], (unsigned long long)v->rescinded[1],
-		   (unsigned long long)v->failed, (unsigned long long)v->incomplete);
+		   (unsigned long long)v->preaccepted_over_4k,
+		   (unsigned long long)v->rescinded_over_4k, (unsigned long long)v->failed,
+		   (unsigned long long)v->incomplete);
 }

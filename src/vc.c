@@ -11,6 +11,9 @@
  *    (0x7B, 56421 §4.1.4; Linux arch/x86/coco/sev/vc-handle.c vc_handle_ioio).
  *    String and REP I/O are not supported: csvsm never uses them.
  * Decoding and encoding are pure functions unit-tested on the host.
+ * A #VC 0x404 (PAGE_NOT_VALIDATED) ends the VM: csvsm touches only pages it
+ * validated, so one that is no longer validated was changed by the host
+ * (vc_page_not_validated below).
  */
 #include "snp/vc.h"
 #include "snp/ghcb.h"
@@ -20,6 +23,7 @@
 #include "base/percpu.h"
 #include "base/platform.h"
 #include "base/string.h"
+#include "mm/guest_mem.h"
 
 #define VC_MSR_GS_BASE	0xC0000101u
 #define X86_CR4_OSXSAVE (1ULL << 18)
@@ -459,8 +463,59 @@ static int vc_handle_ioio(struct vc_regs *regs, struct percpu *cpu)
 	return VC_OK;
 }
 
+/*
+ * #VC 0x404 (PAGE_NOT_VALIDATED): one of csvsm's own private accesses met a
+ * page whose RMP entry is not validated; the validation check ranks above
+ * every other RMP check (APM vol. 2 §15.36.10, Table 15-39). csvsm touches
+ * only pages it validated itself: its region, and guest pages through
+ * mm/guest_mem.c, whose record holds exactly what csvsm validated and the
+ * guest never rescinded. So the frame behind that GPA is not the one csvsm
+ * validated: the host RMPUPDATEd another frame there (a swap), or converted
+ * the page (KVM and QEMU convert a page on an access of the other kind,
+ * accel/kvm/kvm-all.c kvm_convert_memory; converted back to private it is
+ * assigned and not validated, arch/x86/kvm/svm/sev.c sev_gmem_prepare).
+ * Validating it now would give the GPA a second validated frame, which the
+ * host could swap with the first at will (validate once, §15.36.5): csvsm
+ * never does; it ends the VM (docs/protocol.md "Validate once").
+ *
+ * The report itself may fault again (the lost page can hold csvsm's
+ * console code): the second time on this vCPU csvsm terminates without
+ * printing (the wipe runs), the third time (the wipe faulted) without the
+ * wipe, through the MSR protocol alone.
+ */
+static uint32_t vc_not_validated_depth[MAX_CPUS];
+
+static __noreturn void vc_page_not_validated(const struct vc_regs *regs, struct percpu *cpu)
+{
+	unsigned id = cpu && cpu->id < MAX_CPUS ? cpu->id : 0;
+	unsigned depth = __atomic_fetch_add(&vc_not_validated_depth[id], 1, __ATOMIC_RELAXED);
+	gpa_t gpa;
+	uint64_t size;
+	const char *what;
+
+	if (depth == 0 && guest_mem_touching(&gpa, &size, &what))
+		panic("host tampering: GPA 0x%llx (+0x%llx), validated by csvsm and never "
+		      "rescinded, is no longer validated: #VC 0x404 (PAGE_NOT_VALIDATED) as csvsm "
+		      "%s it (rip 0x%llx); csvsm does not validate it again",
+		      (unsigned long long)gpa, (unsigned long long)size, what,
+		      (unsigned long long)regs->rip);
+	if (depth == 0)
+		panic("host tampering: a page of csvsm's own is no longer validated: #VC 0x404 "
+		      "(PAGE_NOT_VALIDATED) at rip 0x%llx (cr2 0x%llx); csvsm does not validate "
+		      "it again",
+		      (unsigned long long)regs->rip, (unsigned long long)read_cr2());
+	if (depth == 1)
+		platform_snp.terminate(false, VC_TERM_SET, VC_TERM_NOT_VALIDATED);
+	for (;;) {
+		wrmsr(MSR_GHCB, ghcb_msr_term_req(VC_TERM_SET, VC_TERM_NOT_VALIDATED));
+		vmgexit();
+	}
+}
+
 int vc_handle(struct vc_regs *regs, uint64_t exit_code, struct percpu *cpu)
 {
+	if (exit_code == VC_EXIT_PAGE_NOT_VALIDATED)
+		vc_page_not_validated(regs, cpu);
 	uint8_t *save = NULL;
 	int rc;
 

@@ -61,6 +61,9 @@ struct pvalidate_stats {
 	uint64_t preaccepted[2]; /* [2M] first validations served from the record */
 	uint64_t validated[2];	 /* real validations */
 	uint64_t rescinded[2];
+	/* 2M entries over 4K RMP entries served whole (issue 36): first
+	 * validations from the record, rescinds page by page */
+	uint64_t preaccepted_over_4k, rescinded_over_4k;
 	uint64_t failed;     /* entries that ended a request with an error */
 	uint64_t incomplete; /* calls answered INCOMPLETE (work bound reached) */
 };

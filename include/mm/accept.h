@@ -98,6 +98,16 @@ int accept_init(void *storage, size_t bytes, gpa_t max_gpa, unsigned guest_vmpl)
 void accept_run_share(struct percpu *cpu, struct accept_share *share);
 /* True when every page of [gpa, gpa+size) was pre-accepted. */
 bool accept_is_preaccepted(gpa_t gpa, uint64_t size);
+/*
+ * Start guest_mem's record of validated pages (mm/guest_mem.h) from what
+ * was validated before the guest runs (issue 34 item 2): the launch's
+ * validated ranges, as far as they lie in mm's RAM, and every page this
+ * record holds. Not the RAM the host's map names: what the host refused to
+ * make private, and what the firmware leaves to the host, was never
+ * validated.
+ */
+void accept_record_validated(const struct memmap *mm, const struct mem_range *launch,
+			     unsigned nlaunch);
 /* Drop [gpa, gpa+size) from the record (the guest rescinded it). 0 / -1. */
 int accept_forget(gpa_t gpa, uint64_t size);
 /* The record's guest VMPL and extent (accept_init's arguments). */

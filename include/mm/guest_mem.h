@@ -51,5 +51,18 @@ bool guest_mem_change_waiting(void);
 
 /* How csvsm reaches guest-physical memory (identity map on both platforms). */
 void *guest_mem_ptr(gpa_t gpa);
+/*
+ * Zero [gpa, gpa+size) of guest memory csvsm holds validated (a page handed
+ * to the guest by its first validation). On SEV-SNP every store is a private
+ * access the CPU checks against the RMP entry of the frame mapped at the GPA
+ * (assigned, validated, for that GPA: APM vol. 2 §15.36.10), so the write is
+ * also the check that no frame was swapped in since csvsm validated it: a
+ * swapped one raises #VC 0x404 (src/vc.c ends the VM). No bounds check here:
+ * the caller has checked the range as a PVALIDATE target.
+ */
+void guest_mem_zero(gpa_t gpa, uint64_t size);
+/* The guest range this vCPU is reading, writing or zeroing now, for the #VC
+ * handler's report (*what: "read", "wrote", "zeroed"); false when none. */
+bool guest_mem_touching(gpa_t *gpa, uint64_t *size, const char **what);
 
 #endif

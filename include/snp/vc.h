@@ -30,6 +30,15 @@ _Static_assert(offsetof(struct vc_regs, rdx) == 0x18, "vc_regs layout used by th
 _Static_assert(offsetof(struct vc_regs, r8) == 0x38, "vc_regs layout used by the entry stub");
 _Static_assert(offsetof(struct vc_regs, rip) == 0x78, "vc_regs layout used by the entry stub");
 
+/*
+ * #VC error code of a failed page validation check: a private access to a
+ * page whose RMP entry is not validated (APM vol. 2 §15.36.10). csvsm ends
+ * the VM on it (src/vc.c), with this reason once a report is impossible.
+ */
+#define VC_EXIT_PAGE_NOT_VALIDATED 0x404
+#define VC_TERM_SET		   1	/* csvsm's reason set (as panic()) */
+#define VC_TERM_NOT_VALIDATED	   0x60 /* after a #VC 0x404 that faulted again */
+
 enum vc_result {
 	VC_OK = 0,
 	VC_ERR_DECODE = -1,	 /* malformed or truncated instruction */

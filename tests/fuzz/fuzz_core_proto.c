@@ -17,7 +17,9 @@
  *
  * Input layout (all little-endian, missing bytes read as 0):
  *   u8 flags: [1:0] calls - 1; [2] rewrite PVALIDATE entries into RAM;
- *             [3] leave RAM un-accepted
+ *             [3] leave RAM un-accepted; [4] RAM accepted with 4K RMP
+ *             entries (the host's default backing: 2M requests of
+ *             pre-accepted memory are served from the record, issue 36)
  *   per call: u8 proto (>= 0xf0: proto = low nibble, else core);
  *             u8 id (>= 0xf0: u32 raw id follows, else id % 10);
  *             u8 pending; addr rcx; addr rdx; u64 r8
@@ -126,13 +128,16 @@ static void map_ram(void)
 		abort();
 }
 
-/* World after set-up, accepted or not: restored per input instead of re-run. */
-static void *snap_rmp[2], *snap_bitmap[2];
+/* World after set-up: not accepted, accepted with 2M and with 4K RMP
+ * entries (WORLD_*); restored per input instead of re-run. */
+enum { WORLD_RAW, WORLD_2M, WORLD_4K, WORLDS };
+static void *snap_rmp[WORLDS], *snap_bitmap[WORLDS];
 static uint8_t canary[CS_SIZE];
 static bool trace; /* FUZZ_CORE_TRACE=1: one stderr line per call (corpus triage) */
 
-static void build_world(bool accept)
+static void build_world(unsigned world)
 {
+	bool accept = world != WORLD_RAW;
 	const struct hvm_memmap_table_entry e[] = {{ram_base, RAM_SIZE, MEMMAP_TYPE_RAM, 0}};
 
 	CHECK(memmap_build(&mm, e, 1, cs_start, cs_end) == MEMMAP_OK);
@@ -145,6 +150,7 @@ static void build_world(bool accept)
 		CHECK(rmp_pvalidate(g, RMP_PG_SIZE_4K, true, &cf) == 0);
 		cs_rmp[(g - cs_start) / PAGE_SIZE] = rmp_raw(g);
 	}
+	rmp_hv_set_backing_4k(world == WORLD_4K);
 	if (accept) {
 		memset(&percpus[0], 0, sizeof(percpus[0]));
 		percpus[0].ghcb = &ghcb;
@@ -152,14 +158,14 @@ static void build_world(bool accept)
 		CHECK(accept_plan(&plan, mm.ram, mm.nr_ram, 1) == 0);
 		accept_run_share(&percpus[0], &plan.share[0]);
 	}
-	snap_rmp[accept] = malloc(rmp_bytes);
-	snap_bitmap[accept] = malloc(bitmap_bytes);
-	CHECK(snap_rmp[accept] && snap_bitmap[accept]);
-	memcpy(snap_rmp[accept], rmp_store, rmp_bytes);
-	memcpy(snap_bitmap[accept], bitmap_store, bitmap_bytes);
+	snap_rmp[world] = malloc(rmp_bytes);
+	snap_bitmap[world] = malloc(bitmap_bytes);
+	CHECK(snap_rmp[world] && snap_bitmap[world]);
+	memcpy(snap_rmp[world], rmp_store, rmp_bytes);
+	memcpy(snap_bitmap[world], bitmap_store, bitmap_bytes);
 }
 
-static void reset_world(bool accept)
+static void reset_world(unsigned world)
 {
 	/* VMSA slots live in src/vcpu.c: give back the previous input's. */
 	for (unsigned i = 0; i < ncreated; i++)
@@ -173,8 +179,9 @@ static void reset_world(bool accept)
 	memset(P(ram_base), 0, RAM_SIZE);
 	memset(P(cs_start), CANARY, CS_SIZE);
 	guest_mem_init(&mm);
-	memcpy(rmp_store, snap_rmp[accept], rmp_bytes);
-	memcpy(bitmap_store, snap_bitmap[accept], bitmap_bytes);
+	memcpy(rmp_store, snap_rmp[world], rmp_bytes);
+	memcpy(bitmap_store, snap_bitmap[world], bitmap_bytes);
+	rmp_hv_set_backing_4k(world == WORLD_4K);
 }
 
 struct input {
@@ -266,8 +273,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		trace = getenv("FUZZ_CORE_TRACE") != NULL;
 		map_ram();
 		memset(canary, CANARY, sizeof(canary));
-		build_world(false);
-		build_world(true);
+		for (unsigned w = 0; w < WORLDS; w++)
+			build_world(w);
 	}
 	unsigned flags = (unsigned)take(&in, 1);
 	unsigned ncalls = (flags & 3) + 1;
@@ -282,7 +289,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		calls[i].r.r8 = take(&in, 8);
 		calls[i].r.r9 = 0x9999;
 	}
-	reset_world(!(flags & 8));
+	reset_world((flags & 8) ? WORLD_RAW : (flags & 16) ? WORLD_4K : WORLD_2M);
 	/* The rest: the CA buffer (PVALIDATE lists) and page 2 (a VMSA, say). */
 	size_t n = MIN(in.n, (size_t)SVSM_CA_BUFFER_SIZE);
 	memcpy(P(CA + SVSM_CA_BUFFER_OFF), in.p, n);

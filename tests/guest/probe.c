@@ -1389,6 +1389,15 @@ static void check_isolation(void)
 	v = probe_try_read64(g_svsm_base, 0x5E171E15E171E1ULL);
 	fault_disarm();
 	Print(L"# fault: the read returned 0x%lx (fault vector %d)\n", v, (int)g_fault.vector);
+	{
+		/* csvsm lost that page (the host converted it to shared): it must
+		 * serve on, and never validate the page again (faults.sh). */
+		struct probe_regs r;
+		u64 rc = call3(PROTO_CORE, CORE_QUERY_PROTOCOL, ((u64)PROTO_CORE << 32) | 1, 0,
+			       0, &r);
+		Print(L"# fault: csvsm answers after the read: %s RCX 0x%lx\n", rc_name(rc),
+		      r.rcx);
+	}
 #endif
 #if PROBE_FAULT == 3
 	{

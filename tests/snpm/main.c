@@ -113,6 +113,15 @@ static __noreturn void snpm_terminate(bool success, unsigned reason_set, unsigne
 		con_printf("snpm: terminating with failure (reason set %u code 0x%x)\n", reason_set,
 			   reason_code);
 	print_frames();
+	sim_snp_print_psc_refuse();
+	/* After the host converted pages of csvsm's behind it (a guest's C=0
+	 * read, issue 34 item 6): csvsm must not have validated one again. */
+	if (sim_csvsm_pages_lost()) {
+		struct sim_snp_counts c;
+		sim_snp_get_counts(&c);
+		con_printf("snpm: csvsm-pages: lost=%u revalidated=%llu\n", sim_csvsm_pages_lost(),
+			   (unsigned long long)c.csvsm_pages_revalidated);
+	}
 	/* How the host's backing met the guests over the whole run: 4K
 	 * operations inside 2M entries split them (KVM's PSMASH), counted. */
 	struct rmp_hv_stats hs;
@@ -584,6 +593,9 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          validated get a fresh frame behind their first
  *                          page, the old frame kept assigned and validated
  *                          (issue 17 item 2; "snpm: frames:" at the end)
+ *   snpm.frame_swap_2m=N   the same for the first N (hex) such changes of a
+ *                          2M entry, the page in the middle of the block
+ *                          swapped (issue 36)
  *   snpm.psc_nonram=stop|error  a page-state change of memory the host does
  *                          not back: the VM stops, as QEMU stops it
  *                          (default), or the request fails (a host that
@@ -603,6 +615,13 @@ static int on_vmsa(void *ctx, uint32_t vp, const uint8_t *page)
  *                          scan, count the nonzero bytes of each of csvsm's
  *                          [ADDR, ADDR + SIZE) (its boot stack, its IST
  *                          stacks: what a terminating vCPU left of them)
+ *   snpm.convert_csvsm=ADDR  a hostile host: at the guest's launch, csvsm's
+ *                          page holding ADDR (hex) is converted to shared,
+ *                          as KVM and QEMU convert it on a guest's C=0 read
+ *                          (issue 34 item 6)
+ *   snpm.psc_refuse=S-E    a hostile host: VMPL0's page-state changes to
+ *                          private of [S, E) (hex) fail, the guest VMPL's
+ *                          succeed (issue 34 item 2)
  */
 static bool stop_at_launch, key_scan_at_launch, native_zero;
 static uint64_t va_probe[8];
@@ -612,6 +631,7 @@ static unsigned n_va_probe;
 static uint64_t ap_stack_probe;
 /* snpm.ist_probe=TSS,IDT: csvsm's cpu_tss[] and idt[] (nm), read at the guest's launch. */
 static uint64_t ist_probe_tss, ist_probe_idt;
+static uint64_t convert_csvsm; /* snpm.convert_csvsm=ADDR, 0 = none */
 bool snpm_refuse_boot_vmsa;
 static uint8_t scan_keys[4][32]; /* VMPCK0..3 as the PSP model made them */
 static bool secrets_out;
@@ -893,6 +913,15 @@ static void machine_options(void)
 			fail("bad snpm.tpm_state= value (want ADDR:SIZE in hex, size 1..0x%x)",
 			     TPM_STATE_MAX);
 	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.frame_swap_2m", &v, &vlen)) {
+		extern unsigned snpm_frame_swap_2m;
+		const char *stop = v + vlen;
+		uint64_t n;
+		if (cmdline_parse_hex(&v, stop, &n) || v != stop || n == 0 || n > RMP_SPARE_FRAMES)
+			fail("bad snpm.frame_swap_2m= value (want a hex count, 1 to 0x%x)",
+			     RMP_SPARE_FRAMES);
+		snpm_frame_swap_2m = (unsigned)n;
+	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.ap_stack_probe", &v, &vlen)) {
 		const char *stop = v + vlen;
 		if (cmdline_parse_hex(&v, stop, &ap_stack_probe) || v != stop || !ap_stack_probe)
@@ -940,6 +969,19 @@ static void machine_options(void)
 		    !ist_probe_idt)
 			fail("bad snpm.ist_probe= value (want csvsm's cpu_tss and idt addresses in "
 			     "hex: TSS,IDT)");
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.convert_csvsm", &v, &vlen)) {
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &convert_csvsm) || v != stop || !convert_csvsm)
+			fail("bad snpm.convert_csvsm= value (want an address of csvsm's in hex)");
+	}
+	if (cmdline_get(cmdline, cmdline_len, "snpm.psc_refuse", &v, &vlen)) {
+		extern gpa_t snpm_psc_refuse_start, snpm_psc_refuse_end;
+		const char *stop = v + vlen;
+		if (cmdline_parse_hex(&v, stop, &snpm_psc_refuse_start) || v == stop ||
+		    *v++ != '-' || cmdline_parse_hex(&v, stop, &snpm_psc_refuse_end) || v != stop ||
+		    snpm_psc_refuse_start >= snpm_psc_refuse_end)
+			fail("bad snpm.psc_refuse= value (want START-END in hex)");
 	}
 	if (cmdline_get(cmdline, cmdline_len, "snpm.4k_only", &v, &vlen)) {
 		const char *stop = v + vlen;
@@ -1161,6 +1203,9 @@ void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 	redzone_report();
 	if (key_scan_at_launch)
 		snpm_key_scan("at the guest's launch");
+	if (convert_csvsm && sim_host_convert_csvsm(convert_csvsm) != 0)
+		fail("snpm.convert_csvsm=0x%llx: not a page of csvsm's region",
+		     (unsigned long long)convert_csvsm);
 	if (stop_at_launch) {
 		/* Success: every page the guest can use is its to use; which pages
 		 * are left unvalidated is the tests' to judge (see above). */

@@ -238,6 +238,30 @@ uint64_t ap_create(struct svm_vcpu *v, uint64_t info1, gpa_t gpa, uint64_t sev_f
 	return 0;
 }
 
+/* Exits and VMPL switches of every context so far. */
+static void hv_totals(uint64_t *exits, uint64_t *switches)
+{
+	*exits = *switches = 0;
+	for (unsigned i = 0; i < n_hvs; i++) {
+		*switches += hvs[i].switches;
+		for (unsigned k = 0; k < 4; k++)
+			*exits += hvs[i].ctx[k] ? hvs[i].ctx[k]->exits : 0;
+	}
+}
+
+/* The counts when csvsm first runs the guest VMPL: its pre-acceptance and
+ * boot are done, and what follows is the guest's run. */
+static struct {
+	uint64_t exits, switches;
+	struct sim_snp_counts snp;
+} at_launch;
+
+static void counts_at_launch(void)
+{
+	hv_totals(&at_launch.exits, &at_launch.switches);
+	sim_snp_get_counts(&at_launch.snp);
+}
+
 /*
  * SVSM calls by protocol and call, counted at each guest switch to VMPL0
  * from the guest's RAX (reference §1.1: protocol << 32 | call). Harness
@@ -424,6 +448,7 @@ bool hv_run_vmpl(struct svm_vcpu *v, unsigned vmpl, bool msr)
 	static bool launched;
 	if (v->vmpl == 0 && !launched) {
 		launched = true;
+		counts_at_launch();
 		if (snpm_nmi_vmpl0)
 			hvs[0].nmi0 = true;
 		hvs[0].irq0 = snpm_irq_vmpl0;
@@ -601,15 +626,21 @@ void hv_serving_audit(struct svm_vcpu *v)
 
 __noreturn void hv_power_event(struct svm_vcpu *v)
 {
-	uint64_t switches = 0, exits = 0;
-	for (unsigned i = 0; i < n_hvs; i++) {
-		switches += hvs[i].switches;
-		for (unsigned k = 0; k < 4; k++)
-			exits += hvs[i].ctx[k] ? hvs[i].ctx[k]->exits : 0;
-	}
+	uint64_t switches, exits;
+	struct sim_snp_counts c;
+	hv_totals(&exits, &switches);
+	sim_snp_get_counts(&c);
 	con_printf("snpm: guest %s; %llu exits, %llu VMPL switches\n",
 		   guest_power_event == 1 ? "powered off" : "requested a reset",
 		   (unsigned long long)exits, (unsigned long long)switches);
+	/* What the guest's run cost after csvsm's pre-acceptance (bench/accept_guest.sh). */
+	con_printf("snpm: after-launch: exits=%llu vmpl-switches=%llu pvalidate=%llu "
+		   "rmpadjust=%llu guest-psc-exits=%llu guest-psc-entries=%llu\n",
+		   (unsigned long long)(exits - at_launch.exits),
+		   (unsigned long long)(switches - at_launch.switches),
+		   (unsigned long long)(c.pvalidate - at_launch.snp.pvalidate),
+		   (unsigned long long)(c.rmpadjust - at_launch.snp.rmpadjust),
+		   (unsigned long long)c.guest_psc_exits, (unsigned long long)c.guest_psc_entries);
 	sim_snp_print_counts();
 	sim_npf_print_counts();
 	sim_npt_print_held();

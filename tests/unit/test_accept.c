@@ -19,6 +19,7 @@
 #include "base/platform.h"
 #include "tests/snpm/model/ghcb_host.h"
 #include "mm/accept.h"
+#include "mm/guest_mem.h"
 #include "mm/memmap.h"
 #include "tests/snpm/model/accept_check.h"
 #include "tests/snpm/model/accept_predict.h"
@@ -671,6 +672,24 @@ static void test_host_refuses_ram(void **state)
 	accept_check(&plan, CS_START, CS_END, &r);
 	assert_int_equal(r.missing, gone / PAGE_SIZE);
 	assert_int_equal(r.double_, 0);
+	/* The record boot_guest hands to guest_mem holds what was validated,
+	 * not the refused RAM (issue 34 item 2): csvsm will not touch it for
+	 * the guest, and the guest's own validation of it is a first one. */
+	static uint64_t vstore[(8ULL << 30) / PAGE_SIZE / 64];
+	assert_true(sizeof(vstore) >= guest_mem_validated_bytes(mm.max_gpa));
+	guest_mem_init(&mm);
+	assert_int_equal(guest_mem_track_validated(vstore, sizeof(vstore), mm.max_gpa), 0);
+	const struct mem_range launch[] = {{0x800000, 0x809000}};
+	accept_record_validated(&mm, launch, 1);
+	assert_int_equal(guest_mem_check(0x40000000, PAGE_SIZE), -1);
+	assert_int_equal(guest_mem_check(0x405ff000, PAGE_SIZE), -1);
+	assert_int_equal(guest_mem_check(0x1ff000, PAGE_SIZE), -1);
+	assert_int_equal(guest_mem_check(0x1fe000, PAGE_SIZE), 0);
+	assert_int_equal(guest_mem_check(0x40600000, PAGE_SIZE_2M), 0);
+	assert_int_equal(guest_mem_check(0x3fe00000, PAGE_SIZE_2M), 0);
+	assert_int_equal(guest_mem_check(0x800000, 0x9000), 0);
+	assert_int_equal(guest_mem_check(0x100000000ULL, PAGE_SIZE_2M), 0);
+	guest_mem_init(&mm); /* untracked again */
 
 	/* more than ACCEPT_MAX_REFUSED_RANGES apart in one share: terminate */
 	reset_world();

@@ -62,6 +62,18 @@ static uint64_t emu_pvalidate, emu_rmpadjust, emu_msr_direct, emu_tlb;
 static uint64_t nae_count[16];
 static uint64_t nae_unregistered; /* VMGEXITs without a registered GHCB in guest RAM */
 static uint64_t implicit_shared;  /* GHCB pages converted to shared on first use */
+/* The guest VMPLs' page-state changes: exits (GHCB page and MSR forms) and entries. */
+static uint64_t guest_psc_exits, guest_psc_entries;
+static uint64_t csvsm_pages_revalidated; /* lost pages of csvsm's it validated again */
+
+void sim_snp_get_counts(struct sim_snp_counts *out)
+{
+	*out = (struct sim_snp_counts){.pvalidate = emu_pvalidate,
+				       .rmpadjust = emu_rmpadjust,
+				       .guest_psc_exits = guest_psc_exits,
+				       .guest_psc_entries = guest_psc_entries,
+				       .csvsm_pages_revalidated = csvsm_pages_revalidated};
+}
 
 void sim_snp_init(const struct memmap *mm)
 {
@@ -329,6 +341,10 @@ bool sim_snp_ud(struct svm_vcpu *v)
 				       (reg_value(v, 2) & 1) != 0, &unchanged);
 		if (rc == 0)
 			guest_rmp_changed(gpa, big, &before);
+		/* csvsm must never validate a page of its own the host converted
+		 * behind it (issue 34 item 6): counted, the tests require 0. */
+		if (rc == 0 && !unchanged && (reg_value(v, 2) & 1) && sim_csvsm_page_lost(gpa))
+			csvsm_pages_revalidated++;
 		s->rax = (uint64_t)rc;
 		s->rflags &= ~0x8D5ULL; /* CF = "no change"; the other arithmetic flags cleared */
 		if (unchanged)
@@ -558,6 +574,13 @@ bool snpm_psc_nonram_error; /* snpm.psc_nonram=error */
  * it, between which the host could switch. True when it swapped.
  */
 unsigned snpm_frame_swap;
+/*
+ * snpm.frame_swap_2m=N: the same for the first N such changes of a 2M entry
+ * (the firmware re-validating RAM in 2 MiB pages, issue 36), the page in the
+ * middle of the block swapped: csvsm serves the block from its record, and
+ * only the RMP check of its zeroing meets that page.
+ */
+unsigned snpm_frame_swap_2m;
 
 static bool psc_swap_frame(gpa_t gpa, uint64_t bytes)
 {
@@ -566,12 +589,16 @@ static bool psc_swap_frame(gpa_t gpa, uint64_t bytes)
 		if (rmp_query(g, &e) || !e.validated || e.vmsa)
 			return false;
 	}
-	if (sim_host_swap_frame(gpa))
+	gpa_t victim = bytes == PAGE_SIZE_2M ? gpa + PAGE_SIZE_2M / 2 : gpa;
+	if (sim_host_swap_frame(victim))
 		return false;
-	snpm_frame_swap--;
+	if (bytes == PAGE_SIZE_2M && snpm_frame_swap_2m)
+		snpm_frame_swap_2m--;
+	else
+		snpm_frame_swap--;
 	con_printf("snpm: hostile: frame swap: GPA 0x%llx is on a fresh frame (asked private "
-		   "again, +0x%llx); its old frame stays assigned and validated\n",
-		   (unsigned long long)gpa, (unsigned long long)bytes);
+		   "again, 0x%llx +0x%llx); its old frame stays assigned and validated\n",
+		   (unsigned long long)victim, (unsigned long long)gpa, (unsigned long long)bytes);
 	return true;
 }
 
@@ -611,7 +638,7 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 		none_same &= e.assigned != priv;
 	}
 	if (all_same) {
-		if (priv && snpm_frame_swap)
+		if (priv && (snpm_frame_swap || (big && snpm_frame_swap_2m)))
 			psc_swap_frame(gpa, bytes);
 		return 0;
 	}
@@ -631,6 +658,41 @@ static int psc_one(gpa_t gpa, bool big, uint64_t op)
 	return rc;
 }
 
+/*
+ * snpm.psc_refuse=S-E (issue 34 item 2): a hostile host that refuses VMPL0's
+ * page-state changes to private of [S, E) with KVM's error answer (as for an
+ * entry it refuses: snp_begin_psc, cur_entry at it) and grants the guest
+ * VMPL's, so RAM it backs is left out of csvsm's pre-acceptance as a "host
+ * map error" and the guest can make it private and validate it later.
+ */
+gpa_t snpm_psc_refuse_start, snpm_psc_refuse_end;
+static uint64_t psc_refusals;
+
+static bool psc_refused(const struct svm_vcpu *v, gpa_t gpa, bool big, uint64_t op)
+{
+	uint64_t bytes = big ? PAGE_SIZE_2M : PAGE_SIZE;
+	bool no = v->vmpl == 0 && op == PSC_OP_PRIVATE && gpa < snpm_psc_refuse_end &&
+		  snpm_psc_refuse_start < gpa + bytes;
+	psc_refusals += no;
+	return no;
+}
+
+void sim_snp_print_psc_refuse(void)
+{
+	uint64_t pages = 0, valid = 0;
+	if (snpm_psc_refuse_start >= snpm_psc_refuse_end)
+		return;
+	for (gpa_t g = snpm_psc_refuse_start; g < snpm_psc_refuse_end; g += PAGE_SIZE) {
+		struct rmp_entry_info e;
+		pages++;
+		valid += rmp_query(g, &e) == 0 && e.assigned && e.validated;
+	}
+	con_printf("snpm: psc-refuse: 0x%llx-0x%llx refused=%llu validated=%llu/%llu\n",
+		   (unsigned long long)snpm_psc_refuse_start,
+		   (unsigned long long)snpm_psc_refuse_end, (unsigned long long)psc_refusals,
+		   (unsigned long long)valid, (unsigned long long)pages);
+}
+
 static void nae_psc(struct svm_vcpu *v, struct ghcb *g)
 {
 	struct psc_desc *d;
@@ -641,6 +703,10 @@ static void nae_psc(struct svm_vcpu *v, struct ghcb *g)
 	}
 	uint16_t cur = __atomic_load_n(&d->cur_entry, __ATOMIC_RELAXED),
 		 end = __atomic_load_n(&d->end_entry, __ATOMIC_RELAXED);
+	if (v->vmpl != 0) {
+		guest_psc_exits++;
+		guest_psc_entries += end >= cur ? (uint64_t)(end - cur) + 1 : 0;
+	}
 	/* The header's reserved field is not checked: KVM does not, and OVMF
 	 * does not clear it (it reuses the shared buffer of earlier exits). */
 	if (end >= PSC_MAX_ENTRIES) {
@@ -651,9 +717,11 @@ static void nae_psc(struct svm_vcpu *v, struct ghcb *g)
 	}
 	for (; cur <= end; cur++) {
 		uint64_t e = __atomic_load_n(&d->entries[cur], __ATOMIC_RELAXED);
-		if ((e & PSC_ENTRY_RSVD_MASK) ||
-		    psc_one(e & PSC_ENTRY_GFN_MASK, (e & PSC_ENTRY_SIZE_2M) != 0,
-			    (e & PSC_ENTRY_OP_MASK) >> PSC_ENTRY_OP_SHIFT)) {
+		gpa_t gpa = e & PSC_ENTRY_GFN_MASK;
+		bool big = (e & PSC_ENTRY_SIZE_2M) != 0;
+		uint64_t op = (e & PSC_ENTRY_OP_MASK) >> PSC_ENTRY_OP_SHIFT;
+		if ((e & PSC_ENTRY_RSVD_MASK) || psc_refused(v, gpa, big, op) ||
+		    psc_one(gpa, big, op)) {
 			con_printf("%s: snp-view: page-state change entry %u (0x%llx) refused\n",
 				   hv_tag, cur, (unsigned long long)e);
 			__atomic_store_n(&d->cur_entry, cur, __ATOMIC_RELAXED);
@@ -883,7 +951,10 @@ static void vmgexit_msr(struct svm_vcpu *v)
 	case GHCB_MSR_PSC_REQ: {
 		uint64_t op = (req >> GHCB_MSR_PSC_OP_SHIFT) & 0xF;
 		gpa_t gpa = ((req >> 12) & GHCB_MSR_PSC_GFN_MASK) << 12;
-		int rc = (req >> 56) ? -1 : psc_one(gpa, false, op);
+		if (v->vmpl != 0)
+			guest_psc_exits++, guest_psc_entries++;
+		int rc =
+		    (req >> 56) || psc_refused(v, gpa, false, op) ? -1 : psc_one(gpa, false, op);
 		v->ghcb_msr = GHCB_MSR_PSC_RESP | (rc ? (1ULL << 32) : 0);
 		break;
 	}

@@ -574,10 +574,41 @@ void sim_npt_print_held(void)
 }
 
 /*
+ * Pages of csvsm's region the host converted to shared because a guest VMPL
+ * read them with C=0 (npf_guest_memory, issue 34 item 6): csvsm still maps
+ * them private, so its next access to one is a private access to a shared
+ * page (below). Under the exit lock; a few at most (the tests make one).
+ */
+#define CSVSM_LOST_MAX 16
+static gpa_t csvsm_lost[CSVSM_LOST_MAX];
+static unsigned n_csvsm_lost;
+
+bool sim_csvsm_page_lost(gpa_t gpa)
+{
+	for (unsigned i = 0; i < n_csvsm_lost; i++)
+		if (csvsm_lost[i] == ALIGN_DOWN(gpa, PAGE_SIZE))
+			return true;
+	return false;
+}
+
+unsigned sim_csvsm_pages_lost(void)
+{
+	return n_csvsm_lost;
+}
+
+/*
  * Machine mode: what `vmpl` reaches at a 4K page. A shared page is host
  * memory every VMPL reaches (with the C-bit clear, which TCG's nested walk
  * does not see); a private page by its RMP permissions, VMPL0 all of a
  * validated one (VMSA pages included: csvsm reads and writes the guest's).
+ *
+ * But VMPL0 is given no shared page of guest RAM, nor a page of its own the
+ * host converted behind it: csvsm maps every page private (C=1) except the
+ * pages it shared itself (its GHCBs, guest-request and doorbell pages, all
+ * in its region), so its access to such a page would be a private access
+ * to a shared page, which hardware stops with an #NPF (RMP check, APM vol.
+ * 2 §15.36.10) and TCG would let through. Left unmapped, the access exits
+ * and handle_npf reads its C-bit from EXITINFO2 (npf_vmpl0).
  */
 static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 {
@@ -587,6 +618,9 @@ static uint64_t npt_pte_machine(gpa_t gpa, unsigned vmpl)
 	struct rmp_entry_info e;
 	if (hpa == HV_NO_HPA || rmp_query(gpa, &e))
 		return gpa == LAPIC_GPA ? (gpa | NPT_P | NPT_US | NPT_NX) : 0;
+	if (!e.assigned && vmpl == 0 &&
+	    (memmap_is_guest_ram(npt_mm, gpa, 1) || sim_csvsm_page_lost(gpa)))
+		return 0;
 	if (!e.assigned)
 		return hpa | NPT_P | NPT_RW | NPT_US;
 	unsigned p = rmp_vmpl_perms(gpa, vmpl);
@@ -1117,14 +1151,18 @@ static bool npf_spurious(const struct svm_vcpu *v, gpa_t gpa, uint64_t err)
 #define RMP_LOOP_STOP 3
 
 static uint64_t npf_vc_not_validated, npf_to_shared, npf_to_private, npf_rmp_reentered;
+static uint64_t vmpl0_vc_not_validated, vmpl0_to_private;
 
 void sim_npf_print_counts(void)
 {
 	con_printf("%s: npf: vc-not-validated=%llu implicit-to-shared=%llu "
-		   "implicit-to-private=%llu rmp-reentered=%llu\n",
+		   "implicit-to-private=%llu rmp-reentered=%llu vmpl0-vc-not-validated=%llu "
+		   "vmpl0-to-private=%llu csvsm-pages-lost=%u\n",
 		   hv_tag, (unsigned long long)npf_vc_not_validated,
 		   (unsigned long long)npf_to_shared, (unsigned long long)npf_to_private,
-		   (unsigned long long)npf_rmp_reentered);
+		   (unsigned long long)npf_rmp_reentered,
+		   (unsigned long long)vmpl0_vc_not_validated, (unsigned long long)vmpl0_to_private,
+		   n_csvsm_lost);
 }
 
 static const char *npf_access(uint64_t err)
@@ -1171,6 +1209,43 @@ static void npf_convert(struct svm_vcpu *v, gpa_t page, bool to_private, uint64_
 }
 
 /*
+ * csvsm's private page at `page` is gone (converted to shared), and csvsm
+ * does not know: its next access to it is private (C=1) to a shared page,
+ * which the machine must see although TCG's nested walk ignores the C-bit.
+ * VMPL0's nested table leaves the page unmapped from now on
+ * (npt_pte_machine), so that access exits to npf_vmpl0: converted back,
+ * then #VC 0x404 to csvsm's own handler.
+ */
+static void csvsm_page_lost(gpa_t page)
+{
+	if (n_csvsm_lost == CSVSM_LOST_MAX) {
+		con_printf("snpm: host: more than %u pages of csvsm's converted; stopping\n",
+			   CSVSM_LOST_MAX);
+		hv_stop_hung();
+	}
+	csvsm_lost[n_csvsm_lost++] = page;
+	sim_npt_sync(page, PAGE_SIZE);
+	sim_flush_guest_tlb();
+	con_printf("snpm: host: gpa 0x%llx is csvsm's own memory: its private page is discarded; "
+		   "csvsm's next access to it is a private access to a shared page\n",
+		   (unsigned long long)page);
+}
+
+int sim_host_convert_csvsm(gpa_t gpa)
+{
+	gpa_t page = ALIGN_DOWN(gpa, PAGE_SIZE);
+	if (!in_csvsm(page) || sim_csvsm_page_lost(page) || rmp_hv_assign(page, false, false))
+		return -1;
+	memset((void *)(uintptr_t)hv_hpa(page), 0, PAGE_SIZE);
+	sim_npt_release(page, PAGE_SIZE);
+	con_printf("snpm: hostile: the host converts csvsm's page 0x%llx to shared, as KVM and "
+		   "QEMU do on a guest's C=0 read of it (kvm_convert_memory)\n",
+		   (unsigned long long)page);
+	csvsm_page_lost(page);
+	return 0;
+}
+
+/*
  * A guest VMPL's access to memory that its nested table does not map (the
  * page is not validated, or the RMP denies its VMPL), as hardware, KVM and
  * QEMU treat it. docs/snp-machine.md "Faults as a KVM host sees them".
@@ -1213,18 +1288,8 @@ static void npf_guest_memory(struct svm_vcpu *v, gpa_t gpa, bool enc, uint64_t e
 		 * gfn's attribute (mmu.c kvm_faultin_pfn ->
 		 * kvm_mmu_prepare_memory_fault_exit, KVM_EXIT_MEMORY_FAULT). */
 		npf_convert(v, page, enc, err);
-		if (!enc && in_csvsm(page)) {
-			/* csvsm's private page is gone; its next access to it is
-			 * private (C=1) to a shared page: another conversion, then
-			 * a #VC 0x404 at VMPL0 that ends csvsm. TCG's nested walk
-			 * ignores the C-bit, so the machine would not see that
-			 * access: it stops here instead. */
-			con_printf("snpm: host: gpa 0x%llx is csvsm's own memory: its private "
-				   "page is discarded and csvsm's next access to it would end in a "
-				   "#VC 0x404 the machine cannot see; stopping\n",
-				   (unsigned long long)page);
-			hv_stop_hung();
-		}
+		if (!enc && in_csvsm(page))
+			csvsm_page_lost(page);
 		return;
 	}
 	/*
@@ -1261,6 +1326,55 @@ static void npf_guest_memory(struct svm_vcpu *v, gpa_t gpa, bool enc, uint64_t e
 	hv_stop_hung();
 }
 
+/*
+ * VMPL0's (csvsm's) access to memory its nested table does not map, as the
+ * CPU and KVM/QEMU treat it (docs/snp-machine.md "Faults as a KVM host sees
+ * them"):
+ *  - a private access to a page assigned and not validated: no #NPF but #VC
+ *    with error code PAGE_NOT_VALIDATED (0x404), delivered to csvsm's own
+ *    #VC handler through its IDT (APM vol. 2 §15.36.10; the validation
+ *    check ranks above the others, Table 15-39), which must end the VM and
+ *    never validate the page (src/vc.c);
+ *  - a private access to a shared page: an #NPF with PFERR_GUEST_RMP and
+ *    ENC, which KVM turns into KVM_EXIT_MEMORY_FAULT (the access's
+ *    privateness differs from the gfn's attribute) and QEMU answers by
+ *    converting the page to private (kvm_convert_memory): assigned, not
+ *    validated (sev_gmem_prepare), fresh contents; csvsm's retry then takes
+ *    the #VC 0x404 above;
+ *  - anything else (memory that is not there, a shared access csvsm should
+ *    not make): csvsm cannot go on; the machine stops it, as before.
+ */
+static void npf_vmpl0(struct svm_vcpu *v, gpa_t gpa, bool enc, uint64_t err, bool mem)
+{
+	gpa_t page = ALIGN_DOWN(gpa, PAGE_SIZE);
+	uint64_t rip = v->vmcb->save.rip;
+	struct rmp_entry_info e = {0};
+	bool in_rmp = mem && rmp_query(page, &e) == 0;
+
+	if (in_rmp && enc && e.assigned && !e.validated) {
+		if (++vmpl0_vc_not_validated <= 16)
+			con_printf("snpm: VMPL0 %s at gpa 0x%llx (rip 0x%llx, vCPU %u): private "
+				   "page not validated: #VC 0x404 (PAGE_NOT_VALIDATED) to csvsm\n",
+				   npf_access(err), (unsigned long long)gpa,
+				   (unsigned long long)rip, v->gv.id);
+		sim_snp_vc(v, SVM_EXIT_PAGE_NOT_VALIDATED);
+		return;
+	}
+	if (in_rmp && enc && !e.assigned) {
+		vmpl0_to_private++;
+		npf_convert(v, page, true, err);
+		return;
+	}
+	con_printf("snpm: VMPL0 %s at gpa 0x%llx (rip 0x%llx, vCPU %u): %s\n", npf_access(err),
+		   (unsigned long long)gpa, (unsigned long long)rip, v->gv.id,
+		   !mem		 ? "not memory"
+		   : !in_rmp	 ? "outside the RMP"
+		   : !enc	 ? "a shared (C=0) access csvsm does not make"
+		   : e.validated ? "a validated page its nested table does not map (machine bug)"
+				 : "private page not validated");
+	platform->terminate(false, 0, 0x26);
+}
+
 static void handle_npf(struct svm_vcpu *v)
 {
 	gpa_t gpa = v->vmcb->ctl.exit_info_2;
@@ -1290,18 +1404,8 @@ static void handle_npf(struct svm_vcpu *v)
 	}
 	v->npf_exits++;
 	if (v->vmpl == 0) {
-		/* csvsm touched memory it has not validated (or MMIO it has no
-		 * business with): on hardware a #VC it cannot handle; stop here. */
-		struct rmp_entry_info e = {0};
-		bool in_rmp = mem && rmp_query(ALIGN_DOWN(gpa, PAGE_SIZE), &e) == 0;
-		con_printf("snpm: VMPL0 %s at gpa 0x%llx (rip 0x%llx, vCPU %u): %s\n",
-			   npf_access(err), (unsigned long long)gpa,
-			   (unsigned long long)v->vmcb->save.rip, v->gv.id,
-			   !mem		 ? "not memory"
-			   : !in_rmp	 ? "outside the RMP"
-			   : !e.assigned ? "shared page (fetch)"
-					 : "private page not validated");
-		platform->terminate(false, 0, 0x26);
+		npf_vmpl0(v, gpa, enc, err, mem);
+		return;
 	}
 	if (mem && v->npf_streak < 64) {
 		npf_guest_memory(v, gpa, enc, err);

@@ -179,8 +179,25 @@ void sim_snp_vmgexit(struct svm_vcpu *v);
 bool sim_snp_ud(struct svm_vcpu *v);
 /* Counts of #VC delivered and events emulated without one, printed at power-off. */
 void sim_snp_print_counts(void);
+/* Counts since power-on: PVALIDATEs and RMPADJUSTs executed (all VMPLs; only
+ * VMPL0 may PVALIDATE), the guest VMPLs' page-state-change exits and entries. */
+struct sim_snp_counts {
+	uint64_t pvalidate, rmpadjust, guest_psc_exits, guest_psc_entries;
+	uint64_t csvsm_pages_revalidated; /* VMPL0 validated a page of csvsm's the host converted */
+};
+void sim_snp_get_counts(struct sim_snp_counts *out);
+/* snpm.psc_refuse=: VMPL0's refused requests, and how much of the range is
+ * validated now (printed at every ending). */
+void sim_snp_print_psc_refuse(void);
 /* The machine's #NPF answers (handle_npf) by kind, at power-off. */
 void sim_npf_print_counts(void);
+/* A page of csvsm's region the host converted to shared on a guest's C=0
+ * access (issue 34 item 6), and how many there were. */
+bool sim_csvsm_page_lost(gpa_t gpa);
+unsigned sim_csvsm_pages_lost(void);
+/* snpm.convert_csvsm=ADDR: the host converts csvsm's page holding gpa to
+ * shared, as on a guest's C=0 read of it. 0, or -1 (not csvsm's, or lost). */
+int sim_host_convert_csvsm(gpa_t gpa);
 
 /* Guest device view (sim_io.c). */
 struct sim_io_config {
