@@ -16,8 +16,8 @@
 #  3. a private read of a page the host made private without a PVALIDATE:
 #     #VC 0x404 (PAGE_NOT_VALIDATED) to the guest, whose handler (OVMF's)
 #     decides; the run goes on to its end;
-#  4. the same conversion of a page csvsm does use (the code page of its
-#     request entry, svsm_request, from nm; the host converts it at the
+#  4. the same conversion of a page csvsm does use (the code page of
+#     libtpms' ExecuteCommand, run for every vTPM command, from nm; the host converts it at the
 #     guest's launch, snpm.convert_csvsm=, as it would on a guest's C=0
 #     read of it): csvsm's next access is a private access to a shared page,
 #     which KVM and QEMU convert back (assigned, not validated), and then
@@ -89,19 +89,30 @@ tap_check "no #GP injected by the machine (the probe made the access, the run en
 # A run that did not end as it should leaves its last lines for the record.
 [ "$QEMU_RC" -eq 1 ] || tail -n 30 "$log" | sed 's/^/# 3: tail: /'
 
-# 4: the page of csvsm's request entry, which it runs for every call.
-req=$(nm "${CSVSM_IGVM%.igvm}.elf" 2>/dev/null | sed -n 's/^\([0-9a-f]*\) T svsm_request$/\1/p')
+# 4: a page of code csvsm runs for every vTPM command after the guest's
+# launch and that holds none of csvsm's own code: libtpms' ExecuteCommand
+# (ExecCommand.c). Not a page of csvsm's own objects: one that also held its
+# #VC or termination path (the stubs, the GHCB helpers) could only end in a
+# shutdown, on hardware as here (docs/snp-machine.md), and which of csvsm's
+# functions share a page moves with every change.
+elf=${CSVSM_IGVM%.igvm}.elf
+req=$(nm "$elf" 2>/dev/null | sed -n 's/^\([0-9a-f]*\) T ExecuteCommand$/\1/p')
 page=$(printf '0x%x' $((0x${req:-0} & ~0xfff)))
+own=$(find build/image -name '*.o' ! -path 'build/image/tests/*' -print0 | xargs -0 nm --defined-only 2>/dev/null | awk 'NF == 3 { print $3 }' | sort -u)
+inpage=$(nm -n "$elf" | awk -v lo="$(printf '%016x' "$page")" -v hi="$(printf '%016x' $((page + 0x1000)))" '$1 >= lo && $1 < hi { print $3 }' | sort -u)
+mine=$(comm -12 <(echo "$inpage") <(echo "$own") | tr '\n' ' ')
+tap_check "the page $page (ExecuteCommand 0x${req:-none}) holds $(echo "$inpage" | grep -c .) symbols, none of csvsm's own objects (${mine:-none})" \
+	test -n "$req" -a -n "$inpage" -a -n "$own" -a -z "$mine"
 log=$tmp/f4.log
 # shellcheck disable=SC2046
 snpm_qemu "$log" 2G 1 $(snpm_guest_args probe 2G 1 build/probe.efi) -append "snpm.convert_csvsm=$page"
 grep -E '^snpm: (host|hostile|VMPL0|csvsm-pages|terminating|key-scan)|host tampering' "$log" | sed 's/^/# 4: /'
-tap_check "the host converted csvsm's page $page (svsm_request 0x${req:-none}) at the guest's launch" \
+tap_check "the host converted csvsm's page $page (ExecuteCommand 0x${req:-none}) at the guest's launch" \
 	grep -q "^snpm: hostile: the host converts csvsm's page $page to shared" "$log"
 tap_check "csvsm's next access to it, private to a shared page: KVM and QEMU convert it back" \
 	grep -qE "^snpm: host: KVM_EXIT_MEMORY_FAULT: guest VMPL0 execute with C=1 at gpa $page .*converts it to private" "$log"
 tap_check "then #VC 0x404 to csvsm's own #VC handler" \
-	grep -qE "^snpm: VMPL0 execute at gpa $page .*private page not validated: #VC 0x404 \(PAGE_NOT_VALIDATED\) to csvsm" "$log"
+	grep -qE "^snpm: VMPL0 execute at gpa ${page%???}[0-9a-f]{3} .*private page not validated: #VC 0x404 \(PAGE_NOT_VALIDATED\) to csvsm" "$log"
 tap_check "csvsm reports host tampering with its own page, at a rip in it" \
 	grep -qE "host tampering: a page of csvsm's own is no longer validated: #VC 0x404 \(PAGE_NOT_VALIDATED\) at rip ${page%???}[0-9a-f]{3} " "$log"
 ks=$(grep -m1 '^snpm: key-scan: VMPL0 terminated' "$log")
