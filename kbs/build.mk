@@ -4,7 +4,7 @@
 # The daemon: libmicrohttpd (HTTP/HTTPS), jansson (JSON), libcrypto (JOSE),
 # SQLite and libpq (the registry), the host library's verifier
 # (attest/snp_verify.c, attest/policy.c on mbedTLS).
-KBS_SRCS := kbs/service.c kbs/chains.c kbs/evidence.c kbs/jose.c kbs/registry.c
+KBS_SRCS := kbs/service.c kbs/chains.c kbs/evidence.c kbs/jose.c kbs/registry.c kbs/vtpm.c
 KBS_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lpq -lcrypto -lmbedx509 -lmbedcrypto -lhogweed -lnettle -lgmp -lpthread
 PG_INC   := -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 
