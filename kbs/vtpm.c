@@ -188,9 +188,10 @@ void kbs_vtpm_release(struct kbs *k, const struct kbs_caller *who, const char *i
 	 * this holder (registry_vtpm_lease) while no state was ever committed */
 	bool manufacture = v.version == 0 && !strcmp(v.consent, holder);
 	respond_jws(k, rs,
-		    json_pack("{s:s, s:s, s:I, s:s, s:I, s:I, s:b, s:o}", "instance", inst_hex,
-			      "nonce", who->nonce, "version", (json_int_t)v.version, "lease",
-			      holder, "lease-expires", (json_int_t)v.lease_expires, "lease-seconds",
+		    json_pack("{s:s, s:s, s:I, s:s, s:s, s:I, s:I, s:b, s:o}", "instance", inst_hex,
+			      "nonce", who->nonce, "version", (json_int_t)v.version,
+			      "sealed-sha256", v.version ? v.sealed_sha256 : "", "lease", holder,
+			      "lease-expires", (json_int_t)v.lease_expires, "lease-seconds",
 			      (json_int_t)v.lease_seconds, "manufacture", manufacture, "key", jwe));
 out:
 	OPENSSL_cleanse(&v, sizeof(v));

@@ -72,3 +72,4 @@ test_vtpm_chan_LIBS := -lmbedcrypto
 test_vtpm_seal_LIBS := -lmbedcrypto -lcrypto
 test_vtpm_persist_LIBS := -ltpms -lcrypto -lmbedcrypto
 test_vtpm_jose_LIBS := -lmbedcrypto -lcrypto
+test_vtpm_kbs_interop_LIBS := -ljansson -lcrypto -lmbedcrypto
