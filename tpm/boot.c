@@ -130,75 +130,30 @@ static int kbs_report(void *ctx, const uint8_t report_data[64], uint8_t report[K
  * appraises csvsm's VMPL-0 evidence and releases the root key, signed by
  * the broker key the image names, with the registry's version, digest and
  * lease; every write-through is then committed to the registry before the
- * command's response (kbs_committed), the lease renewed when due before a
- * command (kbs_renew), and a first manufacture gets its EK certificate
- * (kbs_manufactured). The TEE key (in grant) stays for the VM's life,
- * registered for the termination wipe.
+ * command's response, the lease renewed when due before a command, and a
+ * first manufacture gets its EK certificate (tpm/vtpm_kbs_persist.c). The
+ * TEE key (kbs.grant) stays for the VM's life, registered for the
+ * termination wipe.
  */
-static struct vtpm_kbs_grant grant;
-static struct vtpm_kbs_cfg kbs_cfg;
-
-static int kbs_committed(void *ctx, uint64_t version, const uint8_t sha[32], char *why,
-			 size_t why_len)
-{
-	return vtpm_kbs_commit(&kbs_cfg, &grant, version, sha, why, why_len) ? -1 : 0;
-}
-
-static int kbs_renew(void *ctx, uint64_t version, const uint8_t sha[32], char *why, size_t why_len)
-{
-	int rc = vtpm_kbs_commit(&kbs_cfg, &grant, version, sha, why, why_len);
-	return rc == VTPM_KBS_UNREACHABLE ? VTPM_PERSIST_UNREACHABLE : rc ? -1 : 0;
-}
-
-/* The first manufacture's EK certificate, into NV before anything is stored. */
-static int kbs_manufactured(void *ctx, char *why, size_t why_len)
-{
-	static uint8_t cert[VTPM_EK_CERT_MAX];
-	const uint8_t *ek;
-	size_t ek_len, cl = 0;
-	struct vtpm_info ti;
-	if (vtpm_ek_public(&ek, &ek_len) || vtpm_info(&ti)) {
-		fmt_snprintf(why, why_len, "the new TPM gives no EK");
-		return -1;
-	}
-	if (vtpm_kbs_ek_certificate(&kbs_cfg, &grant, ek, ek_len, &ti, cert, sizeof(cert), &cl, why,
-				    why_len))
-		return -1;
-	if (vtpm_ek_cert_store(cert, cl)) {
-		fmt_snprintf(why, why_len, "the EK certificate (%zu bytes) does not go into NV",
-			     cl);
-		return -1;
-	}
-	return 0;
-}
+static struct vtpm_kbs_session kbs;
 
 static int kbs_root(const struct tpm_boot_persist *p, uint8_t root[32],
 		    struct vtpm_persist_cfg *cfg)
 {
-	char why[160];
+	char why[256];
 
-	if (secret_register(&grant, sizeof(grant)))
+	if (secret_register(&kbs.grant, sizeof(kbs.grant)))
 		return refuse("key", "the secrets table is full");
-	kbs_cfg = (struct vtpm_kbs_cfg){.chan = &chan, .report = kbs_report, .rng = rng};
-	memcpy(kbs_cfg.instance, p->instance, sizeof(kbs_cfg.instance));
-	memcpy(kbs_cfg.broker, p->broker_key, sizeof(kbs_cfg.broker));
-	if (vtpm_kbs_unlock(&kbs_cfg, root, &grant, why, sizeof(why)))
+	kbs.cfg = (struct vtpm_kbs_cfg){.chan = &chan, .report = kbs_report, .rng = rng};
+	memcpy(kbs.cfg.instance, p->instance, sizeof(kbs.cfg.instance));
+	memcpy(kbs.cfg.broker, p->broker_key, sizeof(kbs.cfg.broker));
+	if (vtpm_kbs_unlock(&kbs.cfg, root, &kbs.grant, why, sizeof(why)))
 		return refuse("key", why);
-	cfg->registry = true;
-	cfg->registry_version = grant.version;
-	memcpy(cfg->registry_sha256, grant.sealed_sha256, sizeof(cfg->registry_sha256));
-	cfg->manufacture = grant.manufacture;
-	cfg->committed = kbs_committed;
-	cfg->renew = kbs_renew;
-	/* half the lease on csvsm's clock: the host's TSC, which it controls; a host
-	 * that slows it only makes csvsm renew later, which lets a clone take the
-	 * lease sooner: that VM's next commit is then refused and its vTPM stops */
-	cfg->renew_us = grant.lease_seconds * 1000000ULL / 2;
-	cfg->manufactured = kbs_manufactured;
-	boot_phase("vtpm",
-		   "kbs: csvsm-kbs released the state key: registry version %llu, lease %llu s%s",
-		   (unsigned long long)grant.version, (unsigned long long)grant.lease_seconds,
-		   grant.manufacture ? ", consent to the first manufacture" : "");
+	vtpm_kbs_persist(&kbs, cfg);
+	boot_phase(
+	    "vtpm", "kbs: csvsm-kbs released the state key: registry version %llu, lease %llu s%s",
+	    (unsigned long long)kbs.grant.version, (unsigned long long)kbs.grant.lease_seconds,
+	    kbs.grant.manufacture ? ", consent to the first manufacture" : "");
 	return 0;
 }
 

@@ -124,8 +124,10 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 		for (char *c = detail; *c; c++)
 			if (*c < 0x20 || *c > 0x7e)
 				*c = '?';
-		fmt_snprintf(why, n, "%s: csvsm-kbs answered HTTP %u%s%s", path, *http,
-			     detail[0] ? ": " : "", detail);
+		/* short: the refusal line has room for the broker's reason */
+		fmt_snprintf(why, n, "%s: csvsm-kbs answered HTTP %u%s%s",
+			     strncmp(path, "/kbs/v0/resource/", 17) ? path + 8 : "the key release",
+			     *http, detail[0] ? ": " : "", detail);
 		return -1;
 	}
 	return 0;

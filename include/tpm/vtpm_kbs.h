@@ -91,6 +91,20 @@ int vtpm_kbs_ek_certificate(const struct vtpm_kbs_cfg *cfg, struct vtpm_kbs_gran
 			    const uint8_t *ek, size_t ek_len, const struct vtpm_info *ti,
 			    uint8_t *cert, size_t cap, size_t *cert_len, char *why, size_t why_len);
 
+/*
+ * After the release (tpm/vtpm_kbs_persist.c): the persistence configuration
+ * of the kbs mode, the registry's word and the hooks that commit every
+ * stored state, renew the lease, and get the first manufacture's EK
+ * certificate into NV. The session (the TEE key in it) lives as long as the
+ * vTPM does.
+ */
+struct vtpm_persist_cfg;
+struct vtpm_kbs_session {
+	struct vtpm_kbs_cfg cfg;
+	struct vtpm_kbs_grant grant;
+};
+void vtpm_kbs_persist(struct vtpm_kbs_session *s, struct vtpm_persist_cfg *cfg);
+
 /* The two exchanges' pieces, for the tests and the fuzzer: the request body
  * (flattened JWS) for a nonce csvsm chose, and the check of the answer. */
 int vtpm_kbs_commit_request(const uint8_t instance[16], const struct vtpm_kbs_grant *g,

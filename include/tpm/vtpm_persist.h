@@ -87,7 +87,7 @@ const char *vtpm_persist_step_name(enum vtpm_persist_step s);
 
 struct vtpm_persist_report {
 	enum vtpm_persist_step step; /* the failed step, VTPM_STEP_NONE on success */
-	char why[160];		     /* what went wrong at that step */
+	char why[256];		     /* what went wrong at that step */
 	bool manufactured;	     /* first boot: no state was kept */
 	uint64_t opened_version;     /* the version restored (0: manufactured) */
 	uint64_t version;	     /* the version written through at boot */
