@@ -102,12 +102,12 @@ tap_check "b1: csvsm-kbs consented to the first manufacture; csvsm manufactured 
 	grep -q 'kbs state: none kept: manufactured (first boot), version 1 written through' "$tmp/b1.log"
 tap_check "b1: csvsm got the EK certificate ($(sed -n 's/^csvsm: vtpm: ek_cert_bytes=\([0-9]*\).*/\1/p' "$tmp/b1.log") bytes) and the guest read the same at NV 0x01C00002" \
 	test -n "$cert1" -a "$cert1" = "$(sed -n 's/^csvsm: vtpm: ek_cert_bytes=[0-9]* ek_cert_sha256=\([0-9a-f]*\).*/\1/p' "$tmp/b1.log")"
-probe_field b1 'ekcert bytes=[0-9]* sha256=[0-9a-f]* der=' | xxd -r -p >"$tmp/ek.der"
+probe_field b1 'ekcert bytes=[0-9]* sha256=[0-9A-Fa-f]* der=' | xxd -r -p >"$tmp/ek.der"
 openssl x509 -inform der -in "$tmp/ek.der" -out "$tmp/ek.pem" 2>/dev/null
 v=$(openssl verify -CAfile "$tmp/ekca.pem" "$tmp/ek.pem" 2>&1)
 tap_check "b1: openssl verify on the host: the guest's EK certificate chains to csvsm-kbs's EK CA ($v)" \
 	test "$v" = "$tmp/ek.pem: OK"
-python3 - "$tmp/ek.der" "$(probe_field b1 'ek sha256=[0-9a-f]* public=')" >"$tmp/ekm" 2>&1 <<'PY'
+python3 - "$tmp/ek.der" "$(probe_field b1 'ek sha256=[0-9A-Fa-f]* public=')" >"$tmp/ekm" 2>&1 <<'PY'
 import subprocess, sys
 der, tpmt = open(sys.argv[1], "rb").read(), bytes.fromhex(sys.argv[2])
 mod = subprocess.run(["openssl", "x509", "-inform", "der", "-noout", "-modulus"], input=der,
@@ -136,7 +136,7 @@ refused_at b3 key "a clone while b2 runs: no key" "HTTP 409: the lease of csvsm_
 wait "$b2_pid"
 b2_pid=
 cat "$tmp/b2.out"
-tap_check "b2: opened and restored the state b1's crash left (version $(sed -n 's/.*kbs state: opened and restored, version \([0-9]*\).*/\1/p' "$tmp/b2.log"))" \
+tap_check "b2: opened the state b1's crash left, restored it, wrote version $(sed -n 's/.*kbs state: opened and restored, version \([0-9]*\).*/\1/p' "$tmp/b2.log") through" \
 	grep -q 'kbs state: opened and restored' "$tmp/b2.log"
 tap_check "b2: the same EK, byte for byte, and the same EK certificate" \
 	test -n "$ek1" -a "$(ek_of b2)" = "$ek1" -a -n "$cert1" -a "$(cert_of b2)" = "$cert1"
