@@ -286,6 +286,15 @@ const char *registry_backend(const struct registry *r)
 	return r->pg ? "postgresql" : "sqlite";
 }
 
+/* A statement that changes one row when its precondition holds: REG_OK, REG_NO or REG_ERR. */
+static int one_row(struct registry *r, const char *sql, int np, const char *const *p)
+{
+	long ch;
+	if (q(r, sql, np, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_NO;
+}
+
 static void i64s(char *b, int64_t v)
 {
 	snprintf(b, 24, "%lld", (long long)v);
@@ -748,25 +757,21 @@ int registry_vtpm_commit(struct registry *r, const char *id, const char *holder,
 int registry_vtpm_ek(struct registry *r, const char *id, const char *holder, const char *ek)
 {
 	const char *p[] = {id, holder, ek};
-	long ch;
 	if (!*holder || strlen(ek) != 64)
 		return REG_NO;
-	if (q(r,
-	      "UPDATE kbs_instances SET ek = ?3 WHERE id = ?1 AND state_key <> '' AND "
-	      "lease_holder = ?2 AND consent = ?2 AND state_version = 0 AND (ek = '' OR ek = ?3)",
-	      3, p, NULL, NULL, &ch) < 0)
-		return REG_ERR;
-	return ch == 1 ? REG_OK : REG_NO;
+	return one_row(
+	    r,
+	    "UPDATE kbs_instances SET ek = ?3 WHERE id = ?1 AND state_key <> '' AND "
+	    "lease_holder = ?2 AND consent = ?2 AND state_version = 0 AND (ek = '' OR ek = ?3)",
+	    3, p);
 }
 
 int registry_vtpm_release(struct registry *r, const char *id)
 {
 	const char *p[] = {id};
-	long ch;
-	if (q(r,
-	      "UPDATE kbs_instances SET lease_holder = '', lease_expires = 0 WHERE id = ?1 AND "
-	      "state_key <> ''",
-	      1, p, NULL, NULL, &ch) < 0)
-		return REG_ERR;
-	return ch == 1 ? REG_OK : REG_NO;
+	return one_row(
+	    r,
+	    "UPDATE kbs_instances SET lease_holder = '', lease_expires = 0 WHERE id = ?1 "
+	    "AND state_key <> ''",
+	    1, p);
 }

@@ -280,21 +280,30 @@ static int64_t su_cmd(uint32_t cc)
 	return run(c, NULL, NULL);
 }
 
-/* Reads TPM_CAP_PCRS into vt.banks (only banks with at least one PCR selected). */
-static int read_banks(uint16_t *all, unsigned *nall)
+/* TPM2_GetCapability(cap, property, count) built in c[22]; the TPM RC. */
+static int64_t get_capability(uint8_t c[22], uint32_t cap, uint32_t prop, uint32_t count,
+			      const uint8_t **r, uint32_t *rl)
 {
-	uint8_t c[22], *p = c;
-	const uint8_t *r;
-	uint32_t rl;
-
+	uint8_t *p = c;
 	p = put16(p, TPM_ST_NO_SESSIONS);
 	p = put32(p, 0);
 	p = put32(p, TPM_CC_GET_CAPABILITY);
-	p = put32(p, TPM_CAP_PCRS);
-	p = put32(p, 0);
-	p = put32(p, 1);
+	p = put32(p, cap);
+	p = put32(p, prop);
+	p = put32(p, count);
 	finish_cmd(c, p);
-	if (run(c, &r, &rl) != TPM_RC_SUCCESS || rl < TPM_HDR_SIZE + 1 + 4 + 4)
+	return run(c, r, rl);
+}
+
+/* Reads TPM_CAP_PCRS into vt.banks (only banks with at least one PCR selected). */
+static int read_banks(uint16_t *all, unsigned *nall)
+{
+	uint8_t c[22];
+	const uint8_t *r;
+	uint32_t rl;
+
+	if (get_capability(c, TPM_CAP_PCRS, 0, 1, &r, &rl) != TPM_RC_SUCCESS ||
+	    rl < TPM_HDR_SIZE + 1 + 4 + 4)
 		return -1;
 	/* moreData u8, capability u32, TPML_PCR_SELECTION {count, {hash, sizeofSelect, select}} */
 	if (get32(r + 11) != TPM_CAP_PCRS)
@@ -688,22 +697,16 @@ int vtpm_set_state(const uint8_t *buf, size_t len)
 
 int vtpm_info(struct vtpm_info *out)
 {
-	uint8_t c[22], *p = c;
+	uint8_t c[22];
 	const uint8_t *r;
 	uint32_t rl;
 
 	memset(out, 0, sizeof(*out));
 	/* TPM_PT_FIXED + 0 .. + 11: LEVEL 0x101, REVISION 0x102, MANUFACTURER 0x105,
 	 * VENDOR_STRING_1..4 0x106..0x109, FIRMWARE_VERSION_1 0x10B (Part 2 §6.13) */
-	p = put16(p, TPM_ST_NO_SESSIONS);
-	p = put32(p, 0);
-	p = put32(p, TPM_CC_GET_CAPABILITY);
-	p = put32(p, TPM_CAP_TPM_PROPERTIES);
-	p = put32(p, 0x100);
-	p = put32(p, 12);
-	finish_cmd(c, p);
 	/* header, moreData u8, capability u32, count u32, {property u32, value u32}... */
-	if (run(c, &r, &rl) != TPM_RC_SUCCESS || rl < 19)
+	if (get_capability(c, TPM_CAP_TPM_PROPERTIES, 0x100, 12, &r, &rl) != TPM_RC_SUCCESS ||
+	    rl < 19)
 		return -1;
 	uint32_t n = get32(r + 15);
 	if (n > 12 || 19 + 8 * n > rl)

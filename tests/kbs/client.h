@@ -18,6 +18,8 @@ extern int port; /* the service's, --port */
 /* method path [cookie] [body]: 0 with r filled, or -1 (no connection). */
 int kbs_client_http(const char *method, const char *path, const char *cookie, const char *body,
 		    struct http_resp *r);
+/* 2n hex digits -> out[0..n): 0, or -1 */
+int hexbytes(const char *s, unsigned char *out, size_t n);
 /* csvsm-kbs-client vtpm ... (tests/kbs/vtpm_client.c) */
 int vtpm_client(int argc, char **argv, const char *chain_dir);
 

@@ -918,7 +918,7 @@ static int load(const struct opts *o, int clients, double seconds)
 	return errors ? 1 : 0;
 }
 
-static int hexbytes(const char *s, uint8_t *out, size_t n)
+int hexbytes(const char *s, uint8_t *out, size_t n)
 {
 	if (strlen(s) != 2 * n)
 		return -1;

@@ -92,16 +92,6 @@ static int rng(void *c, unsigned char *b, size_t n)
 	return RAND_bytes(b, (int)n) == 1 ? 0 : -1;
 }
 
-static int hexbytes(const char *s, uint8_t *out, size_t n)
-{
-	if (strlen(s) != 2 * n)
-		return -1;
-	for (size_t i = 0; i < n; i++)
-		if (sscanf(s + 2 * i, "%2hhx", &out[i]) != 1)
-			return -1;
-	return 0;
-}
-
 /* The broker's RFC 7638 thumbprint from its public key (PEM, EC P-256 or P-384). */
 static int broker_thumbprint(const char *pem, uint8_t tp[32])
 {

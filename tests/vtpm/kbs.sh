@@ -207,11 +207,6 @@ print(c.execute("SELECT state_key FROM kbs_instances WHERE id = ?", ("csvsm_vtpm
 	"$tmp/registry.db" "$INSTANCE")
 python3 tests/vtpm/scan.py --kbs-root "$root" "$INSTANCE" "$tmp/final.blob" "$MARKER" \
 	"$tmp"/b*.proxy "$tmp/state" >"$tmp/scan.tap"
-while IFS= read -r l; do
-	case "$l" in
-	ok*) tap_ok "scan: ${l#ok * - }" ;;
-	"not ok"*) tap_fail "scan: ${l#not ok * - }" ;;
-	esac
-done <"$tmp/scan.tap"
+tap_merge "$tmp/scan.tap" "scan: "
 echo "# tests/vtpm/kbs.sh: $(($(date +%s) - t0)) s"
 [ "$TAP_FAILS" -eq 0 ]

@@ -179,11 +179,6 @@ tap_check "the machine's launch measurement is csvsm-measure's (${meas:0:16}...)
 # not the console logs, where the guest prints its own marker.
 python3 tests/vtpm/scan.py "$PSP_KEYS" "$meas" 0x30000 "$INSTANCE" "$tmp/final.blob" "$MARKER" \
 	"$tmp"/b*.proxy "$tmp/state" >"$tmp/scan.tap"
-while IFS= read -r l; do
-	case "$l" in
-	ok*) tap_ok "scan: ${l#ok * - }" ;;
-	"not ok"*) tap_fail "scan: ${l#not ok * - }" ;;
-	esac
-done <"$tmp/scan.tap"
+tap_merge "$tmp/scan.tap" "scan: "
 echo "# tests/vtpm/sealed.sh: 5 boots, $(($(date +%s) - t0)) s"
 [ "$TAP_FAILS" -eq 0 ]
