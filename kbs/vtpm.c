@@ -626,10 +626,11 @@ void kbs_vtpm_ek_certificate(struct kbs *k, const struct kbs_request *rq, struct
 			    rs, 409, "PolicyDeny",
 			    "an EK certificate is issued at the first manufacture only, to the "
 			    "holder of its consent, for one EK: %s",
-			    v.version			  ? "this instance has a committed state"
-			    : strcmp(v.consent, s.holder) ? "the consent was not this TEE key's"
-			    : strcmp(v.lease_holder, s.holder) ? "the lease is not this TEE key's"
-							       : "another EK was certified");
+			    /* the lease first: another key learns nothing of the instance */
+			    strcmp(v.lease_holder, s.holder) ? "the lease is not this TEE key's"
+			    : v.version			     ? "this instance has a committed state"
+			    : strcmp(v.consent, s.holder)    ? "the consent was not this TEE key's"
+							     : "another EK was certified");
 		OPENSSL_cleanse(&v, sizeof(v));
 		goto out;
 	}
