@@ -188,7 +188,7 @@ int vtpm_persist_renew(void)
 		/* the broker out of reach: the command goes on (nothing changes the
 		 * registry's view of this VM), asked again after a quarter lease;
 		 * any write still needs its commit */
-		ps.last_us = now - ps.cfg.renew_us / 2;
+		ps.last_us = now > ps.cfg.renew_us / 2 ? now - ps.cfg.renew_us / 2 : 0;
 		return 0;
 	}
 	ps.failed = true;
