@@ -129,7 +129,7 @@ PROBE ?= build/probe.efi
 GUEST ?= probe
 run: deps
 	$(MAKE) all
-	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(FW),FW=$(FW)) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
+	tests/qemu/run.sh MEM=$(MEM) SMP=$(SMP) GUEST=$(GUEST) PROBE=$(PROBE) $(if $(FW),FW=$(FW)) $(if $(VTPM),VTPM=$(VTPM)) $(if $(APPEND),APPEND="$(APPEND)") $(if $(KAPPEND),KAPPEND="$(KAPPEND)")
 
 # A second QEMU for the machine: trixie's 10.0, unpacked under build/qemu-trixie
 # (never installed); QEMU=build/qemu-trixie/qemu make run ... uses it.

@@ -7,9 +7,9 @@ csvsm-accept-bench_LIBS := -lmbedcrypto
 
 # The persistent vTPM's instructions on csvsm's side (bench/vtpm_bench.sh).
 EXTRA_ALL += $(BUILD)/bench/vtpm_bench
-$(BUILD)/bench/vtpm_bench: bench/vtpm_bench.c tests/unit/vchan_pipe.h $(HOST_LIB)
+$(BUILD)/bench/vtpm_bench: bench/vtpm_bench.c tests/unit/vchan_pipe.h kbs/jose.c $(HOST_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(HOST_CFLAGS) -o $@ bench/vtpm_bench.c $(HOST_LIB) -ltpms -lcrypto -lmbedcrypto
+	$(CC) $(HOST_CFLAGS) -o $@ bench/vtpm_bench.c kbs/jose.c $(HOST_LIB) -ltpms -ljansson -lcrypto -lmbedcrypto
 bench-vtpm: $(BUILD)/bench/vtpm_bench $(BUILD)/csvsm-proxy $(BUILD)/vtpm-probe.efi $(BUILD)/snpm.elf
 	bench/vtpm_bench.sh
 .PHONY: bench-vtpm

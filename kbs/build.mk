@@ -4,7 +4,7 @@
 # The daemon: libmicrohttpd (HTTP/HTTPS), jansson (JSON), libcrypto (JOSE),
 # SQLite and libpq (the registry), the host library's verifier
 # (attest/snp_verify.c, attest/policy.c on mbedTLS).
-KBS_SRCS := kbs/service.c kbs/chains.c kbs/evidence.c kbs/jose.c kbs/registry.c
+KBS_SRCS := kbs/service.c kbs/chains.c kbs/evidence.c kbs/jose.c kbs/registry.c kbs/vtpm.c
 KBS_LIBS := -lmicrohttpd -ljansson -lsqlite3 -lpq -lcrypto -lmbedx509 -lmbedcrypto -lhogweed -lnettle -lgmp -lpthread
 PG_INC   := -I$(shell pg_config --includedir 2>/dev/null || echo /usr/include/postgresql)
 
@@ -19,7 +19,7 @@ DEPS_PKGS += libmicrohttpd-dev libjansson-dev libsqlite3-dev libpq-dev postgresq
 # own attestation code on the PSP model, tests/kbs/evgen.c) for the tests and
 # the benchmark.
 TOOLS += csvsm-kbs-client
-csvsm-kbs-client_SRCS := tests/kbs/kbs_client.c tests/kbs/evgen.c kbs/jose.c
+csvsm-kbs-client_SRCS := tests/kbs/kbs_client.c tests/kbs/vtpm_client.c tests/kbs/evgen.c kbs/jose.c
 csvsm-kbs-client_LIBS := -ljansson -lcrypto -lmbedx509 -lmbedcrypto -lhogweed -lnettle -lgmp -lpthread
 # The registry's guarantees on SQLite and PostgreSQL (tests/kbs/kbs.sh runs it).
 TOOLS += kbs-registry-test

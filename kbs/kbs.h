@@ -17,6 +17,7 @@
 #include <jansson.h>
 #include <mbedtls/x509_crl.h>
 #include <openssl/evp.h>
+#include <openssl/x509.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -87,6 +88,10 @@ struct kbs {
 	/* appraisals made, and the thread CPU time they took from the chain to the
 	 * last check (the benchmark's "inside the service"; atomic) */
 	uint64_t appraisals, appraise_ns;
+	/* The persistent vTPM's EK CA (serve --ek-ca-cert, --ek-ca-key; kbs/vtpm.c):
+	 * NULL if none, then EK certificates are not issued (501). */
+	X509 *ek_ca;
+	EVP_PKEY *ek_ca_key;
 };
 
 struct kbs_request {
@@ -111,6 +116,7 @@ struct kbs_caller {
 	int status;		   /* enum ear_status of the appraisal */
 	json_t *tee_pubkey;	   /* the JWK the evidence bound (new reference) */
 	char instance[REG_ID_MAX]; /* the registry's id of the VM */
+	char nonce[REG_ID_MAX];	   /* the challenge its evidence answered */
 };
 int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
 		     struct kbs_caller *who, struct kbs_response *rs);
@@ -120,6 +126,24 @@ int kbs_init(struct kbs *k, struct registry *reg, const struct appraisal_policy 
 void kbs_fini(struct kbs *k);
 void kbs_handle(struct kbs *k, const struct kbs_request *rq, struct kbs_response *rs);
 void kbs_response_free(struct kbs_response *rs);
+
+/* For the handlers in other files: an ErrorInformation answer, and the
+ * request's JSON body (NULL having answered 400/413/415). */
+void kbs_fail(struct kbs_response *rs, int status, const char *kind, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+json_t *kbs_parse_body(const struct kbs_request *rq, struct kbs_response *rs);
+
+/* ---- the persistent vTPM (kbs/vtpm.c) ---- */
+/* csvsm's boot evidence: 1 with the registry id ("csvsm_vtpm:<hex>") when the
+ * manifest is its csvsm-vtpm-unlock manifest, 0 when it is another, -1 with
+ * a reason when it has that entry but is not well formed. */
+int kbs_vtpm_manifest(const uint8_t *m, size_t len, char inst[REG_ID_MAX], char *why, size_t n);
+/* GET /kbs/v0/resource/csvsm-vtpm/<instance>/state-key */
+void kbs_vtpm_release(struct kbs *k, const struct kbs_caller *who, const char *inst_hex,
+		      struct kbs_response *rs);
+/* POST /kbs/v0/csvsm/vtpm/commit and /kbs/v0/csvsm/vtpm/ek-certificate */
+void kbs_vtpm_commit(struct kbs *k, const struct kbs_request *rq, struct kbs_response *rs);
+void kbs_vtpm_ek_certificate(struct kbs *k, const struct kbs_request *rq, struct kbs_response *rs);
 
 /* ---- evidence (kbs/evidence.c) ---- */
 enum kbs_evidence_kind { KBS_EV_SNP = 1, KBS_EV_SVSM };

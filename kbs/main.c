@@ -19,6 +19,7 @@
 #include <getopt.h>
 #include <microhttpd.h>
 #include <openssl/pem.h>
+#include <openssl/rand.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -54,11 +55,15 @@ static void usage(FILE *f)
 		"                  [--nonce-ttl S] [--token-ttl S] [--threads N] [--port-file F]\n"
 		"                  [--max-seconds S] [--idle-timeout S] [--request-timeout S]\n"
 		"                  [--max-conn-per-ip N] [--max-sessions N]\n"
+		"                  [--ek-ca-cert PEM --ek-ca-key PEM]\n"
 		"  (--crl FILE may be given several times: the ARKs' CRLs, an ASK's CRL)\n"
 		"  csvsm-kbs validate-policy FILE\n"
 		"  csvsm-kbs put-secret --db URL REPOSITORY/TYPE/TAG --rule affirming|warning "
 		"--file F\n"
 		"  csvsm-kbs list-instances --db URL [--json]\n"
+		"  csvsm-kbs vtpm-register --db URL INSTANCE [--lease-seconds S] [--reset]\n"
+		"  csvsm-kbs vtpm-release --db URL INSTANCE\n"
+		"  (INSTANCE: the 32 hex digits of csvsm-igvm --vtpm-instance)\n"
 		"URL: sqlite:PATH (default backend) or postgresql://... (replicas share it)\n"
 		"--insecure-http serves plain HTTP, and only on 127.0.0.0/8 or ::1.\n");
 }
@@ -309,10 +314,12 @@ static int serve(int argc, char **argv)
 	    {"threads", 1, 0, 'j'},	    {"port-file", 1, 0, 'P'},
 	    {"max-seconds", 1, 0, 'm'},	    {"idle-timeout", 1, 0, 'I'},
 	    {"request-timeout", 1, 0, 'Q'}, {"max-conn-per-ip", 1, 0, 'C'},
-	    {"max-sessions", 1, 0, 'S'},    {0, 0, 0, 0},
+	    {"max-sessions", 1, 0, 'S'},    {"ek-ca-cert", 1, 0, 'E'},
+	    {"ek-ca-key", 1, 0, 'F'},	    {0, 0, 0, 0},
 	};
 	const char *policy = NULL, *db = NULL, *listen = "127.0.0.1:8080", *cert = NULL,
-		   *keyf = NULL, *tokf = NULL, *kds = NULL, *portf = NULL;
+		   *keyf = NULL, *tokf = NULL, *kds = NULL, *portf = NULL, *ekca = NULL,
+		   *ekkey = NULL;
 	const char *arks[SNP_MAX_TRUSTED_ARKS], *crlf[8];
 	size_t n_arks = 0, n_crl = 0;
 	bool insecure = false;
@@ -359,6 +366,12 @@ static int serve(int argc, char **argv)
 		case 'P':
 			portf = optarg;
 			break;
+		case 'E':
+			ekca = optarg;
+			break;
+		case 'F':
+			ekkey = optarg;
+			break;
 		default: {
 			/* the numeric options: a whole decimal number, or usage */
 			const struct {
@@ -398,6 +411,8 @@ static int serve(int argc, char **argv)
 		die("--max-sessions: 1..100000000");
 	if (!!cert != !!keyf)
 		die("--tls-cert and --tls-key go together");
+	if (!!ekca != !!ekkey)
+		die("--ek-ca-cert and --ek-ca-key go together");
 	if (!cert && !insecure)
 		die("HTTPS needs --tls-cert and --tls-key; plain HTTP needs --insecure-http "
 		    "(loopback only)");
@@ -429,6 +444,19 @@ static int serve(int argc, char **argv)
 	K.kds_dir = kds;
 	K.secure_cookie = cert != NULL;
 	K.max_sessions = max_sessions;
+	if (ekca) {
+		/* the persistent vTPM's EK CA (kbs/vtpm.c ek_certificate) */
+		FILE *f = fopen(ekca, "r");
+		K.ek_ca = f ? PEM_read_X509(f, NULL, NULL, NULL) : NULL;
+		if (f)
+			fclose(f);
+		f = fopen(ekkey, "r");
+		K.ek_ca_key = f ? PEM_read_PrivateKey(f, NULL, NULL, NULL) : NULL;
+		if (f)
+			fclose(f);
+		if (!K.ek_ca || !K.ek_ca_key || X509_check_private_key(K.ek_ca, K.ek_ca_key) != 1)
+			die("%s, %s: an EK CA certificate and its private key (PEM)", ekca, ekkey);
+	}
 	for (size_t i = 0; i < n_arks; i++) {
 		size_t l;
 		uint8_t *b = slurp(arks[i], 65536, &l);
@@ -509,6 +537,8 @@ static int serve(int argc, char **argv)
 		(unsigned long long)K.appraisals,
 		K.appraisals ? (double)K.appraise_ns / 1e3 / (double)K.appraisals : 0.0);
 	kbs_fini(&K);
+	X509_free(K.ek_ca);
+	EVP_PKEY_free(K.ek_ca_key);
 	mbedtls_x509_crl_free(&crl);
 	registry_close(reg);
 	EVP_PKEY_free(tk);
@@ -643,6 +673,87 @@ static int list_instances(int argc, char **argv)
 	return rc == REG_OK ? 0 : 1;
 }
 
+/* INSTANCE (32 hex digits, csvsm-igvm --vtpm-instance) -> "csvsm_vtpm:<hex>" */
+static void vtpm_id(const char *hex, char id[REG_ID_MAX])
+{
+	size_t l = strlen(hex);
+	if (l != 32 || strspn(hex, "0123456789abcdefABCDEF") != 32)
+		die("INSTANCE: the 32 hex digits of csvsm-igvm --vtpm-instance");
+	strcpy(id, "csvsm_vtpm:");
+	for (size_t i = 0; i < l; i++)
+		id[11 + i] = (char)(hex[i] >= 'A' && hex[i] <= 'F' ? hex[i] - 'A' + 'a' : hex[i]);
+	id[11 + l] = 0;
+}
+
+/*
+ * The owner's commands for the persistent vTPM (docs/kbs.md "The persistent
+ * vTPM"): vtpm-register makes an instance's 32-byte state root key (never
+ * shown) with the lease length; --reset gives an existing instance a new key
+ * and version 0 (a new TPM, deliberately: the old state never opens again);
+ * vtpm-release ends whoever's lease (a crashed VM's, before it expires).
+ */
+static int vtpm_owner(int argc, char **argv, bool reg_cmd)
+{
+	static const struct option lo[] = {
+	    {"db", 1, 0, 'd'}, {"lease-seconds", 1, 0, 'l'}, {"reset", 0, 0, 'r'}, {0, 0, 0, 0}};
+	const char *db = NULL;
+	long lease = 300;
+	bool reset = false;
+	int o;
+	char *end;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		if (o == 'd')
+			db = optarg;
+		else if (o == 'l' && reg_cmd)
+			lease = strtol(optarg, &end, 10), lease = *end ? -1 : lease;
+		else if (o == 'r' && reg_cmd)
+			reset = true;
+		else {
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (!db || optind + 1 != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (lease < 10 || lease > 86400)
+		die("--lease-seconds: 10..86400");
+	char id[REG_ID_MAX], err[512];
+	vtpm_id(argv[optind], id);
+	struct registry *reg;
+	if (registry_open(db, &reg, err, sizeof(err)))
+		die("%s", err);
+	int rc;
+	if (reg_cmd) {
+		uint8_t key[REG_VTPM_KEY];
+		if (RAND_bytes(key, sizeof(key)) != 1)
+			die("no randomness");
+		rc = registry_vtpm_register(reg, id, key, lease, reset);
+		OPENSSL_cleanse(key, sizeof(key));
+		if (rc == REG_OK)
+			printf("%s: registered%s, lease %ld s, state version 0 (the first boot "
+			       "manufactures)\n",
+			       id,
+			       reset ? " anew (a new state key: the old state never opens again)"
+				     : "",
+			       lease);
+		else if (rc == REG_NO)
+			fprintf(stderr,
+				"csvsm-kbs: %s is registered already (--reset makes a new TPM)\n",
+				id);
+	} else {
+		rc = registry_vtpm_release(reg, id);
+		if (rc == REG_OK)
+			printf("%s: lease released\n", id);
+		else if (rc == REG_NO)
+			fprintf(stderr, "csvsm-kbs: %s is not registered\n", id);
+	}
+	registry_close(reg);
+	return rc == REG_OK ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 2) {
@@ -657,6 +768,8 @@ int main(int argc, char **argv)
 		return put_secret(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "list-instances"))
 		return list_instances(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "vtpm-register") || !strcmp(argv[1], "vtpm-release"))
+		return vtpm_owner(argc - 1, argv + 1, !strcmp(argv[1], "vtpm-register"));
 	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
 		return 0;

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define REG_MAX_COLS 10
+#define REG_MAX_COLS 12
 #define REG_MAX_ROWS 1 /* single-row reads; lists use a callback */
 
 struct registry {
@@ -30,6 +30,18 @@ struct registry {
 	sqlite3 *db;
 	PGconn *pc;
 	pthread_mutex_t lock;
+};
+
+/* The persistent vTPM's columns (registry_vtpm_*), also added to a registry
+ * made before them (migrate()). */
+#define VTPM_COLUMNS                                                                               \
+	", state_key TEXT NOT NULL DEFAULT '', state_sha256 TEXT NOT NULL DEFAULT '',"             \
+	" consent TEXT NOT NULL DEFAULT '', ek TEXT NOT NULL DEFAULT '',"                          \
+	" lease_seconds BIGINT NOT NULL DEFAULT 0, lease_seq BIGINT NOT NULL DEFAULT 0"
+static const char *const vtpm_columns[][2] = {
+    {"state_key", "TEXT NOT NULL DEFAULT ''"},	    {"state_sha256", "TEXT NOT NULL DEFAULT ''"},
+    {"consent", "TEXT NOT NULL DEFAULT ''"},	    {"ek", "TEXT NOT NULL DEFAULT ''"},
+    {"lease_seconds", "BIGINT NOT NULL DEFAULT 0"}, {"lease_seq", "BIGINT NOT NULL DEFAULT 0"},
 };
 
 static const char *const schema[] = {
@@ -43,7 +55,7 @@ static const char *const schema[] = {
     "NULL,"
     " attestations BIGINT NOT NULL, last_status TEXT NOT NULL,"
     " state_version BIGINT NOT NULL DEFAULT 0, lease_holder TEXT NOT NULL DEFAULT '',"
-    " lease_expires BIGINT NOT NULL DEFAULT 0)",
+    " lease_expires BIGINT NOT NULL DEFAULT 0" VTPM_COLUMNS ")",
     "CREATE TABLE IF NOT EXISTS kbs_resources (repository TEXT NOT NULL, type TEXT NOT NULL,"
     " tag TEXT NOT NULL, rule TEXT NOT NULL, value TEXT NOT NULL,"
     " PRIMARY KEY (repository, type, tag))",
@@ -65,6 +77,35 @@ static void row_free(struct row *w)
 }
 
 /*
+ * The backend's spelling of a statement: ?N parameters become $N for libpq,
+ * and @NOW the database's clock in whole seconds since the epoch: SQLite's
+ * strftime('%s','now') (the process's clock: one host), PostgreSQL's
+ * clock_timestamp() (the server's, the same for every replica; not now(),
+ * which is the transaction's start).
+ */
+static int expand(const struct registry *r, const char *sql, char *buf, size_t cap)
+{
+	const char *now = r->pg ? "CAST(EXTRACT(EPOCH FROM clock_timestamp()) AS BIGINT)"
+				: "CAST(strftime('%s','now') AS INTEGER)";
+	size_t o = 0, nl = strlen(now);
+	for (const char *p = sql; *p; p++) {
+		if (!strncmp(p, "@NOW", 4)) {
+			if (o + nl >= cap)
+				return -1;
+			memcpy(buf + o, now, nl);
+			o += nl;
+			p += 3;
+			continue;
+		}
+		if (o + 2 >= cap)
+			return -1;
+		buf[o++] = r->pg && *p == '?' ? '$' : *p;
+	}
+	buf[o] = 0;
+	return 0;
+}
+
+/*
  * Run sql with text parameters. Each result row goes to cb (if any);
  * returns the number of rows, or -1. For a statement without RETURNING,
  * *changed gets the rows it changed.
@@ -77,12 +118,11 @@ static long run(struct registry *r, const char *sql, int np, const char *const *
 
 	if (changed)
 		*changed = 0;
+	char buf[2048];
+	if (expand(r, sql, buf, sizeof(buf)))
+		return -1;
+	sql = buf;
 	if (r->pg) {
-		char buf[2048];
-		size_t o = 0;
-		for (const char *s = sql; *s && o + 2 < sizeof(buf); s++)
-			buf[o++] = *s == '?' ? '$' : *s;
-		buf[o] = 0;
 		/* a dropped connection (the server restarted) is re-opened once */
 		if (PQstatus(r->pc) == CONNECTION_BAD)
 			PQreset(r->pc);
@@ -148,6 +188,31 @@ static long q(struct registry *r, const char *sql, int np, const char *const *p,
 	return n;
 }
 
+static void count_row(struct row *w, void *ctx);
+
+/* A registry made before the vTPM's columns gets them (PostgreSQL under the
+ * advisory lock registry_open holds; SQLite in its one writer). */
+static int migrate(struct registry *r)
+{
+	for (size_t i = 0; i < sizeof(vtpm_columns) / sizeof(vtpm_columns[0]); i++) {
+		char sql[256];
+		long have = 0;
+		const char *p[] = {vtpm_columns[i][0]};
+		if (!r->pg &&
+		    run(r,
+			"SELECT COUNT(*) FROM pragma_table_info('kbs_instances') WHERE name = ?1",
+			1, p, count_row, &have, NULL) != 1)
+			return -1;
+		if (have)
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE kbs_instances ADD COLUMN %s%s %s",
+			 r->pg ? "IF NOT EXISTS " : "", vtpm_columns[i][0], vtpm_columns[i][1]);
+		if (run(r, sql, 0, NULL, NULL, NULL, NULL) < 0)
+			return -1;
+	}
+	return 0;
+}
+
 int registry_open(const char *url, struct registry **out, char *err, size_t n)
 {
 	struct registry *r = calloc(1, sizeof(*r));
@@ -193,6 +258,11 @@ int registry_open(const char *url, struct registry **out, char *err, size_t n)
 			registry_close(r);
 			return REG_ERR;
 		}
+	if (migrate(r)) {
+		snprintf(err, n, "registry: cannot add the vTPM columns");
+		registry_close(r);
+		return REG_ERR;
+	}
 	if (r->pg)
 		PQclear(PQexec(r->pc, "SELECT pg_advisory_unlock(4242)"));
 	*out = r;
@@ -214,6 +284,15 @@ void registry_close(struct registry *r)
 const char *registry_backend(const struct registry *r)
 {
 	return r->pg ? "postgresql" : "sqlite";
+}
+
+/* A statement that changes one row when its precondition holds: REG_OK, REG_NO or REG_ERR. */
+static int one_row(struct registry *r, const char *sql, int np, const char *const *p)
+{
+	long ch;
+	if (q(r, sql, np, p, NULL, NULL, &ch) < 0)
+		return REG_ERR;
+	return ch == 1 ? REG_OK : REG_NO;
 }
 
 static void i64s(char *b, int64_t v)
@@ -549,4 +628,150 @@ int registry_resource_get(struct registry *r, const char *repo, const char *type
 	*val = c.val;
 	*len = c.len;
 	return REG_OK;
+}
+
+/* ---- the persistent vTPM (registry.h) ---- */
+
+static void hexs(char *out, const uint8_t *b, size_t n)
+{
+	static const char hx[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = hx[b[i] >> 4];
+		out[2 * i + 1] = hx[b[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+#define VTPM_COLS                                                                                  \
+	"id, state_key, state_version, state_sha256, lease_holder, lease_expires, lease_seconds, " \
+	"lease_seq, consent, ek, @NOW"
+
+static void vtpm_row(struct row *w, void *ctx)
+{
+	struct reg_vtpm *v = ctx;
+	if (w->ncols < 11 || strlen(w->col[1]) != 2 * REG_VTPM_KEY)
+		return;
+	cpy(v->id, sizeof(v->id), w->col[0]);
+	for (size_t i = 0; i < REG_VTPM_KEY; i++) {
+		int a = hv(w->col[1][2 * i]), b = hv(w->col[1][2 * i + 1]);
+		v->state_key[i] = (uint8_t)(a << 4 | (b & 15));
+	}
+	memset(w->col[1], 0, 2 * REG_VTPM_KEY);
+	v->version = strtoull(w->col[2], NULL, 10);
+	cpy(v->sealed_sha256, sizeof(v->sealed_sha256), w->col[3]);
+	cpy(v->lease_holder, sizeof(v->lease_holder), w->col[4]);
+	v->lease_expires = atoll(w->col[5]);
+	v->lease_seconds = atoll(w->col[6]);
+	v->lease_seq = strtoull(w->col[7], NULL, 10);
+	cpy(v->consent, sizeof(v->consent), w->col[8]);
+	cpy(v->ek, sizeof(v->ek), w->col[9]);
+	v->now = atoll(w->col[10]);
+}
+
+int registry_vtpm_register(struct registry *r, const char *id, const uint8_t key[REG_VTPM_KEY],
+			   int64_t lease_seconds, bool reset)
+{
+	char k[2 * REG_VTPM_KEY + 1], ls[24];
+	long ch;
+	if (lease_seconds < 1)
+		return REG_NO;
+	hexs(k, key, REG_VTPM_KEY);
+	i64s(ls, lease_seconds);
+	const char *p[] = {id, k, ls};
+	long n = q(
+	    r,
+	    reset ? "INSERT INTO kbs_instances (id, chip_id, measurement, first_attested, "
+		    "last_attested, attestations, last_status, state_key, lease_seconds) VALUES "
+		    "(?1, '', '', 0, 0, 0, 'registered', ?2, CAST(?3 AS BIGINT)) ON CONFLICT (id) "
+		    "DO UPDATE SET state_key = excluded.state_key, lease_seconds = "
+		    "excluded.lease_seconds, state_version = 0, state_sha256 = '', consent = '', "
+		    "ek = '', lease_holder = '', lease_expires = 0, lease_seq = 0"
+		  : "INSERT INTO kbs_instances (id, chip_id, measurement, first_attested, "
+		    "last_attested, attestations, last_status, state_key, lease_seconds) VALUES "
+		    "(?1, '', '', 0, 0, 0, 'registered', ?2, CAST(?3 AS BIGINT)) ON CONFLICT (id) "
+		    "DO NOTHING",
+	    3, p, NULL, NULL, &ch);
+	memset(k, 0, sizeof(k));
+	return n < 0 ? REG_ERR : ch == 1 ? REG_OK : REG_NO;
+}
+
+int registry_vtpm_get(struct registry *r, const char *id, struct reg_vtpm *out)
+{
+	const char *p[] = {id};
+	memset(out, 0, sizeof(*out));
+	long n = q(r, "SELECT " VTPM_COLS " FROM kbs_instances WHERE id = ?1 AND state_key <> ''",
+		   1, p, vtpm_row, out, NULL);
+	return n < 0 ? REG_ERR : n == 1 ? REG_OK : REG_NO;
+}
+
+int registry_vtpm_lease(struct registry *r, const char *id, const char *holder,
+			struct reg_vtpm *out)
+{
+	const char *p[] = {id, holder};
+	memset(out, 0, sizeof(*out));
+	if (!*holder)
+		return REG_NO;
+	/* SET reads the row as it was: the sequence restarts for a new holder,
+	 * and the consent goes to the first holder of a never-committed state. */
+	long n =
+	    q(r,
+	      "UPDATE kbs_instances SET lease_holder = ?2, lease_expires = @NOW + lease_seconds, "
+	      "lease_seq = CASE WHEN lease_holder = ?2 THEN lease_seq ELSE 0 END, "
+	      "consent = CASE WHEN state_version = 0 AND consent = '' THEN ?2 ELSE consent END "
+	      "WHERE id = ?1 AND state_key <> '' AND (lease_holder = '' OR lease_holder = ?2 OR "
+	      "lease_expires <= @NOW) RETURNING " VTPM_COLS,
+	      2, p, vtpm_row, out, NULL);
+	return n < 0 ? REG_ERR : n == 1 ? REG_OK : REG_NO;
+}
+
+int registry_vtpm_commit(struct registry *r, const char *id, const char *holder, uint64_t seq,
+			 uint64_t version, const char *sealed_sha256, struct reg_vtpm *out)
+{
+	char sq[24], v[24];
+	struct reg_vtpm tmp;
+	if (!out)
+		out = &tmp;
+	memset(out, 0, sizeof(*out));
+	if (!*holder || version == 0 || version > INT64_MAX || seq > INT64_MAX ||
+	    strlen(sealed_sha256) != 64)
+		return REG_NO;
+	snprintf(sq, sizeof(sq), "%llu", (unsigned long long)seq);
+	snprintf(v, sizeof(v), "%llu", (unsigned long long)version);
+	const char *p[] = {id, holder, sq, v, sealed_sha256};
+	long n =
+	    q(r,
+	      "UPDATE kbs_instances SET state_version = CAST(?4 AS BIGINT), state_sha256 = ?5, "
+	      "lease_seq = CAST(?3 AS BIGINT), lease_expires = @NOW + lease_seconds "
+	      "WHERE id = ?1 AND state_key <> '' AND lease_holder = ?2 AND "
+	      "lease_seq < CAST(?3 AS BIGINT) AND (state_version + 1 = CAST(?4 AS BIGINT) OR "
+	      "(state_version = CAST(?4 AS BIGINT) AND state_sha256 = ?5)) RETURNING " VTPM_COLS,
+	      5, p, vtpm_row, out, NULL);
+	if (n < 0)
+		return REG_ERR;
+	if (n == 1)
+		return REG_OK;
+	/* not taken: the row as it is, for the refusal's reason */
+	return registry_vtpm_get(r, id, out) == REG_ERR ? REG_ERR : REG_NO;
+}
+
+int registry_vtpm_ek(struct registry *r, const char *id, const char *holder, const char *ek)
+{
+	const char *p[] = {id, holder, ek};
+	if (!*holder || strlen(ek) != 64)
+		return REG_NO;
+	return one_row(
+	    r,
+	    "UPDATE kbs_instances SET ek = ?3 WHERE id = ?1 AND state_key <> '' AND "
+	    "lease_holder = ?2 AND consent = ?2 AND state_version = 0 AND (ek = '' OR ek = ?3)",
+	    3, p);
+}
+
+int registry_vtpm_release(struct registry *r, const char *id)
+{
+	const char *p[] = {id};
+	return one_row(
+	    r,
+	    "UPDATE kbs_instances SET lease_holder = '', lease_expires = 0 WHERE id = ?1 "
+	    "AND state_key <> ''",
+	    1, p);
 }

@@ -93,6 +93,61 @@ int registry_lease_acquire(struct registry *r, const char *id, const char *holde
 			   int64_t until);
 int registry_lease_release(struct registry *r, const char *id, const char *holder);
 
+/*
+ * ---- the persistent vTPM's instances (issue 33; docs/kbs.md "The persistent
+ * vTPM") ----
+ * An owner registers an instance (registry_vtpm_register: a fresh 32-byte
+ * state root key, version 0, the lease length); csvsm-kbs then releases the
+ * key to a VM whose appraised evidence names it, under a lease, and takes
+ * its commits. Every expiry is judged on the database's clock in the
+ * statement itself (SQLite: the process's, PostgreSQL: the server's
+ * clock_timestamp()), never the caller's: replicas with skewed clocks agree
+ * on when a lease ends (the review's note in docs/kbs.md).
+ */
+#define REG_VTPM_KEY 32
+struct reg_vtpm {
+	char id[REG_ID_MAX];
+	uint8_t state_key[REG_VTPM_KEY];
+	uint64_t version;	/* the last committed state version (0: none yet) */
+	char sealed_sha256[65]; /* hex SHA-256 of that version's sealed blob */
+	char lease_holder[REG_ID_MAX];
+	int64_t lease_expires;	  /* the database's clock, seconds since the epoch */
+	int64_t lease_seconds;	  /* the owner's lease length */
+	uint64_t lease_seq;	  /* the holder's last request sequence number */
+	char consent[REG_ID_MAX]; /* who was allowed the first manufacture ('' none yet) */
+	char ek[65];		  /* hex SHA-256 of the certified EK's TPMT_PUBLIC ('' none) */
+	int64_t now;		  /* the database's clock when this was read */
+};
+/* A new instance (REG_NO if it exists), or with reset a new key and a clean
+ * slate for an existing one (the owner's deliberate "new TPM"). */
+int registry_vtpm_register(struct registry *r, const char *id, const uint8_t key[REG_VTPM_KEY],
+			   int64_t lease_seconds, bool reset);
+int registry_vtpm_get(struct registry *r, const char *id, struct reg_vtpm *out);
+/*
+ * The key release: the lease to `holder` if it is free, expired or already
+ * its, until now + lease_seconds; and, when no state was ever committed and
+ * nobody had it yet, the consent to the first manufacture. One statement.
+ * out gets the row as it is after (out->consent == holder: manufacture
+ * allowed). REG_NO: not registered, or another holder's lease is running.
+ */
+int registry_vtpm_lease(struct registry *r, const char *id, const char *holder,
+			struct reg_vtpm *out);
+/*
+ * A commit by the lease holder (one statement): the holder's lease (expired
+ * or not: nobody took it since, or the holder would differ), a sequence
+ * number above the last, and version == committed + 1 (or == committed with
+ * the same digest: an idempotent retry, or a renewal); then the version,
+ * digest and sequence are recorded and the lease runs lease_seconds from now.
+ * REG_NO otherwise (out, if not NULL, gets the row to say why).
+ */
+int registry_vtpm_commit(struct registry *r, const char *id, const char *holder, uint64_t seq,
+			 uint64_t version, const char *sealed_sha256, struct reg_vtpm *out);
+/* The EK of the first manufacture: the holder that had the consent, version
+ * 0, its lease; ek recorded unless one was (then it must be the same). */
+int registry_vtpm_ek(struct registry *r, const char *id, const char *holder, const char *ek);
+/* The owner's hand: the lease released, whoever holds it (a crashed VM's). */
+int registry_vtpm_release(struct registry *r, const char *id);
+
 /* ---- resources ---- */
 int registry_resource_put(struct registry *r, const char *repo, const char *type, const char *tag,
 			  const char *rule, const uint8_t *val, size_t len);

@@ -63,6 +63,16 @@ static void fail(struct kbs_response *rs, int status, const char *kind, const ch
 	respond_json(rs, status, json_pack("{s:s, s:s}", "type", type, "detail", detail));
 }
 
+void kbs_fail(struct kbs_response *rs, int status, const char *kind, const char *fmt, ...)
+{
+	char detail[DETAIL_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	fail(rs, status, kind, "%s", detail);
+}
+
 void kbs_response_free(struct kbs_response *rs)
 {
 	free(rs->body);
@@ -171,6 +181,11 @@ static bool unhex(const char *s, size_t sl, uint8_t *out, size_t n)
 		if (sscanf(s + 2 * i, "%2hhx", &out[i]) != 1)
 			return false;
 	return true;
+}
+
+json_t *kbs_parse_body(const struct kbs_request *rq, struct kbs_response *rs)
+{
+	return parse_body(rq, rs);
 }
 
 /* ---- /kbs/v0/auth ---- */
@@ -725,6 +740,29 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		    "a quote without credential activation: its AK is not bound to the "
 		    "manifest's EK (send csvsm-vtpm in /auth's extra-params)");
 	}
+	/*
+	 * csvsm's boot evidence for its kbs-mode vTPM (kbs/vtpm.c): the manifest's
+	 * one csvsm-vtpm-unlock entry names the instance, which csvsm copied from
+	 * its measured boot block (the MEASUREMENT the policy checks covers it),
+	 * and which the owner must have registered.
+	 */
+	char vtpm_inst[REG_ID_MAX] = "", vwhy[160] = "";
+	int vtpm_unlock =
+	    a.ev.kind == KBS_EV_SVSM
+		? kbs_vtpm_manifest(a.ev.manifest, a.ev.manifest_len, vtpm_inst, vwhy, sizeof(vwhy))
+		: 0;
+	if (vtpm_unlock) {
+		struct reg_vtpm rv;
+		int rr = vtpm_unlock > 0 ? registry_vtpm_get(k->reg, vtpm_inst, &rv) : REG_NO;
+		OPENSSL_cleanse(&rv, sizeof(rv));
+		appraisal_add_check(&ar, "svsm.vtpm_instance", EAR_INSTANCE_IDENTITY, rr == REG_OK,
+				    "%s",
+				    vtpm_unlock < 0 ? vwhy
+				    : rr == REG_OK ? "csvsm's vTPM unlock for a registered instance"
+				    : rr == REG_NO ? "the vTPM instance is not registered "
+						     "(csvsm-kbs vtpm-register)"
+						   : "registry failure");
+	}
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a1);
 	__atomic_add_fetch(
 	    &k->appraise_ns,
@@ -735,7 +773,11 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 	/* the instance: the registry's key for this VM */
 	char instance[REG_ID_MAX];
 	const struct snp_report_raw *w = &ar.report.raw;
-	if (k->policy.instance == INSTANCE_FROM_HOST_DATA) {
+	if (vtpm_unlock) {
+		/* csvsm's own boot evidence for its persistent vTPM: the instance
+		 * its measured boot block names (docs/kbs.md "The persistent vTPM") */
+		strcpy(instance, vtpm_inst);
+	} else if (k->policy.instance == INSTANCE_FROM_HOST_DATA) {
 		strcpy(instance, "host_data:");
 		hex(instance + 10, w->host_data, 32);
 	} else if (k->policy.instance == INSTANCE_FROM_VTPM_EK && ar.ek) {
@@ -875,9 +917,12 @@ int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
 			     k->policy.id);
 			goto bad;
 		}
+		const char *nonce = json_string_value(
+		    json_object_get(json_object_get(ann, "runtime_data_claims"), "nonce"));
 		who->status = ear_status_parse(json_string_value(st));
 		who->tee_pubkey = json_incref(pk);
 		snprintf(who->instance, sizeof(who->instance), "%s", inst ? inst : "");
+		snprintf(who->nonce, sizeof(who->nonce), "%s", nonce ? nonce : "");
 		json_decref(claims);
 		return 0;
 	}
@@ -905,6 +950,7 @@ int kbs_authenticate(struct kbs *k, const struct kbs_request *rq, int64_t now,
 		who->status = s->status;
 		who->tee_pubkey = json_loads(s->tee_pubkey, 0, NULL);
 		snprintf(who->instance, sizeof(who->instance), "%s", s->instance);
+		snprintf(who->nonce, sizeof(who->nonce), "%s", s->nonce);
 		free(s);
 		return 0;
 	}
@@ -940,6 +986,12 @@ static void handle_resource(struct kbs *k, const struct kbs_request *rq, const c
 	}
 	if (kbs_authenticate(k, rq, k->now(), &who, rs))
 		return;
+	if (!strcmp(seg[0], "csvsm-vtpm") && !strcmp(seg[2], "state-key")) {
+		/* csvsm's vTPM state key: a signed release under the registry's lease */
+		kbs_vtpm_release(k, &who, seg[1], rs);
+		json_decref(who.tee_pubkey);
+		return;
+	}
 	json_t *pub = who.tee_pubkey;
 	int status = who.status;
 	char err[256];
@@ -1019,6 +1071,19 @@ void kbs_handle(struct kbs *k, const struct kbs_request *rq, struct kbs_response
 			return;
 		}
 		handle_resource(k, rq, u + 17, rs);
+		return;
+	}
+	if (!strcmp(u, "/kbs/v0/csvsm/vtpm/commit") ||
+	    !strcmp(u, "/kbs/v0/csvsm/vtpm/ek-certificate")) {
+		if (!post) {
+			rs->allow = "POST";
+			fail(rs, 405, "InvalidRequestPath", "%s takes POST only", u);
+			return;
+		}
+		if (u[19] == 'c')
+			kbs_vtpm_commit(k, rq, rs);
+		else
+			kbs_vtpm_ek_certificate(k, rq, rs);
 		return;
 	}
 	fail(rs, 404, "InvalidRequestPath", "Request path %.80s is invalid", u);

@@ -108,15 +108,16 @@ static void tpm_boot_persist_line(const char *when)
 	vtpm_persist_stats(&ps);
 	uart_chan_stats(&us);
 	con_printf("csvsm: vtpm: persist when=%s version=%llu state_bytes=%zu sealed_bytes=%zu "
-		   "commits=%llu skipped=%llu calls=%llu retries=%llu tx_wire=%llu rx_wire=%llu "
+		   "commits=%llu renewals=%llu skipped=%llu calls=%llu retries=%llu tx_wire=%llu "
+		   "rx_wire=%llu "
 		   "chan_us=%llu seal_us=%llu exits=%llu string_out=%llu string_in=%llu\n",
 		   when, (unsigned long long)ps.version, ps.state_bytes, ps.sealed_bytes,
-		   (unsigned long long)ps.commits, (unsigned long long)ps.skipped,
-		   (unsigned long long)chan.st.calls, (unsigned long long)chan.st.retries,
-		   (unsigned long long)chan.st.tx_wire, (unsigned long long)chan.st.rx_wire,
-		   (unsigned long long)chan.st.us, (unsigned long long)ps.seal_us,
-		   (unsigned long long)us.exits, (unsigned long long)us.string_out,
-		   (unsigned long long)us.string_in);
+		   (unsigned long long)ps.commits, (unsigned long long)ps.renewals,
+		   (unsigned long long)ps.skipped, (unsigned long long)chan.st.calls,
+		   (unsigned long long)chan.st.retries, (unsigned long long)chan.st.tx_wire,
+		   (unsigned long long)chan.st.rx_wire, (unsigned long long)chan.st.us,
+		   (unsigned long long)ps.seal_us, (unsigned long long)us.exits,
+		   (unsigned long long)us.string_out, (unsigned long long)us.string_in);
 }
 
 static int kbs_report(void *ctx, const uint8_t report_data[64], uint8_t report[KBS_REPORT_BYTES])
@@ -125,29 +126,35 @@ static int kbs_report(void *ctx, const uint8_t report_data[64], uint8_t report[K
 }
 
 /*
- * The kbs mode's root key (tpm/vtpm_kbs.c): csvsm-kbs appraises csvsm's
- * VMPL-0 evidence and releases the key, signed by the broker key the image
- * names. Phase 1 of issue 33 has csvsm's side only: the registry's
- * write-through check (cfg->committed) needs csvsm-kbs's registry, so a
- * release is not yet acted on.
+ * The kbs mode (tpm/vtpm_kbs.c, docs/vtpm.md "Persistence"): csvsm-kbs
+ * appraises csvsm's VMPL-0 evidence and releases the root key, signed by
+ * the broker key the image names, with the registry's version, digest and
+ * lease; every write-through is then committed to the registry before the
+ * command's response, the lease renewed when due before a command, and a
+ * first manufacture gets its EK certificate (tpm/vtpm_kbs_persist.c). The
+ * TEE key (kbs.grant) stays for the VM's life, registered for the
+ * termination wipe.
  */
+static struct vtpm_kbs_session kbs;
+
 static int kbs_root(const struct tpm_boot_persist *p, uint8_t root[32],
 		    struct vtpm_persist_cfg *cfg)
 {
-	static struct vtpm_kbs_grant grant;
-	struct vtpm_kbs_cfg kc = {.chan = &chan, .report = kbs_report, .rng = rng};
-	char why[160];
+	char why[256];
 
-	secret_register(&grant, sizeof(grant));
-	memcpy(kc.instance, p->instance, sizeof(kc.instance));
-	memcpy(kc.broker, p->broker_key, sizeof(kc.broker));
-	if (vtpm_kbs_unlock(&kc, root, &grant, why, sizeof(why)))
+	if (secret_register(&kbs.grant, sizeof(kbs.grant)))
+		return refuse("key", "the secrets table is full");
+	kbs.cfg = (struct vtpm_kbs_cfg){.chan = &chan, .report = kbs_report, .rng = rng};
+	memcpy(kbs.cfg.instance, p->instance, sizeof(kbs.cfg.instance));
+	memcpy(kbs.cfg.broker, p->broker_key, sizeof(kbs.cfg.broker));
+	if (vtpm_kbs_unlock(&kbs.cfg, root, &kbs.grant, why, sizeof(why)))
 		return refuse("key", why);
-	memzero_explicit(root, 32);
-	memzero_explicit(&grant, sizeof(grant));
-	cfg->registry = true;
-	return refuse("key", "csvsm-kbs released the key, but the registry's write-through "
-			     "checks are not in this csvsm yet (issue 33 phase 2)");
+	vtpm_kbs_persist(&kbs, cfg);
+	boot_phase(
+	    "vtpm", "kbs: csvsm-kbs released the state key: registry version %llu, lease %llu s%s",
+	    (unsigned long long)kbs.grant.version, (unsigned long long)kbs.grant.lease_seconds,
+	    kbs.grant.manufacture ? ", consent to the first manufacture" : "");
+	return 0;
 }
 
 /* Power on a persistent vTPM: key, fetch, open, restore or manufacture, store. */
@@ -313,6 +320,21 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
 		con_printf("csvsm: vtpm: error: PCR0 does not match the event log\n");
 		return -1;
 	}
+	/* The EK certificate, when the state has one (kbs mode: csvsm-kbs issued it
+	 * at the first manufacture), as the guest will read it. */
+	static uint8_t cert[VTPM_EK_CERT_MAX];
+	size_t cert_len = 0;
+	if (mode == 2 && vtpm_ek_cert_read(cert, sizeof(cert), &cert_len))
+		return refuse("store", "the state has no EK certificate at NV 0x01C00002");
+	/* Last of csvsm's own setup: the guest gets no platform hierarchy (its auth
+	 * is empty). OVMF's Tcg2PlatformDxe tries to randomize the platform auth
+	 * and only logs the failure (edk2 SecurityPkg/Library/
+	 * PeiDxeTpmPlatformHierarchyLib RandomizePlatformAuth); Linux and
+	 * tpm2-tools use the owner and endorsement hierarchies. */
+	if (vtpm_platform_disable()) {
+		con_printf("csvsm: vtpm: error: TPM2_HierarchyControl(platform, NO) failed\n");
+		return -1;
+	}
 	/* Nothing above changes the permanent state today; if it ever does, the
 	 * guest must not see a TPM the host does not have. */
 	if (mode && vtpm_persist_commit())
@@ -357,6 +379,14 @@ int tpm_boot(const uint8_t *fw, size_t fw_len, uint64_t fw_gpa, uint64_t *stack,
 		   (unsigned long long)(t_init - t0), (unsigned long long)(t_measure - t_init),
 		   (unsigned long long)(t_ek - t_measure));
 	con_printf("csvsm: vtpm: mode=%s ek_sha256=%s\n", mode_names[mode], h);
+	if (cert_len) {
+		uint8_t cs[HASH_SHA256_SIZE];
+		hash_sha256(cert, cert_len, cs);
+		hex(h, sizeof(h), cs, sizeof(cs));
+		boot_phase("vtpm", "EK certificate at NV 0x01C00002: %zu bytes, sha256 %s",
+			   cert_len, h);
+		con_printf("csvsm: vtpm: ek_cert_bytes=%zu ek_cert_sha256=%s\n", cert_len, h);
+	}
 	if (mode)
 		tpm_boot_persist_line("boot");
 	return 0;

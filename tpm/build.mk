@@ -15,7 +15,7 @@ TPM_CORE_SRCS := tpm/vtpm.c tpm/vtpm_proto.c tpm/event_log.c tpm/vtpm_svsm.c
 # channel's framing and client, the boot sequence and write-through, and
 # the kbs mode's JOSE and JSON reader; all on mbedTLS.
 TPM_PERSIST_SRCS := tpm/vtpm_seal.c tpm/vtpm_chan.c tpm/vtpm_persist.c tpm/vtpm_jose.c \
-                    tpm/vtpm_json.c tpm/vtpm_kbs.c
+                    tpm/vtpm_json.c tpm/vtpm_kbs.c tpm/vtpm_kbs_persist.c
 CORE_SRCS  += $(TPM_CORE_SRCS) $(TPM_PERSIST_SRCS)
 IMAGE_SRCS += tpm/hash_mbedtls.c tpm/boot.c
 HOST_SRCS  += tpm/hash_openssl.c
@@ -72,3 +72,4 @@ test_vtpm_chan_LIBS := -lmbedcrypto
 test_vtpm_seal_LIBS := -lmbedcrypto -lcrypto
 test_vtpm_persist_LIBS := -ltpms -lcrypto -lmbedcrypto
 test_vtpm_jose_LIBS := -lmbedcrypto -lcrypto
+test_vtpm_kbs_interop_LIBS := -ljansson -lcrypto -lmbedcrypto

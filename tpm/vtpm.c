@@ -27,19 +27,27 @@ void free(void *p);
 int RAND_status(void);
 
 /* TPM 2.0 Part 2 constants used to build commands. */
-#define TPM_CC_SHUTDOWN	      0x00000145
-#define TPM_CC_PCR_ALLOCATE   0x0000012B
-#define TPM_CC_PCR_EXTEND     0x00000182
-#define TPM_CC_PCR_READ	      0x0000017E
-#define TPM_CC_CREATE_PRIMARY 0x00000131
-#define TPM_CC_FLUSH_CONTEXT  0x00000165
-#define TPM_CC_GET_CAPABILITY 0x0000017A
-#define TPM_CAP_PCRS	      0x00000005
-#define TPM_RH_ENDORSEMENT    0x4000000B
-#define TPM_RH_PLATFORM	      0x4000000C
-#define TPM_RS_PW	      0x40000009
-#define TPM_HDR_SIZE	      10
-#define PCR_SELECT_BYTES      3 /* 24 PCRs */
+#define TPM_CC_SHUTDOWN		 0x00000145
+#define TPM_CC_PCR_ALLOCATE	 0x0000012B
+#define TPM_CC_PCR_EXTEND	 0x00000182
+#define TPM_CC_PCR_READ		 0x0000017E
+#define TPM_CC_CREATE_PRIMARY	 0x00000131
+#define TPM_CC_FLUSH_CONTEXT	 0x00000165
+#define TPM_CC_GET_CAPABILITY	 0x0000017A
+#define TPM_CAP_PCRS		 0x00000005
+#define TPM_CAP_TPM_PROPERTIES	 0x00000006
+#define TPM_CC_NV_DEFINE_SPACE	 0x0000012A
+#define TPM_CC_NV_WRITE		 0x00000137
+#define TPM_CC_NV_WRITE_LOCK	 0x00000138
+#define TPM_CC_NV_READ		 0x0000014E
+#define TPM_CC_NV_READ_PUBLIC	 0x00000169
+#define TPM_CC_HIERARCHY_CONTROL 0x00000121
+#define TPM_RH_OWNER		 0x40000001
+#define TPM_RH_ENDORSEMENT	 0x4000000B
+#define TPM_RH_PLATFORM		 0x4000000C
+#define TPM_RS_PW		 0x40000009
+#define TPM_HDR_SIZE		 10
+#define PCR_SELECT_BYTES	 3 /* 24 PCRs */
 
 /* The banks csvsm wants (DESIGN.md: PCR0 in SHA-256 and SHA-384). */
 static const uint16_t wanted_banks[] = {TPM_ALG_SHA256, TPM_ALG_SHA384};
@@ -272,21 +280,30 @@ static int64_t su_cmd(uint32_t cc)
 	return run(c, NULL, NULL);
 }
 
-/* Reads TPM_CAP_PCRS into vt.banks (only banks with at least one PCR selected). */
-static int read_banks(uint16_t *all, unsigned *nall)
+/* TPM2_GetCapability(cap, property, count) built in c[22]; the TPM RC. */
+static int64_t get_capability(uint8_t c[22], uint32_t cap, uint32_t prop, uint32_t count,
+			      const uint8_t **r, uint32_t *rl)
 {
-	uint8_t c[22], *p = c;
-	const uint8_t *r;
-	uint32_t rl;
-
+	uint8_t *p = c;
 	p = put16(p, TPM_ST_NO_SESSIONS);
 	p = put32(p, 0);
 	p = put32(p, TPM_CC_GET_CAPABILITY);
-	p = put32(p, TPM_CAP_PCRS);
-	p = put32(p, 0);
-	p = put32(p, 1);
+	p = put32(p, cap);
+	p = put32(p, prop);
+	p = put32(p, count);
 	finish_cmd(c, p);
-	if (run(c, &r, &rl) != TPM_RC_SUCCESS || rl < TPM_HDR_SIZE + 1 + 4 + 4)
+	return run(c, r, rl);
+}
+
+/* Reads TPM_CAP_PCRS into vt.banks (only banks with at least one PCR selected). */
+static int read_banks(uint16_t *all, unsigned *nall)
+{
+	uint8_t c[22];
+	const uint8_t *r;
+	uint32_t rl;
+
+	if (get_capability(c, TPM_CAP_PCRS, 0, 1, &r, &rl) != TPM_RC_SUCCESS ||
+	    rl < TPM_HDR_SIZE + 1 + 4 + 4)
 		return -1;
 	/* moreData u8, capability u32, TPML_PCR_SELECTION {count, {hash, sizeofSelect, select}} */
 	if (get32(r + 11) != TPM_CAP_PCRS)
@@ -455,6 +472,10 @@ int vtpm_process(const uint8_t *cmd, size_t len, uint8_t *rsp, size_t *rsplen)
 	uint32_t n = 0;
 
 	if (!vt.running || len > VTPM_BUFFER_SIZE || vtpm_persist_failed())
+		return -1;
+	/* kbs: the lease renewed first when due; a VM whose lease another took
+	 * answers nothing more (docs/vtpm.md "Persistence": lease renewal) */
+	if (vtpm_persist_renew())
 		return -1;
 	/* TPMLIB_Process only reads the command (its parameter is not const-qualified). */
 	if (TPMLIB_Process(&vt.rsp, &n, &vt.rsp_cap, (unsigned char *)cmd, (uint32_t)len) !=
@@ -670,4 +691,159 @@ int vtpm_set_state(const uint8_t *buf, size_t len)
 		return -1;
 	vt.state_set = true;
 	return 0;
+}
+
+/* ---- what an EK certificate says of the TPM ---- */
+
+int vtpm_info(struct vtpm_info *out)
+{
+	uint8_t c[22];
+	const uint8_t *r;
+	uint32_t rl;
+
+	memset(out, 0, sizeof(*out));
+	/* TPM_PT_FIXED + 0 .. + 11: LEVEL 0x101, REVISION 0x102, MANUFACTURER 0x105,
+	 * VENDOR_STRING_1..4 0x106..0x109, FIRMWARE_VERSION_1 0x10B (Part 2 §6.13) */
+	/* header, moreData u8, capability u32, count u32, {property u32, value u32}... */
+	if (get_capability(c, TPM_CAP_TPM_PROPERTIES, 0x100, 12, &r, &rl) != TPM_RC_SUCCESS ||
+	    rl < 19)
+		return -1;
+	uint32_t n = get32(r + 15);
+	if (n > 12 || 19 + 8 * n > rl)
+		return -1;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t prop = get32(r + 19 + 8 * i), v = get32(r + 23 + 8 * i);
+		if (prop == 0x101)
+			out->level = v;
+		else if (prop == 0x102)
+			out->revision = v;
+		else if (prop == 0x105)
+			out->manufacturer = v;
+		else if (prop == 0x10B)
+			out->firmware = v;
+		else if (prop >= 0x106 && prop <= 0x109)
+			for (int k = 0; k < 4; k++)
+				out->model[4 * (prop - 0x106) + (uint32_t)k] =
+				    (char)(v >> (24 - 8 * k));
+	}
+	/* printable, trailing NULs and spaces trimmed */
+	size_t l = 0;
+	for (size_t i = 0; i < 16; i++) {
+		char ch = out->model[i];
+		out->model[i] = ch >= 0x20 && ch < 0x7f ? ch : ' ';
+		if (out->model[i] != ' ')
+			l = i + 1;
+	}
+	out->model[l] = 0;
+	if (!l)
+		memcpy(out->model, "csvsm", 6);
+	return 0;
+}
+
+/* ---- the EK certificate in NV, the platform hierarchy ---- */
+
+/* A command authorized by `auth` with an empty password session: handle(s) first. */
+static uint8_t *auth_cmd(uint8_t *c, uint32_t cc, uint32_t auth, const uint32_t *more, int nmore)
+{
+	uint8_t *p = c;
+	p = put16(p, TPM_ST_SESSIONS);
+	p = put32(p, 0);
+	p = put32(p, cc);
+	p = put32(p, auth);
+	for (int i = 0; i < nmore; i++)
+		p = put32(p, more[i]);
+	return put_pw_session(p);
+}
+
+int vtpm_ek_cert_store(const uint8_t *der, size_t len)
+{
+	/* TPMA_NV: PPWRITE 1 | WRITEDEFINE 0x2000 | PPREAD 0x10000 | OWNERREAD 0x20000 |
+	 * AUTHREAD 0x40000 | NO_DA 0x2000000 | PLATFORMCREATE 0x40000000 (Part 2 §13.4) */
+	const uint32_t attrs =
+	    0x40000000u | 0x40000u | 0x20000u | 0x10000u | 0x1u | 0x2000000u | 0x2000u;
+	const uint32_t idx[1] = {VTPM_EK_CERT_INDEX};
+	static uint8_t c[TPM_HDR_SIZE + 8 + 13 + 2 + 1024 + 2];
+	uint8_t *p;
+
+	if (!len || len > VTPM_EK_CERT_MAX)
+		return -1;
+	p = auth_cmd(c, TPM_CC_NV_DEFINE_SPACE, TPM_RH_PLATFORM, NULL, 0);
+	p = put16(p, 0);  /* auth */
+	p = put16(p, 14); /* TPM2B_NV_PUBLIC */
+	p = put32(p, VTPM_EK_CERT_INDEX);
+	p = put16(p, 0x000B); /* nameAlg SHA-256 */
+	p = put32(p, attrs);
+	p = put16(p, 0); /* authPolicy */
+	p = put16(p, (uint16_t)len);
+	finish_cmd(c, p);
+	if (run(c, NULL, NULL) != TPM_RC_SUCCESS)
+		return -1;
+	/* NV_Write takes at most MAX_NV_BUFFER_SIZE (1024 in libtpms) at a time */
+	for (size_t off = 0; off < len; off += 1024) {
+		size_t n = MIN(len - off, 1024);
+		const uint32_t h[1] = {VTPM_EK_CERT_INDEX};
+		p = auth_cmd(c, TPM_CC_NV_WRITE, TPM_RH_PLATFORM, h, 1);
+		p = put16(p, (uint16_t)n);
+		memcpy(p, der + off, n);
+		p += n;
+		p = put16(p, (uint16_t)off);
+		finish_cmd(c, p);
+		if (run(c, NULL, NULL) != TPM_RC_SUCCESS)
+			return -1;
+	}
+	p = auth_cmd(c, TPM_CC_NV_WRITE_LOCK, TPM_RH_PLATFORM, idx, 1);
+	finish_cmd(c, p);
+	return run(c, NULL, NULL) == TPM_RC_SUCCESS ? 0 : -1;
+}
+
+int vtpm_ek_cert_read(uint8_t *buf, size_t cap, size_t *len)
+{
+	uint8_t c[40], *p = c;
+	const uint8_t *r;
+	uint32_t rl;
+	const uint32_t idx[1] = {VTPM_EK_CERT_INDEX};
+
+	*len = 0;
+	p = put16(p, TPM_ST_NO_SESSIONS);
+	p = put32(p, 0);
+	p = put32(p, TPM_CC_NV_READ_PUBLIC);
+	p = put32(p, VTPM_EK_CERT_INDEX);
+	finish_cmd(c, p);
+	/* header, TPM2B_NV_PUBLIC {size u16 @10, index, nameAlg, attrs, policy (u16 + n),
+	 * dataSize u16} */
+	if (run(c, &r, &rl) != TPM_RC_SUCCESS || rl < 12)
+		return -1;
+	uint16_t pl = get16(r + 10);
+	if (pl < 14 || 12u + pl > rl)
+		return -1;
+	uint16_t pol = get16(r + 22);
+	if (24u + pol + 2 > 12u + pl)
+		return -1;
+	size_t size = get16(r + 24 + pol);
+	if (size > cap)
+		return -1;
+	for (size_t off = 0; off < size; off += 1024) {
+		size_t n = MIN(size - off, 1024);
+		p = auth_cmd(c, TPM_CC_NV_READ, TPM_RH_OWNER, idx, 1);
+		p = put16(p, (uint16_t)n);
+		p = put16(p, (uint16_t)off);
+		finish_cmd(c, p);
+		/* header, parameterSize u32, TPM2B_MAX_NV_BUFFER {size @14, data @16} */
+		if (run(c, &r, &rl) != TPM_RC_SUCCESS || rl < 16 || get16(r + 14) != n ||
+		    16 + n > rl)
+			return -1;
+		memcpy(buf + off, r + 16, n);
+	}
+	*len = size;
+	return 0;
+}
+
+int vtpm_platform_disable(void)
+{
+	uint8_t c[40], *p;
+	p = auth_cmd(c, TPM_CC_HIERARCHY_CONTROL, TPM_RH_PLATFORM, NULL, 0);
+	p = put32(p, TPM_RH_PLATFORM); /* enable: phEnable */
+	*p++ = 0;		       /* state: NO */
+	finish_cmd(c, p);
+	return run(c, NULL, NULL) == TPM_RC_SUCCESS ? 0 : -1;
 }

@@ -542,3 +542,79 @@ out:
 	memzero_explicit(pt, sizeof(pt));
 	return rc;
 }
+
+/* ---- JWS ES384 by csvsm's TEE key ---- */
+
+int jose_jws_sign_es384(const struct jose_p384_key *k, const char *payload, size_t len,
+			int (*rng)(void *, unsigned char *, size_t), void *rng_ctx, char *out,
+			size_t cap, size_t *olen)
+{
+	static char hdr[256], h64[352];
+	char x[72], y[72], s64[136];
+	uint8_t hash[64], sig[2 * JOSE_P384_COORD];
+	long hl, pl, sl;
+	int n, rc = JOSE_ERR_CRYPTO;
+
+	if (jose_b64url_encode(k->x, JOSE_P384_COORD, x, sizeof(x)) < 0 ||
+	    jose_b64url_encode(k->y, JOSE_P384_COORD, y, sizeof(y)) < 0)
+		return JOSE_ERR_CRYPTO;
+	n = fmt_snprintf(
+	    hdr, sizeof(hdr),
+	    "{\"alg\":\"ES384\",\"jwk\":{\"crv\":\"P-384\",\"kty\":\"EC\",\"x\":\"%s\","
+	    "\"y\":\"%s\"}}",
+	    x, y);
+	if (n < 0 || (size_t)n >= sizeof(hdr) ||
+	    (hl = jose_b64url_encode((const uint8_t *)hdr, (size_t)n, h64, sizeof(h64))) < 0)
+		return JOSE_ERR_CRYPTO;
+	/* {"protected":"H","payload":"P","signature":"S"}: P is written in place, then
+	 * the signing input "H.P" is hashed from out itself */
+	static const char a[] = "{\"protected\":\"", b[] = "\",\"payload\":\"",
+			  c[] = "\",\"signature\":\"", d[] = "\"}";
+	size_t off = sizeof(a) - 1 + (size_t)hl + sizeof(b) - 1;
+	if (off >= cap)
+		return JOSE_ERR_SIZE;
+	pl = jose_b64url_encode((const uint8_t *)payload, len, out + off, cap - off);
+	if (pl < 0 || off + (size_t)pl + sizeof(c) - 1 + 128 + sizeof(d) > cap)
+		return JOSE_ERR_SIZE;
+	mbedtls_sha512_context sh;
+	mbedtls_sha512_init(&sh);
+	int hrc = mbedtls_sha512_starts_ret(&sh, 1) ||
+		  mbedtls_sha512_update_ret(&sh, (const uint8_t *)h64, (size_t)hl) ||
+		  mbedtls_sha512_update_ret(&sh, (const uint8_t *)".", 1) ||
+		  mbedtls_sha512_update_ret(&sh, (const uint8_t *)out + off, (size_t)pl) ||
+		  mbedtls_sha512_finish_ret(&sh, hash);
+	mbedtls_sha512_free(&sh);
+	if (hrc)
+		return JOSE_ERR_CRYPTO;
+
+	mbedtls_ecp_group grp;
+	mbedtls_mpi d_, r, s;
+	mbedtls_ecp_group_init(&grp);
+	mbedtls_mpi_init(&d_);
+	mbedtls_mpi_init(&r);
+	mbedtls_mpi_init(&s);
+	if (!mbedtls_ecp_group_load(&grp, MBEDTLS_ECP_DP_SECP384R1) &&
+	    !mbedtls_mpi_read_binary(&d_, k->d, JOSE_P384_COORD) &&
+	    !mbedtls_ecdsa_sign_det_ext(&grp, &r, &s, &d_, hash, 48, MBEDTLS_MD_SHA384, rng,
+					rng_ctx) &&
+	    !mbedtls_mpi_write_binary(&r, sig, JOSE_P384_COORD) &&
+	    !mbedtls_mpi_write_binary(&s, sig + JOSE_P384_COORD, JOSE_P384_COORD))
+		rc = JOSE_OK;
+	mbedtls_ecp_group_free(&grp);
+	mbedtls_mpi_free(&d_);
+	mbedtls_mpi_free(&r);
+	mbedtls_mpi_free(&s);
+	if (rc || (sl = jose_b64url_encode(sig, sizeof(sig), s64, sizeof(s64))) < 0)
+		return JOSE_ERR_CRYPTO;
+	memcpy(out, a, sizeof(a) - 1);
+	memcpy(out + sizeof(a) - 1, h64, (size_t)hl);
+	memcpy(out + sizeof(a) - 1 + (size_t)hl, b, sizeof(b) - 1);
+	size_t o = off + (size_t)pl;
+	memcpy(out + o, c, sizeof(c) - 1);
+	o += sizeof(c) - 1;
+	memcpy(out + o, s64, (size_t)sl);
+	o += (size_t)sl;
+	memcpy(out + o, d, sizeof(d));
+	*olen = o + sizeof(d) - 1;
+	return JOSE_OK;
+}

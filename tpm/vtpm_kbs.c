@@ -22,14 +22,42 @@
 #include "base/console.h"
 #include "base/string.h"
 #include "tpm/vtpm_json.h"
+#include "tpm/vtpm.h"
 #include "tpm/vtpm_kbs.h"
 
 #define PATH_AUTH     "/kbs/v0/auth"
+#define PATH_COMMIT   "/kbs/v0/csvsm/vtpm/commit"
+#define PATH_EK	      "/kbs/v0/csvsm/vtpm/ek-certificate"
 #define PATH_ATTEST   "/kbs/v0/attest"
 #define RESOURCE_REPO "csvsm-vtpm"
 #define RESOURCE_TAG  "state-key"
 
 static char body[VCHAN_RELAY_MAX];
+
+/* A lease id goes back into csvsm's requests as a JSON string: base64url only. */
+static bool lease_ok(const char *l)
+{
+	if (!*l)
+		return false;
+	for (; *l; l++)
+		if (!((*l >= 'A' && *l <= 'Z') || (*l >= 'a' && *l <= 'z') ||
+		      (*l >= '0' && *l <= '9') || *l == '-' || *l == '_'))
+			return false;
+	return true;
+}
+
+/* 2n lower-case hex digits -> n bytes; 0 or -1. */
+static int unhex(const char *s, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < 2 * n; i++) {
+		char c = s[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (v < 0)
+			return -1;
+		out[i / 2] = (uint8_t)(i % 2 ? out[i / 2] | v : v << 4);
+	}
+	return s[2 * n] ? -1 : 0;
+}
 
 static void hex(const uint8_t *p, size_t n, char *out)
 {
@@ -70,7 +98,7 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 			fmt_snprintf(why, n, "%s %s: %s",
 				     method == VCHAN_METHOD_GET ? "GET" : "POST", path,
 				     vchan_strerror(rc));
-			return -1;
+			return VTPM_KBS_UNREACHABLE; /* the host does not answer: as unreachable */
 		}
 		if (ans < 8 || ans - 8 > VCHAN_RELAY_MAX) {
 			fmt_snprintf(why, n, "%s: the host's relay answer is malformed", path);
@@ -83,13 +111,23 @@ static int relay(const struct vtpm_kbs_cfg *cfg, uint32_t method, const char *pa
 			     status == VCHAN_RELAY_NONE ? "the host has no broker configured"
 							: "the host could not reach it",
 			     a, a == 1 ? "" : "s");
-		return -1;
+		return VTPM_KBS_UNREACHABLE;
 	}
 	*http = le32_get(cfg->chan->buf + 4);
 	*rsp = (const char *)cfg->chan->buf + 8;
 	*rsp_len = ans - 8;
 	if (*http != 200) {
-		fmt_snprintf(why, n, "%s: csvsm-kbs answered HTTP %u", path, *http);
+		/* the broker's reason, if it is an ErrorInformation: shown, never trusted */
+		char detail[96] = "";
+		if (!json_validate(*rsp, *rsp_len))
+			json_get_string(*rsp, *rsp_len, "detail", detail, sizeof(detail), NULL);
+		for (char *c = detail; *c; c++)
+			if (*c < 0x20 || *c > 0x7e)
+				*c = '?';
+		/* short: the refusal line has room for the broker's reason */
+		fmt_snprintf(why, n, "%s: csvsm-kbs answered HTTP %u%s%s",
+			     strncmp(path, "/kbs/v0/resource/", 17) ? path + 8 : "the key release",
+			     *http, detail[0] ? ": " : "", detail);
 		return -1;
 	}
 	return 0;
@@ -187,11 +225,30 @@ int vtpm_kbs_check_release(const char *jws, size_t jws_len, const uint8_t broker
 		fmt_snprintf(why, why_len, "the key release answers another challenge (replayed)");
 		return -1;
 	}
+	const char *mf;
+	size_t mfl;
+	char sha[65];
 	if (json_get_u64(p, pl, "version", &grant->version) ||
 	    json_get_string(p, pl, "lease", grant->lease, sizeof(grant->lease), NULL) ||
-	    !grant->lease[0] || json_get_u64(p, pl, "lease-expires", &grant->lease_expires) ||
+	    !lease_ok(grant->lease) ||
+	    json_get_u64(p, pl, "lease-expires", &grant->lease_expires) ||
+	    json_get_u64(p, pl, "lease-seconds", &grant->lease_seconds) ||
+	    json_get_raw(p, pl, "manufacture", &mf, &mfl) ||
+	    json_get_string(p, pl, "sealed-sha256", sha, sizeof(sha), NULL) ||
 	    json_get_raw(p, pl, "key", &jwe, &jl)) {
-		fmt_snprintf(why, why_len, "the key release lacks version, lease or key");
+		fmt_snprintf(why, why_len,
+			     "the key release lacks version, sealed-sha256, lease, lease-seconds, "
+			     "manufacture or key");
+		return -1;
+	}
+	/* the registry's digest of its version's sealed blob ("" at version 0) */
+	if (grant->version ? unhex(sha, grant->sealed_sha256, 32) : sha[0] != 0) {
+		fmt_snprintf(why, why_len, "the key release's sealed-sha256 is malformed");
+		return -1;
+	}
+	grant->manufacture = mfl == 4 && !memcmp(mf, "true", 4);
+	if (!grant->manufacture && !(mfl == 5 && !memcmp(mf, "false", 5))) {
+		fmt_snprintf(why, why_len, "the key release's manufacture is not a boolean");
 		return -1;
 	}
 	rc = jose_jwe_open(jwe, jl, tee, key, sizeof(key), &kl);
@@ -278,4 +335,178 @@ int vtpm_kbs_unlock(const struct vtpm_kbs_cfg *cfg, uint8_t root[32], struct vtp
 	/* 6 */
 	return vtpm_kbs_check_release(rsp, rl, cfg->broker, cfg->instance, nonce, &grant->tee, root,
 				      grant, why, why_len);
+}
+
+/* ---- after the release: commits and the EK certificate ---- */
+
+/* 16 random bytes, base64url: binds the broker's answer to this request. */
+static int fresh_nonce(const struct vtpm_kbs_cfg *cfg, char out[32])
+{
+	uint8_t b[16];
+	return cfg->rng(cfg->rng_ctx, b, sizeof(b)) || jose_b64url_encode(b, sizeof(b), out, 32) < 0
+		   ? -1
+		   : 0;
+}
+
+int vtpm_kbs_commit_request(const uint8_t instance[16], const struct vtpm_kbs_grant *g,
+			    uint64_t seq, uint64_t version, const uint8_t sealed_sha256[32],
+			    const char *nonce, int (*rng)(void *, unsigned char *, size_t),
+			    void *rng_ctx, char *out, size_t cap, size_t *len)
+{
+	char inst[33], sha[65], payload[512];
+	hex(instance, 16, inst);
+	hex(sealed_sha256, 32, sha);
+	int n = fmt_snprintf(payload, sizeof(payload),
+			     "{\"instance\":\"%s\",\"lease\":\"%s\",\"nonce\":\"%s\",\"seq\":%llu,"
+			     "\"version\":%llu,\"sealed-sha256\":\"%s\"}",
+			     inst, g->lease, nonce, (unsigned long long)seq,
+			     (unsigned long long)version, sha);
+	if (n < 0 || (size_t)n >= sizeof(payload) || !lease_ok(g->lease))
+		return -1;
+	return jose_jws_sign_es384(&g->tee, payload, (size_t)n, rng, rng_ctx, out, cap, len) ? -1
+											     : 0;
+}
+
+/* The broker's signed answer: its payload, checked to name this instance and nonce. */
+static int check_answer(const char *jws, size_t len, const uint8_t broker[JOSE_THUMBPRINT],
+			const uint8_t instance[16], const char *nonce, uint8_t *payload, size_t cap,
+			size_t *pl, char *why, size_t why_len)
+{
+	char inst[33], s[64];
+	int rc = jose_jws_verify(jws, len, broker, payload, cap, pl);
+	if (rc) {
+		fmt_snprintf(why, why_len, "the broker's answer: %s", jose_strerror(rc));
+		return -1;
+	}
+	const char *p = (const char *)payload;
+	hex(instance, 16, inst);
+	if (json_validate(p, *pl) || json_get_string(p, *pl, "instance", s, sizeof(s), NULL) ||
+	    strcmp(s, inst) || json_get_string(p, *pl, "nonce", s, sizeof(s), NULL) ||
+	    strcmp(s, nonce)) {
+		fmt_snprintf(why, why_len,
+			     "the broker's answer names another instance or request (replayed?)");
+		return -1;
+	}
+	return 0;
+}
+
+int vtpm_kbs_check_commit(const char *jws, size_t len, const uint8_t broker[JOSE_THUMBPRINT],
+			  const uint8_t instance[16], const char *nonce, uint64_t seq,
+			  uint64_t version, struct vtpm_kbs_grant *g, char *why, size_t why_len)
+{
+	static uint8_t payload[JOSE_PAYLOAD_MAX];
+	size_t pl = 0;
+	uint64_t s = 0, v = 0, exp = 0, secs = 0;
+	if (check_answer(jws, len, broker, instance, nonce, payload, sizeof(payload), &pl, why,
+			 why_len))
+		return -1;
+	const char *p = (const char *)payload;
+	if (json_get_u64(p, pl, "seq", &s) || json_get_u64(p, pl, "version", &v) ||
+	    json_get_u64(p, pl, "lease-expires", &exp) ||
+	    json_get_u64(p, pl, "lease-seconds", &secs) || s != seq || v != version) {
+		fmt_snprintf(why, why_len,
+			     "the broker's acknowledgement is for another version or request");
+		return -1;
+	}
+	g->lease_expires = exp;
+	g->lease_seconds = secs;
+	return 0;
+}
+
+int vtpm_kbs_commit(const struct vtpm_kbs_cfg *cfg, struct vtpm_kbs_grant *g, uint64_t version,
+		    const uint8_t sealed_sha256[32], char *why, size_t why_len)
+{
+	char nonce[32];
+	const char *rsp;
+	size_t bl = 0, rl;
+	uint32_t http;
+	int rc;
+
+	/* a fresh sequence number per request, retries included: csvsm-kbs takes each
+	 * once, so a host cannot replay an old commit or renewal */
+	uint64_t seq = ++g->seq;
+	if (fresh_nonce(cfg, nonce) ||
+	    vtpm_kbs_commit_request(cfg->instance, g, seq, version, sealed_sha256, nonce, cfg->rng,
+				    cfg->rng_ctx, body, sizeof(body), &bl)) {
+		fmt_snprintf(why, why_len, "cannot sign the commit");
+		return VTPM_KBS_REFUSED;
+	}
+	rc = relay(cfg, VCHAN_METHOD_POST, PATH_COMMIT, body, bl, &http, &rsp, &rl, why, why_len);
+	if (rc)
+		return rc;
+	return vtpm_kbs_check_commit(rsp, rl, cfg->broker, cfg->instance, nonce, seq, version, g,
+				     why, why_len)
+		   ? VTPM_KBS_REFUSED
+		   : 0;
+}
+
+int vtpm_kbs_ek_request(const uint8_t instance[16], const struct vtpm_kbs_grant *g,
+			const uint8_t *ek, size_t ek_len, const struct vtpm_info *ti,
+			const char *nonce, int (*rng)(void *, unsigned char *, size_t),
+			void *rng_ctx, char *out, size_t cap, size_t *len)
+{
+	static char payload[2048];
+	char inst[33], e64[700];
+	hex(instance, 16, inst);
+	if (ek_len > 512 || jose_b64url_encode(ek, ek_len, e64, sizeof(e64)) < 0 ||
+	    !lease_ok(g->lease))
+		return -1;
+	for (const char *c = ti->model; *c; c++)
+		if (*c < 0x20 || *c > 0x7e || *c == '"' || *c == '\\')
+			return -1;
+	int n = fmt_snprintf(payload, sizeof(payload),
+			     "{\"instance\":\"%s\",\"lease\":\"%s\",\"nonce\":\"%s\",\"ek-public\":"
+			     "\"%s\",\"tpm-manufacturer\":%u,\"tpm-model\":\"%s\",\"tpm-version\":"
+			     "%u,\"tpm-level\":%u,\"tpm-revision\":%u}",
+			     inst, g->lease, nonce, e64, ti->manufacturer, ti->model, ti->firmware,
+			     ti->level, ti->revision);
+	if (n < 0 || (size_t)n >= sizeof(payload))
+		return -1;
+	return jose_jws_sign_es384(&g->tee, payload, (size_t)n, rng, rng_ctx, out, cap, len) ? -1
+											     : 0;
+}
+
+int vtpm_kbs_check_ek(const char *jws, size_t len, const uint8_t broker[JOSE_THUMBPRINT],
+		      const uint8_t instance[16], const char *nonce, uint8_t *cert, size_t cap,
+		      size_t *cert_len, char *why, size_t why_len)
+{
+	static uint8_t payload[JOSE_PAYLOAD_MAX];
+	static char c64[JOSE_PAYLOAD_MAX];
+	size_t pl = 0, cl = 0;
+	if (check_answer(jws, len, broker, instance, nonce, payload, sizeof(payload), &pl, why,
+			 why_len))
+		return -1;
+	long n;
+	if (json_get_string((const char *)payload, pl, "certificate", c64, sizeof(c64), &cl) ||
+	    (n = jose_b64url_decode(c64, cl, cert, cap)) < 64 || cert[0] != 0x30) {
+		fmt_snprintf(why, why_len, "the broker's answer carries no certificate");
+		return -1;
+	}
+	*cert_len = (size_t)n;
+	return 0;
+}
+
+int vtpm_kbs_ek_certificate(const struct vtpm_kbs_cfg *cfg, struct vtpm_kbs_grant *g,
+			    const uint8_t *ek, size_t ek_len, const struct vtpm_info *ti,
+			    uint8_t *cert, size_t cap, size_t *cert_len, char *why, size_t why_len)
+{
+	char nonce[32];
+	const char *rsp;
+	size_t bl = 0, rl;
+	uint32_t http;
+	int rc;
+
+	if (fresh_nonce(cfg, nonce) ||
+	    vtpm_kbs_ek_request(cfg->instance, g, ek, ek_len, ti, nonce, cfg->rng, cfg->rng_ctx,
+				body, sizeof(body), &bl)) {
+		fmt_snprintf(why, why_len, "cannot sign the EK request");
+		return VTPM_KBS_REFUSED;
+	}
+	rc = relay(cfg, VCHAN_METHOD_POST, PATH_EK, body, bl, &http, &rsp, &rl, why, why_len);
+	if (rc)
+		return rc;
+	return vtpm_kbs_check_ek(rsp, rl, cfg->broker, cfg->instance, nonce, cert, cap, cert_len,
+				 why, why_len)
+		   ? VTPM_KBS_REFUSED
+		   : 0;
 }

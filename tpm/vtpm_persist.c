@@ -29,7 +29,9 @@ static struct {
 		uint8_t key[VTPM_SEAL_KEY], kcv[VTPM_SEAL_KCV];
 	} sec;
 	uint64_t version;
-	uint8_t last[32]; /* SHA-256 of the last state written (or restored) */
+	uint8_t last[32];	 /* SHA-256 of the last state written (or restored) */
+	uint8_t last_sealed[32]; /* SHA-256 of the sealed blob of `version` */
+	uint64_t last_us;	 /* the last commit or renewal the registry took (csvsm's clock) */
 	struct vtpm_persist_stats st;
 } ps;
 
@@ -129,12 +131,15 @@ static int store(char *why, size_t why_len)
 			     status, ans);
 		return -1;
 	}
+	uint8_t sh[32];
+	if (mbedtls_sha256_ret(sealed, sealed_len, sh, 0))
+		return -1;
 	if (ps.cfg.committed) {
-		uint8_t sh[32];
-		if (mbedtls_sha256_ret(sealed, sealed_len, sh, 0) ||
-		    ps.cfg.committed(ps.cfg.committed_ctx, ps.version + 1, sh, why, why_len))
+		if (ps.cfg.committed(ps.cfg.committed_ctx, ps.version + 1, sh, why, why_len))
 			return -1;
+		ps.last_us = ps.cfg.chan->io->now_us(ps.cfg.chan->ctx);
 	}
+	memcpy(ps.last_sealed, sh, sizeof(sh));
 	ps.version++;
 	memcpy(ps.last, h, sizeof(h));
 	ps.st.commits++;
@@ -159,6 +164,37 @@ int vtpm_persist_commit(void)
 	con_printf("csvsm: vtpm: write-through of state version %llu failed: %s; the vTPM answers "
 		   "TPM_RC_FAILURE from now on\n",
 		   (unsigned long long)ps.version + 1, why);
+	return -1;
+}
+
+int vtpm_persist_renew(void)
+{
+	char why[160];
+
+	if (!ps.active || !ps.cfg.renew || !ps.cfg.renew_us)
+		return 0;
+	if (ps.failed || secret_terminating())
+		return -1;
+	uint64_t now = ps.cfg.chan->io->now_us(ps.cfg.chan->ctx);
+	if (now - ps.last_us < ps.cfg.renew_us)
+		return 0;
+	int rc = ps.cfg.renew(ps.cfg.committed_ctx, ps.version, ps.last_sealed, why, sizeof(why));
+	if (rc == 0) {
+		ps.last_us = now;
+		ps.st.renewals++;
+		return 0;
+	}
+	if (rc == VTPM_PERSIST_UNREACHABLE) {
+		/* the broker out of reach: the command goes on (nothing changes the
+		 * registry's view of this VM), asked again after a quarter lease;
+		 * any write still needs its commit */
+		ps.last_us = now > ps.cfg.renew_us / 2 ? now - ps.cfg.renew_us / 2 : 0;
+		return 0;
+	}
+	ps.failed = true;
+	con_printf("csvsm: vtpm: the lease was not renewed: %s; the vTPM answers TPM_RC_FAILURE "
+		   "from now on\n",
+		   why);
 	return -1;
 }
 
@@ -216,14 +252,19 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 		return fail(rep, VTPM_STEP_FETCH,
 			    "the host keeps no state, the registry knows version %llu",
 			    (unsigned long long)cfg->registry_version);
-	if (cfg->registry && !none && !cfg->registry_version)
+	if (cfg->registry && none && !cfg->manufacture)
 		return fail(rep, VTPM_STEP_FETCH,
-			    "the host offers a state, the registry knows none for this instance");
+			    "the host keeps no state and the registry's one consent to a first "
+			    "manufacture went to an earlier boot, which committed nothing (the "
+			    "owner resets the instance: csvsm-kbs vtpm-register --reset)");
 	if (none) {
 		/* Nothing kept: the one case in which csvsm manufactures. */
 		if (vtpm_init(opt))
 			return fail(rep, VTPM_STEP_MANUFACTURE, "vtpm_init failed");
 		rep->manufactured = true;
+		if (cfg->manufactured &&
+		    cfg->manufactured(cfg->manufactured_ctx, rep->why, sizeof(rep->why)))
+			return refused(rep, VTPM_STEP_MANUFACTURE);
 	} else {
 		/* open: the blob is the host's; unseal checks it before anything is used */
 		const uint8_t *blob = cfg->chan->buf + 4;
@@ -259,6 +300,33 @@ int vtpm_persist_boot(const struct vtpm_persist_cfg *cfg, const uint8_t root[VTP
 				    (unsigned long long)ver,
 				    (unsigned long long)cfg->registry_version);
 		}
+		/*
+		 * kbs: the registry's version is the one the host must offer, and the
+		 * very blob (its digest): a copy that diverged from it under the same
+		 * version (a VM that lost its lease and went on writing) is refused.
+		 * The next version is a write the registry never heard of (a crash
+		 * between STORE and the commit): it is committed now, before the TPM
+		 * runs on it.
+		 */
+		uint8_t bsha[32];
+		mbedtls_sha256_ret(blob, blob_len, bsha, 0);
+		if (cfg->registry && ver == cfg->registry_version &&
+		    memcmp(bsha, cfg->registry_sha256, sizeof(bsha))) {
+			memzero_explicit(plain, plain_len);
+			free(plain);
+			return fail(
+			    rep, VTPM_STEP_OPEN,
+			    "the state is version %llu but not the blob the registry recorded "
+			    "for it (a copy that diverged)",
+			    (unsigned long long)ver);
+		}
+		if (cfg->registry && ver == cfg->registry_version + 1 && cfg->committed &&
+		    cfg->committed(cfg->committed_ctx, ver, bsha, rep->why, sizeof(rep->why))) {
+			memzero_explicit(plain, plain_len);
+			free(plain);
+			return refused(rep, VTPM_STEP_OPEN);
+		}
+		memcpy(ps.last_sealed, bsha, sizeof(bsha));
 		/* restore */
 		mbedtls_sha256_ret(plain, plain_len, ps.last, 0);
 		rc = vtpm_set_state(plain, plain_len) || vtpm_init(opt);

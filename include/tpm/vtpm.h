@@ -99,6 +99,39 @@ unsigned vtpm_banks(uint16_t *algs, unsigned max);
  */
 int vtpm_ek_public(const uint8_t **pub, size_t *len);
 
+/* What an EK certificate says of the TPM (TPM2_GetCapability TPM_PROPERTIES,
+ * TPM 2.0 Part 2 §6.13 TPM_PT_*): for csvsm-kbs's certificate. */
+struct vtpm_info {
+	uint32_t manufacturer; /* TPM_PT_MANUFACTURER */
+	uint32_t firmware;     /* TPM_PT_FIRMWARE_VERSION_1 */
+	uint32_t level;	       /* TPM_PT_LEVEL */
+	uint32_t revision;     /* TPM_PT_REVISION (the specification's, x100) */
+	char model[17];	       /* TPM_PT_VENDOR_STRING_1..4, printable, trimmed */
+};
+int vtpm_info(struct vtpm_info *out);
+
+/*
+ * The RSA-2048 EK certificate at NV index 0x01C00002 (TCG EK Credential
+ * Profile §2.2.1.4, Low Range), defined under the platform hierarchy with
+ * the attributes swtpm_setup gives it (src/swtpm_setup/swtpm.c
+ * swtpm_tpm2_write_ek_cert_nvram: PLATFORMCREATE | AUTHREAD | OWNERREAD |
+ * PPREAD | PPWRITE | NO_DA | WRITEDEFINE), written, then write-locked.
+ * Before the guest runs (platform auth still empty). 0 or -1.
+ */
+#define VTPM_EK_CERT_INDEX 0x01C00002u
+#define VTPM_EK_CERT_MAX   2048u
+int vtpm_ek_cert_store(const uint8_t *der, size_t len);
+/* Reads it back (owner authorization, empty at boot): 0, -1 if none. */
+int vtpm_ek_cert_read(uint8_t *buf, size_t cap, size_t *len);
+/*
+ * TPM2_HierarchyControl(TPM_RH_PLATFORM, enable TPM_RH_PLATFORM, NO): the
+ * guest gets no use of the platform hierarchy csvsm manufactured under
+ * (empty platform auth). phEnableNV stays SET, so platform-created indices
+ * (the EK certificate) stay readable. Startup(CLEAR) sets phEnable again,
+ * and only csvsm starts the TPM. 0 or -1.
+ */
+int vtpm_platform_disable(void);
+
 /*
  * TPMLIB_GetState(PERMANENT) copied into buf. Returns 0, or -1 if it fails
  * or does not fit (*len then holds the size needed when known).

@@ -70,6 +70,18 @@ int jose_p384_generate(struct jose_p384_key *k, int (*rng)(void *, unsigned char
 		       void *rng_ctx);
 
 /*
+ * csvsm's signed requests to csvsm-kbs (the commit, the EK certificate): a
+ * flattened JWS (RFC 7515 §7.2.2) {"protected","payload","signature"} of
+ * payload[0..len), protected header {"alg":"ES384","jwk":<k's public JWK>},
+ * ES384 (RFC 7518 §3.4: deterministic ECDSA, RFC 6979, with rng blinding the
+ * scalar multiplication; the signature R || S). NUL-ended into out[0..cap),
+ * *olen its length. JOSE_OK or an error.
+ */
+int jose_jws_sign_es384(const struct jose_p384_key *k, const char *payload, size_t len,
+			int (*rng)(void *, unsigned char *, size_t), void *rng_ctx, char *out,
+			size_t cap, size_t *olen);
+
+/*
  * A JWE in flattened JSON ({"protected","encrypted_key","iv","ciphertext",
  * "tag"}, nothing else) with alg ECDH-ES+A256KW and enc A256GCM to `k`: the
  * protected header's epk is a P-384 point on the curve; the key-encryption

@@ -54,11 +54,73 @@ struct vtpm_kbs_cfg {
 };
 
 struct vtpm_kbs_grant {
-	uint64_t version; /* the registry's state version (0: none yet, manufacture) */
-	char lease[KBS_LEASE_MAX];
-	uint64_t lease_expires;	  /* seconds since the epoch, the broker's clock */
-	struct jose_p384_key tee; /* csvsm's TEE key, for signing later requests */
+	uint64_t version;	   /* the registry's state version (0: none yet) */
+	uint8_t sealed_sha256[32]; /* the registry's digest of that version's sealed blob */
+	bool manufacture;	   /* version 0 and the registry's one consent is this boot's */
+	char lease[KBS_LEASE_MAX]; /* the lease holder: the TEE key's RFC 7638 thumbprint */
+	uint64_t lease_expires;	   /* seconds since the epoch, the broker's clock */
+	uint64_t lease_seconds;	   /* the lease's length, for renewal on csvsm's own clock */
+	uint64_t seq;		   /* the last request sequence number used under the lease */
+	struct jose_p384_key tee;  /* csvsm's TEE key, for signing later requests */
 };
+
+/* The result of a request after the key release: refused by the broker (or an
+ * answer that does not verify), or the broker not reachable through the host. */
+#define VTPM_KBS_REFUSED     (-1)
+#define VTPM_KBS_UNREACHABLE (-2)
+
+/*
+ * The commit (contract §7): after the host stored `version`, the registry is
+ * told, under the lease, with the sealed blob's SHA-256; the same request
+ * with the registry's version and digest renews the lease. A flattened JWS
+ * by the TEE key, POST /kbs/v0/csvsm/vtpm/commit, answered by a JWS of the
+ * broker key echoing instance, nonce, seq and version. 0, or
+ * VTPM_KBS_REFUSED / VTPM_KBS_UNREACHABLE with the reason.
+ */
+int vtpm_kbs_commit(const struct vtpm_kbs_cfg *cfg, struct vtpm_kbs_grant *g, uint64_t version,
+		    const uint8_t sealed_sha256[32], char *why, size_t why_len);
+
+/*
+ * The EK certificate at the first manufacture (contract §8): the EK's
+ * TPMT_PUBLIC and what the certificate says of the TPM, POST
+ * /kbs/v0/csvsm/vtpm/ek-certificate; the DER certificate the broker's JWS
+ * carries into cert[0..cap). 0 or VTPM_KBS_REFUSED / VTPM_KBS_UNREACHABLE.
+ */
+struct vtpm_info;
+int vtpm_kbs_ek_certificate(const struct vtpm_kbs_cfg *cfg, struct vtpm_kbs_grant *g,
+			    const uint8_t *ek, size_t ek_len, const struct vtpm_info *ti,
+			    uint8_t *cert, size_t cap, size_t *cert_len, char *why, size_t why_len);
+
+/*
+ * After the release (tpm/vtpm_kbs_persist.c): the persistence configuration
+ * of the kbs mode, the registry's word and the hooks that commit every
+ * stored state, renew the lease, and get the first manufacture's EK
+ * certificate into NV. The session (the TEE key in it) lives as long as the
+ * vTPM does.
+ */
+struct vtpm_persist_cfg;
+struct vtpm_kbs_session {
+	struct vtpm_kbs_cfg cfg;
+	struct vtpm_kbs_grant grant;
+};
+void vtpm_kbs_persist(struct vtpm_kbs_session *s, struct vtpm_persist_cfg *cfg);
+
+/* The two exchanges' pieces, for the tests and the fuzzer: the request body
+ * (flattened JWS) for a nonce csvsm chose, and the check of the answer. */
+int vtpm_kbs_commit_request(const uint8_t instance[16], const struct vtpm_kbs_grant *g,
+			    uint64_t seq, uint64_t version, const uint8_t sealed_sha256[32],
+			    const char *nonce, int (*rng)(void *, unsigned char *, size_t),
+			    void *rng_ctx, char *out, size_t cap, size_t *len);
+int vtpm_kbs_check_commit(const char *jws, size_t len, const uint8_t broker[JOSE_THUMBPRINT],
+			  const uint8_t instance[16], const char *nonce, uint64_t seq,
+			  uint64_t version, struct vtpm_kbs_grant *g, char *why, size_t why_len);
+int vtpm_kbs_ek_request(const uint8_t instance[16], const struct vtpm_kbs_grant *g,
+			const uint8_t *ek, size_t ek_len, const struct vtpm_info *ti,
+			const char *nonce, int (*rng)(void *, unsigned char *, size_t),
+			void *rng_ctx, char *out, size_t cap, size_t *len);
+int vtpm_kbs_check_ek(const char *jws, size_t len, const uint8_t broker[JOSE_THUMBPRINT],
+		      const uint8_t instance[16], const char *nonce, uint8_t *cert, size_t cap,
+		      size_t *cert_len, char *why, size_t why_len);
 
 /*
  * Steps 1-6. Returns 0 with the root key in root and the grant, or -1 with

@@ -32,6 +32,9 @@
 #include "tpm/vtpm_chan.h"
 #include "tpm/vtpm_seal.h"
 
+/* A renew() result: the broker out of reach (tried again later). */
+#define VTPM_PERSIST_UNREACHABLE (-2)
+
 struct vtpm_persist_cfg {
 	struct vtpm_seal_id id; /* mode and instance, from the measured launch image */
 	struct vchan *chan;	/* the channel to the host, set up by the caller */
@@ -47,6 +50,23 @@ struct vtpm_persist_cfg {
 	 */
 	bool registry;
 	uint64_t registry_version;
+	uint8_t registry_sha256[32]; /* the registry's SHA-256 of that version's sealed blob */
+	bool manufacture;	     /* the registry's one consent to a first manufacture */
+	/* kbs: called once after a first manufacture, before anything is stored
+	 * (the EK certificate goes into NV then); a failure refuses the boot. */
+	int (*manufactured)(void *ctx, char *why, size_t why_len);
+	void *manufactured_ctx;
+	/*
+	 * kbs: the lease's renewal. csvsm runs only when the guest calls it or an
+	 * interrupt comes, so it cannot renew on a timer while the guest is idle:
+	 * before a command, when renew_us have passed since the last commit or
+	 * renewal (csvsm's clock), renew() repeats the registry's version and
+	 * digest. VTPM_KBS_UNREACHABLE: tried again later; any other failure
+	 * stops the vTPM (another VM holds the lease now).
+	 */
+	int (*renew)(void *ctx, uint64_t version, const uint8_t sealed_sha256[32], char *why,
+		     size_t why_len);
+	uint64_t renew_us;
 	/* kbs: tell the registry after the host kept `version` (sha256 of the
 	 * sealed blob); a failure is a failed write-through. NULL: none. */
 	int (*committed)(void *ctx, uint64_t version, const uint8_t sealed_sha256[32], char *why,
@@ -67,7 +87,7 @@ const char *vtpm_persist_step_name(enum vtpm_persist_step s);
 
 struct vtpm_persist_report {
 	enum vtpm_persist_step step; /* the failed step, VTPM_STEP_NONE on success */
-	char why[160];		     /* what went wrong at that step */
+	char why[256];		     /* what went wrong at that step */
 	bool manufactured;	     /* first boot: no state was kept */
 	uint64_t opened_version;     /* the version restored (0: manufactured) */
 	uint64_t version;	     /* the version written through at boot */
@@ -96,7 +116,14 @@ bool vtpm_persist_failed(void);
  */
 int vtpm_persist_commit(void);
 
+/*
+ * Before each command (vtpm_process): renews the lease when it is due
+ * (cfg.renew). 0, or -1 once the vTPM is stopped.
+ */
+int vtpm_persist_renew(void);
+
 struct vtpm_persist_stats {
+	uint64_t renewals;   /* lease renewals (kbs) */
 	uint64_t commits;    /* writes through the channel */
 	uint64_t skipped;    /* commits that found the state unchanged */
 	uint64_t version;    /* the last version written */

@@ -10,6 +10,8 @@
  *   3  jose_jws_verify against a fixed broker thumbprint (ES256, ES384)
  *   4  jose_jwe_open (flattened JSON, ECDH-ES+A256KW) with a fixed P-384 key
  *   5  vtpm_kbs_check_release (JWS, then JSON, then JWE)
+ *   6  vtpm_kbs_check_commit (the broker's acknowledgement of a commit)
+ *   7  vtpm_kbs_check_ek (the broker's answer with the EK certificate)
  * Every input is copied to a buffer of exactly its size (ASan catches any
  * read past it). `make fuzz-vtpm` runs it after the protocol decoder's.
  */
@@ -34,7 +36,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	uint8_t sel = data[0] % 6;
+	uint8_t sel = data[0] % 8;
 	size_t n = size - 1;
 	uint8_t *in = malloc(n ? n : 1);
 	if (!in)
@@ -110,6 +112,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static const uint8_t inst[16] = {1};
 		vtpm_kbs_check_release((const char *)in, n, broker, inst, "nonce", &key, root, &g,
 				       why, sizeof(why));
+		break;
+	}
+	case 6: {
+		struct vtpm_kbs_grant g = {0};
+		char why[160];
+		static const uint8_t inst[16] = {1};
+		vtpm_kbs_check_commit((const char *)in, n, broker, inst, "nonce", 7, 3, &g, why,
+				      sizeof(why));
+		break;
+	}
+	case 7: {
+		static uint8_t cert[4096];
+		size_t cl;
+		char why[160];
+		static const uint8_t inst[16] = {1};
+		vtpm_kbs_check_ek((const char *)in, n, broker, inst, "nonce", cert, sizeof(cert), &cl,
+				  why, sizeof(why));
 		break;
 	}
 	}

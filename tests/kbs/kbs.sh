@@ -27,6 +27,12 @@
 #     EAR, a contraindicated report naming a registered instance, a token or session of an
 #     edited policy, a flood of /auth (--max-sessions), a trickling client and one address's
 #     connections (--request-timeout, --max-conn-per-ip), an oversized TEE key
+#   - the persistent vTPM (csvsm's own client): the signed key release, the first
+#     manufacture's consent and EK certificate (openssl verify, the TCG fields), commits,
+#     and each refusal: a clone while the lease runs, another digest, an older or skipped
+#     version, a replayed commit, a forged signer, an EK after the first manufacture, an
+#     unregistered instance, another launch image, the lapsed lease taken (database
+#     clock) and the old holder's next commit refused, the owner's release
 # Builds nothing: `make` first. KBS=binary runs the same cases on another build.
 set -u
 cd "$(dirname "$0")/../.."
@@ -641,6 +647,96 @@ EOF
 else
 	nok "csvsm-tpm and tpm2-tools for the vTPM cases"
 fi
+
+# --- the persistent vTPM (issue 33; docs/kbs.md "The persistent vTPM") ---------------------
+# csvsm's own kbs-mode client (tpm/vtpm_kbs.c through csvsm-kbs-client vtpm):
+# its boot evidence (the csvsm-vtpm-unlock manifest), the signed release,
+# commits and the EK certificate, and every refusal the registry makes.
+openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$T/vtok.pem" >/dev/null 2>&1
+openssl pkey -in "$T/vtok.pem" -pubout -out "$T/vtok.pub" 2>/dev/null
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-384 -nodes -keyout "$T/ekca.key" \
+	-out "$T/ekca.pem" -subj "/CN=csvsm-kbs test EK CA" -days 30 \
+	-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign >/dev/null 2>&1
+VI=76747061742d6b62732d746573742d31 # "vtpat-kbs-test-1"
+VJ=76747061742d6b62732d746573742d32 # not registered
+VDB="sqlite:$T/vtpm.db"
+"$KBS" vtpm-register --db "$VDB" "$VI" --lease-seconds 10 >"$T/vreg" 2>&1
+LAST=$T/vreg; D="vtpm-register: the instance with a state key and a 10 s lease"
+check_ok grep -q "csvsm_vtpm:$VI: registered, lease 10 s" "$LAST"
+"$KBS" vtpm-register --db "$VDB" "$VI" >"$T/vreg2" 2>&1; rc=$?
+LAST=$T/vreg2; D="vtpm-register refuses an instance registered already (exit $rc)"; check_ok test "$rc" -eq 1
+timeout 10 "$TPMSRV" --startup --ek-out "$T/vek.tpmt" --port 42911 --timeout 1 >/dev/null 2>&1
+timeout 10 "$TPMSRV" --startup --ek-out "$T/vek2.tpmt" --port 42913 --timeout 1 >/dev/null 2>&1
+# csvsm's boot evidence carries no certificates: the VCEK from the offline cache (KDS layout, above)
+start VT2 "$T/main.json" "$VDB" --trust-ark "$CHAIN/ark.pem" --kds-dir "$T/kds" --token-key "$T/vtok.pem" \
+	--ek-ca-cert "$T/ekca.pem" --ek-ca-key "$T/ekca.key" || nok "csvsm-kbs starts with an EK CA" "$T/VT2.log"
+vt() { # vt OUT GRANT [--measurement M] ACTION...: csvsm's client as one VM (GRANT keeps it)
+	local out=$1 grant=$2
+	shift 2
+	"$CLIENT" vtpm --port "$PORT_VT2" --chain "$CHAIN" --broker-key "$T/vtok.pub" --instance "$VI" \
+		--grant "$grant" --measurement "$M" "$@" >"$out" 2>&1
+}
+line() { grep -q "^vtpm $2 $3" "$1"; }
+LAST=$T/va1; vt "$LAST" "$T/gA" unlock "ek:$T/vek.tpmt:$T/ek.der" commit:1 commit:2 commit:2 replay
+D="VM A: the state key released (version 0, the consent to the first manufacture), signed by the token key csvsm's image names"
+check_ok line "$LAST" unlock "ok version=0 manufacture=1 lease-seconds=10"
+D="VM A: the EK certificate at the first manufacture"; check_ok line "$LAST" "ek:$T/vek.tpmt:$T/ek.der" ok
+D="VM A: commits 1 and 2 (each the next version), 2 again with the same digest (a retry)"
+check_ok eval "line $LAST commit:1 ok && [ \$(grep -c '^vtpm commit:2 ok' $LAST) -eq 2 ]"
+D="a replayed commit (the same signed request, its sequence number used) is refused: 409"
+check_ok eval "grep -q '^vtpm replay refused: HTTP 409 .*sequence number .* already used' $LAST"
+openssl verify -CAfile "$T/ekca.pem" <(openssl x509 -inform der -in "$T/ek.der" 2>/dev/null) >"$T/ekv" 2>&1
+LAST=$T/ekv; D="openssl verify: the EK certificate chains to the EK CA"; check_ok grep -q ': OK$' "$LAST"
+openssl x509 -inform der -in "$T/ek.der" -noout -text -ext subjectAltName,extendedKeyUsage,keyUsage,basicConstraints >"$T/ekt" 2>&1
+python3 - "$T/ek.der" "$T/vek.tpmt" >"$T/ekp" 2>&1 <<'PY'
+import subprocess, sys
+der = open(sys.argv[1], "rb").read()
+pub = subprocess.run(["openssl", "x509", "-inform", "der", "-noout", "-modulus"], input=der,
+                     capture_output=True).stdout.decode().strip().split("=")[1].lower()
+tpmt = open(sys.argv[2], "rb").read()
+n = tpmt[-256:].hex()  # TPMT_PUBLIC ends with the 256-byte unique (modulus)
+subj = subprocess.run(["openssl", "x509", "-inform", "der", "-noout", "-subject"], input=der,
+                      capture_output=True).stdout.decode().strip()
+print("modulus-matches" if pub == n else "modulus-differs", "subject:", subj)
+PY
+LAST=$T/ekt
+D="the EK certificate (TCG EK Credential Profile): empty subject, critical SAN directoryName 2.23.133.2.1/2/3, critical CA:FALSE and keyEncipherment, EKU 2.23.133.8.1, the EK's modulus"
+check_ok eval "grep -q 'X509v3 Subject Alternative Name: critical' $T/ekt && grep -q '2.23.133.2.1=id:49424D00' $T/ekt &&
+	grep -q '2.23.133.2.3=id:20191023' $T/ekt && grep -q '2.23.133.8.1' $T/ekt &&
+	grep -q 'Basic Constraints: critical' $T/ekt && grep -q 'Key Encipherment' $T/ekt &&
+	grep -q '^modulus-matches subject: *subject=$' $T/ekp"
+LAST=$T/va2; vt "$LAST" "$T/gA" commit:2:other commit:4 commit:1 "ek:$T/vek2.tpmt:$T/ek2.der" forged:3
+D="commits refused with the reason: version 2 with another digest, 4 (not the next), 1 (older): 409"
+check_ok eval "[ \$(grep -c '^vtpm commit:.* refused: .*HTTP 409.*the registry has version 2' $LAST) -eq 3 ]"
+D="an EK certificate after the first manufacture is refused: 409"
+check_ok eval "grep -q '^vtpm ek:.* refused: .*HTTP 409.*first manufacture only' $LAST"
+D="a commit signed by another key naming A's lease is refused: 403"
+check_ok eval "grep -q '^vtpm forged:3 refused: .*HTTP 403.*other than the lease' $LAST"
+LAST=$T/vb1; vt "$LAST" "$T/gB" unlock
+D="VM B (a clone: the same instance while A's lease runs): no key, 409"
+check_ok eval "grep -q '^vtpm unlock refused: .*HTTP 409.*held by another TEE key' $LAST"
+LAST=$T/vj; "$CLIENT" vtpm --port "$PORT_VT2" --chain "$CHAIN" --broker-key "$T/vtok.pub" --instance "$VJ" \
+	--measurement "$M" unlock >"$LAST" 2>&1
+D="an instance nobody registered: no key (403: the appraisal names it unregistered)"
+check_ok eval "grep -q '^vtpm unlock refused: .*HTTP 403' $LAST"
+LAST=$T/vm2x; vt "$LAST" "$T/gC" --measurement "$M2" unlock
+D="another launch image (a measurement the policy does not list): no key, 403"
+check_ok eval "grep -q '^vtpm unlock refused: .*HTTP 403' $LAST"
+sleep 11 # A's 10 s lease lapses on the database's clock
+LAST=$T/vb2; vt "$LAST" "$T/gB" unlock commit:3
+D="after A's lease lapsed: B gets the key, version 2 (its digest), no consent to manufacture; commits 3"
+check_ok eval "line $LAST unlock 'ok version=2 manufacture=0' && line $LAST commit:3 ok"
+LAST=$T/va3; vt "$LAST" "$T/gA" commit:3:a
+D="A's next commit after B took the lease is refused (409): A's vTPM must stop"
+check_ok eval "grep -q '^vtpm commit:3:a refused: .*HTTP 409.*not this TEE key' $LAST"
+"$KBS" vtpm-release --db "$VDB" "$VI" >"$T/vrel" 2>&1
+LAST=$T/vc1; vt "$LAST" "$T/gC2" unlock
+D="the owner's vtpm-release ends B's lease by hand: the next VM gets the key at once (version 3)"
+check_ok eval "grep -q 'lease released' $T/vrel && line $LAST unlock 'ok version=3 manufacture=0'"
+"$KBS" list-instances --db "$VDB" >"$T/vlist" 2>&1
+LAST=$T/vlist; D="list-instances shows the instance at state version 3 under a lease"
+check_ok grep -q "csvsm_vtpm:$VI .*state 3  lease [A-Za-z0-9_-]\{43\}" "$LAST"
+stop VT2
 
 LAST=$T/vp; "$KBS" validate-policy "$T/main.json" >"$LAST" 2>&1
 D="validate-policy accepts the test policy"; check_ok grep -q 'valid, id sha256:' "$LAST"

@@ -16,6 +16,8 @@
  *   rcar --keep DIR   also write the session's cookie, the token and the TEE key
  *   resource --keep DIR --resource P [--bearer]   GET a resource later with
  *                     what --keep wrote (a restarted or another service)
+ *   vtpm ...          csvsm's own kbs-mode client against the service
+ *                     (tests/kbs/vtpm_client.c)
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -39,9 +41,10 @@
 #include <jansson.h>
 
 #include "kbs/jose.h"
+#include "tests/kbs/client.h"
 #include "tests/kbs/evgen.h"
 
-static int port;
+int port;
 static const char *chain_dir = "build/test-chain";
 
 static void die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -57,13 +60,6 @@ static void die(const char *fmt, ...)
 }
 
 /* ---- HTTP/1.1 over loopback ---- */
-
-struct http_resp {
-	int status;
-	char cookie[64];
-	char *body;
-	size_t len;
-};
 
 static int http_to(int to_port, const char *method, const char *path, const char *cookie,
 		   const char *bearer, const char *body, struct http_resp *r)
@@ -137,6 +133,12 @@ static int http(const char *method, const char *path, const char *cookie, const 
 		const char *body, struct http_resp *r)
 {
 	return http_to(port, method, path, cookie, bearer, body, r);
+}
+
+int kbs_client_http(const char *method, const char *path, const char *cookie, const char *body,
+		    struct http_resp *r)
+{
+	return http_to(port, method, path, cookie, NULL, body, r);
 }
 
 static uint8_t *slurp_file(const char *path, size_t *len)
@@ -916,7 +918,7 @@ static int load(const struct opts *o, int clients, double seconds)
 	return errors ? 1 : 0;
 }
 
-static int hexbytes(const char *s, uint8_t *out, size_t n)
+int hexbytes(const char *s, uint8_t *out, size_t n)
 {
 	if (strlen(s) != 2 * n)
 		return -1;
@@ -964,8 +966,12 @@ int main(int argc, char **argv)
 	double seconds = 5;
 
 	if (argc < 2)
-		die("usage: csvsm-kbs-client rcar|load --port P [options] (see the header)");
+		die("usage: csvsm-kbs-client rcar|load|vtpm --port P [options] (see the header)");
 	const char *cmd = argv[1];
+	if (!strcmp(cmd, "vtpm")) {
+		signal(SIGPIPE, SIG_IGN);
+		return vtpm_client(argc, argv, chain_dir);
+	}
 	optind = 2;
 	while ((opt = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (opt) {

@@ -55,11 +55,100 @@ static void *race(void *arg)
 		for (int i = 0; i < 100; i++)
 			x->won += registry_instance_attested(r, x->inst, "c", "m", "affirming",
 							     1000 + i) == REG_OK;
-	} else {
+	} else if (x->kind == 2) {
 		x->won = registry_state_advance(r, x->inst, 0, 1) == REG_OK;
+	} else {
+		/* kind 3: a VM's key release, each racer its own TEE key */
+		struct reg_vtpm v;
+		char who[32];
+		snprintf(who, sizeof(who), "holder-%p", (void *)x);
+		x->won = registry_vtpm_lease(r, x->inst, who, &v) == REG_OK;
 	}
 	registry_close(r);
 	return NULL;
+}
+
+/*
+ * The persistent vTPM's rows (registry_vtpm_*): registration, one lease and
+ * one first-manufacture consent among racing key releases, commits by
+ * version, digest and sequence, the EK recorded once, the owner's release.
+ * Expiry is the database's clock: a lease of 1 s is taken over after 2 s
+ * of real time, whatever the caller's clock says (the API has none).
+ */
+static void vtpm_unit(struct registry *r, long tag)
+{
+	struct reg_vtpm v;
+	char id[64], other[64];
+	uint8_t key[REG_VTPM_KEY];
+	const char *d1 = "1111111111111111111111111111111111111111111111111111111111111111";
+	const char *d2 = "2222222222222222222222222222222222222222222222222222222222222222";
+	const char *ek = "eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee";
+
+	for (int i = 0; i < REG_VTPM_KEY; i++)
+		key[i] = (uint8_t)(i * 3 + 1);
+	snprintf(id, sizeof(id), "csvsm_vtpm:%lx", tag);
+	snprintf(other, sizeof(other), "csvsm_vtpm:%lx-none", tag);
+	bool reg = registry_vtpm_register(r, id, key, 60, false) == REG_OK &&
+		   registry_vtpm_register(r, id, key, 60, false) == REG_NO &&
+		   registry_vtpm_get(r, id, &v) == REG_OK;
+	tap(reg && !memcmp(v.state_key, key, sizeof(key)) && v.version == 0 &&
+		v.lease_seconds == 60 && !v.consent[0] && v.now > 1700000000,
+	    "vtpm: an instance registered once, its key kept, version 0, no consent yet, the "
+	    "database's clock read (%lld)",
+	    (long long)v.now);
+	tap(registry_vtpm_lease(r, other, "A", &v) == REG_NO,
+	    "vtpm: no lease on an instance nobody registered");
+	struct racer t[8];
+	int wins = 0;
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct racer){.inst = id, .kind = 3};
+		pthread_create(&t[i].t, NULL, race, &t[i]);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(t[i].t, NULL);
+		wins += t[i].won;
+	}
+	registry_vtpm_get(r, id, &v);
+	tap(wins == 1 && v.lease_holder[0] && !strcmp(v.consent, v.lease_holder),
+	    "vtpm: 8 connections race for one instance's key release: %d won (want 1), which also "
+	    "has the consent to the first manufacture",
+	    wins);
+	registry_vtpm_release(r, id);
+	tap(registry_vtpm_lease(r, id, "A", &v) == REG_OK && v.lease_expires >= v.now + 59 &&
+		strcmp(v.consent, "A") && registry_vtpm_lease(r, id, "B", &v) == REG_NO &&
+		registry_vtpm_lease(r, id, "A", &v) == REG_OK,
+	    "vtpm: after the owner's release, A's lease runs 60 s on the database's clock; B is "
+	    "refused while it runs; the first manufacture's consent is not A's (given once)");
+	tap(registry_vtpm_ek(r, id, "A", ek) == REG_NO,
+	    "vtpm: no EK certified for a holder without the consent");
+	tap(registry_vtpm_commit(r, id, "A", 1, 2, d1, &v) == REG_NO && v.version == 0 &&
+		registry_vtpm_commit(r, id, "B", 1, 1, d1, &v) == REG_NO &&
+		registry_vtpm_commit(r, id, "A", 1, 1, d1, &v) == REG_OK && v.version == 1 &&
+		registry_vtpm_commit(r, id, "A", 1, 1, d1, &v) == REG_NO &&
+		registry_vtpm_commit(r, id, "A", 2, 1, d1, &v) == REG_OK &&
+		registry_vtpm_commit(r, id, "A", 3, 1, d2, &v) == REG_NO &&
+		registry_vtpm_commit(r, id, "A", 4, 2, d2, &v) == REG_OK && v.version == 2 &&
+		registry_vtpm_commit(r, id, "A", 5, 1, d1, &v) == REG_NO && v.version == 2,
+	    "vtpm: commits: the next version only, by the holder, each sequence number once; the "
+	    "same version and digest again is a retry (taken), another digest for it or an older "
+	    "version is not");
+	tap(registry_vtpm_register(r, id, key, 1, true) == REG_OK &&
+		registry_vtpm_get(r, id, &v) == REG_OK && v.version == 0 && !v.lease_holder[0] &&
+		!v.consent[0],
+	    "vtpm: the owner's reset: version 0, no lease, the consent to manufacture given anew");
+	tap(registry_vtpm_lease(r, id, "C", &v) == REG_OK && !strcmp(v.consent, "C") &&
+		registry_vtpm_ek(r, id, "C", ek) == REG_OK &&
+		registry_vtpm_ek(r, id, "C", ek) == REG_OK &&
+		registry_vtpm_ek(r, id, "C", d1) == REG_NO,
+	    "vtpm: the consent's holder records its EK (again: the same), never another");
+	tap(registry_vtpm_lease(r, id, "D", &v) == REG_NO,
+	    "vtpm: a 1 s lease refuses another holder at once");
+	sleep(2);
+	tap(registry_vtpm_lease(r, id, "D", &v) == REG_OK && strcmp(v.consent, "D") &&
+		registry_vtpm_commit(r, id, "C", 9, 1, d1, &v) == REG_NO &&
+		!strcmp(v.lease_holder, "D"),
+	    "vtpm: 2 s later (the database's clock) D takes the lapsed lease without the consent, "
+	    "and C's next commit is refused");
 }
 
 static int unit(void)
@@ -168,6 +257,7 @@ static int unit(void)
 	free(got);
 	tap(registry_resource_get(r, "repo", iid, "none", rule, &got, &gl) == REG_NO,
 	    "an unknown resource is not found");
+	vtpm_unit(r, tag);
 	registry_close(r);
 	return tap_done();
 }

@@ -52,8 +52,16 @@ trixie) OVMF_FD=build/guests/OVMF.fd ;;
 forky) OVMF_FD=build/guests/OVMF-forky.fd CSVSM_IGVM=build/csvsm-forky.igvm ;;
 *) echo "csvsm: CSVSM_FW=$FW: use trixie or forky" >&2; exit 2 ;;
 esac
+# CSVSM_VTPM=kbs (default with trixie's firmware): csvsm's vTPM persistent in
+# kbs mode (issue 33): csvsm-kbs, csvsm-proxy and a kbs image of the same
+# firmware (tests/vtpm/kbs-env.sh); the guest's tpm2_getekcertificate and
+# tpm2_nvread return csvsm-kbs's EK certificate, which `openssl verify`
+# checks on the host. CSVSM_VTPM=ephemeral boots build/csvsm*.igvm as is.
+VTPM=${CSVSM_VTPM:-kbs}
+[ "$FW" = trixie ] || VTPM=${CSVSM_VTPM:-ephemeral}
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+vtpm_proxy=
+trap '[ -n "$vtpm_proxy" ] && kill "$vtpm_proxy" 2>/dev/null; [ "$VTPM" = kbs ] && vtpm_kbs_stop; rm -rf "$tmp"' EXIT
 log=build/linux/boot-snpm.log
 [ "$FW" = trixie ] || log=build/linux/boot-snpm-$FW.log
 GMEM=$(snpm_guest_mem "$MEM") || exit 1
@@ -82,7 +90,19 @@ evidence() { # evidence NAME FILE: the hex of "linux-guest: NAME <hex>" as bytes
 	sed -n "s/^linux-guest: $1 \([0-9a-f]*\)$/\1/p" "$log" | head -n1 | xxd -r -p >"$2"
 	test -s "$2"
 }
-meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+if [ "$VTPM" = kbs ]; then
+	. tests/vtpm/kbs-env.sh
+	mkdir -p "$tmp/kbs"
+	vtpm_kbs_keys "$tmp/kbs" && vtpm_kbs_image "$tmp/kbs" "$tmp/kbs/csvsm-kbs.igvm" 637376736d2d6c696e75782d6b627331 "$OVMF_FD" &&
+		vtpm_kbs_start "$tmp/kbs" 637376736d2d6c696e75782d6b627331 "$VTPM_KBS_MEAS" &&
+		QEMU_TIMEOUT=$TIMEOUT snpm_vtpm_proxy "$tmp/kbs/sock" "$tmp/kbs/state" "$tmp/kbs/proxy.log" \
+			--kbs-url "http://127.0.0.1:$VTPM_KBS_PORT" || { tap_fail "csvsm-kbs, csvsm-proxy and the kbs image"; exit 1; }
+	vtpm_proxy=$VTPM_PROXY_PID
+	CSVSM_IGVM=$tmp/kbs/csvsm-kbs.igvm
+	meas=$VTPM_KBS_MEAS
+else
+	meas=$("$MEASURE" --igvm "$CSVSM_IGVM")
+fi
 print_checks() { # print_checks FILE.json: csvsm-verify's checks, one "#   " line each
 	python3 - "$1" <<'EOF' | sed 's/^/#   /'
 import json, sys
@@ -115,6 +135,7 @@ read -r gp_addr gp_size < <(nm -S build/csvsm.elf | awk '$4 == "gp" { print $1, 
 set -- $(snpm_args) $(linux_guest_args "$MEM" "$SMP") \
 	-chardev "file,id=secrets,path=$tmp/secrets.txt" -device isa-debugcon,iobase=0xe9,chardev=secrets \
 	-append "snpm.secrets_out=1 snpm.tpm_state=${gp_addr:-0}:${gp_size:-0}"
+[ "$VTPM" = kbs ] && set -- "$@" $(snpm_vtpm_args "$tmp/kbs/sock")
 : >"$log"
 init_ms= done_ms= summary=
 t0=$EPOCHREALTIME
@@ -136,7 +157,7 @@ done < <(timeout --foreground -k 5 "$TIMEOUT" "$QEMU" -machine "$QEMU_MACHINE" -
 	-cpu "$QEMU_CPU" -m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot \
 	-chardev "stdio,id=console,logfile=$tmp/console.raw" -serial chardev:console $(cred_channel_qemu_args "$tmp") \
 	-device isa-debug-exit,iobase=0xf4,iosize=0x04 "$@" \
-	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW csvsm_chan=ttyS1")" \
+	-fw_cfg "name=opt/csvsm/linux/cmdline,string=$(linux_cmdline "$GMEM" "$SMP" "csvsm_fw=$FW csvsm_chan=ttyS1 csvsm_vtpm=$VTPM")" \
 	2> >(grep -v "TCG doesn't support requested feature" >&2); echo "qemu-exit $?")
 cred_channel_close
 exit_ms=$(ms_since "$t0")
@@ -162,6 +183,17 @@ for t in tpm-driver tpm-dev tpm-pcr0-sha256 tpm-pcr0-sha384 tpm-eventlog tpm-get
 	tap_check "guest check '$t' passed: $(grep -E "^(not )?ok [0-9]+ - $t: " "$log" | head -n1 | cut -c1-200)" \
 		grep -qE "^ok [0-9]+ - $t: [^#]" "$log"
 done
+# kbs mode: csvsm-kbs's EK certificate, as the guest's tpm2-tools read it,
+# chains to its EK CA (openssl verify on the host) and is the one csvsm wrote.
+if [ "$VTPM" = kbs ]; then
+	tap_check "guest check 'tpm-ekcert' passed: $(grep -E "^(not )?ok [0-9]+ - tpm-ekcert: " "$log" | head -n1 | cut -c1-160)" \
+		grep -qE "^ok [0-9]+ - tpm-ekcert: " "$log"
+	evidence "tpm ek-cert" "$tmp/ekc.der" && openssl x509 -inform der -in "$tmp/ekc.der" -out "$tmp/ekc.pem" 2>/dev/null
+	v=$(openssl verify -CAfile "$tmp/kbs/ekca.pem" "$tmp/ekc.pem" 2>&1)
+	tap_check "openssl verify on the host: the guest's EK certificate chains to csvsm-kbs's EK CA ($v), and it is the one csvsm wrote" \
+		test "$v" = "$tmp/ekc.pem: OK" -a "$(sha256sum <"$tmp/ekc.der" | cut -d' ' -f1)" = \
+		"$(sed -n 's/^csvsm: vtpm: ek_cert_bytes=[0-9]* ek_cert_sha256=\([0-9a-f]*\).*/\1/p' "$log")"
+fi
 # PCR0 as the host computes it from the OVMF image in csvsm.igvm
 # (H(0...0 || H(OVMF.fd)) per bank) must be what csvsm reported on its
 # console and what the guest was given to expect (/etc/csvsm-expected).

@@ -53,6 +53,15 @@ linux_guest_args() { # linux_guest_args MEM SMP: the fw_cfg files but the comman
 TAP_N=0 TAP_FAILS=0
 tap_ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $*"; }
 tap_fail() { TAP_N=$((TAP_N + 1)); TAP_FAILS=$((TAP_FAILS + 1)); echo "not ok $TAP_N - $*"; }
+tap_merge() { # tap_merge FILE PREFIX: another TAP stream's results as ours, renumbered
+	local l
+	while IFS= read -r l; do
+		case "$l" in
+		ok*) tap_ok "$2${l#ok * - }" ;;
+		"not ok"*) tap_fail "$2${l#not ok * - }" ;;
+		esac
+	done <"$1"
+}
 tap_check() { # tap_check "description" command...
 	local d=$1
 	shift

@@ -16,12 +16,18 @@
 #   FW=trixie (default)    the image build/csvsm.igvm (trixie's OVMF 2025.02)
 #   FW=forky               build/csvsm-forky.igvm (Debian's OVMF 2026.08,
 #                          which drives the vTPM and measures the boot)
-# Usage: tests/qemu/run.sh [MEM=4G] [SMP=2] [GUEST=probe|ovmf|linux] [FW=trixie|forky]
+#   VTPM=kbs               csvsm's vTPM persistent in kbs mode (docs/vtpm.md
+#                          "Persistence"): csvsm-kbs (loopback), csvsm-proxy
+#                          and a kbs image of the same firmware, their state in
+#                          build/vtpm-run/ (kept: the next run restores the
+#                          same TPM; the lease of a run that was stopped is
+#                          released for the next one)
+# Usage: tests/qemu/run.sh [MEM=4G] [SMP=2] [GUEST=probe|ovmf|linux] [FW=trixie|forky] [VTPM=kbs]
 #                [PROBE=file.efi|none] [APPEND="snpm.x=y"] [KAPPEND="linux args"] [extra qemu args]
 # APPEND= is the machine's command line (snpm.trace=1, docs/snp-machine.md).
 set -u
 cd "$(dirname "$0")/../.."
-MEM=4G SMP=2 APPEND="" KAPPEND="" PROBE=build/probe.efi GUEST=probe FW=trixie
+MEM=4G SMP=2 APPEND="" KAPPEND="" PROBE=build/probe.efi GUEST=probe FW=trixie VTPM=ephemeral
 chan="" console=(-serial stdio) guest_bad=
 args=()
 for a in "$@"; do
@@ -33,6 +39,7 @@ for a in "$@"; do
 	PROBE=*) PROBE=${a#PROBE=} ;;
 	GUEST=*) GUEST=${a#GUEST=} ;;
 	FW=*) FW=${a#FW=} ;;
+	VTPM=*) VTPM=${a#VTPM=} ;;
 	*) args+=("$a") ;;
 	esac
 done
@@ -44,6 +51,31 @@ forky) CSVSM_IGVM=build/csvsm-forky.igvm KAPPEND="${KAPPEND:+$KAPPEND }csvsm_fw=
 *) echo "csvsm: FW=$FW: use trixie or forky" >&2; exit 2 ;;
 esac
 GMEM=$(snpm_guest_mem "$MEM") || exit 2
+vtpm_proxy=
+case "$VTPM" in
+ephemeral) ;;
+kbs)
+	# csvsm-kbs and csvsm-proxy for this run (tests/vtpm/kbs-env.sh), on loopback
+	. tests/vtpm/kbs-env.sh
+	vd=build/vtpm-run inst=637376736d2d6d616b652d72756e2d31 # "csvsm-make-run-1"
+	ovmf=build/guests/OVMF.fd
+	[ "$FW" = forky ] && ovmf=build/guests/OVMF-forky.fd
+	{ [ -f "$vd/token.pem" ] || vtpm_kbs_keys "$vd"; } && vtpm_kbs_image "$vd" "$vd/csvsm-kbs.igvm" "$inst" "$ovmf" &&
+		VTPM_KBS_SECONDS=${RUN_TIMEOUT:-600} vtpm_kbs_start "$vd" "$inst" "$VTPM_KBS_MEAS" ||
+		{ echo "csvsm: VTPM=kbs: csvsm-kbs did not start ($vd/kbs.log)" >&2; exit 2; }
+	"$VTPM_KBS_BIN" vtpm-release --db "sqlite:$vd/registry.db" "$inst" >/dev/null
+	QEMU_TIMEOUT=${RUN_TIMEOUT:-600} snpm_vtpm_proxy "$vd/sock" "$vd/state" "$vd/proxy.log" \
+		--kbs-url "http://127.0.0.1:$VTPM_KBS_PORT" || { echo "csvsm: VTPM=kbs: csvsm-proxy did not start" >&2; exit 2; }
+	vtpm_proxy=$VTPM_PROXY_PID
+	trap 'kill "$vtpm_proxy" 2>/dev/null; vtpm_kbs_stop' EXIT
+	CSVSM_IGVM=$vd/csvsm-kbs.igvm
+	# shellcheck disable=SC2207
+	args+=($(snpm_vtpm_args "$vd/sock"))
+	KAPPEND="${KAPPEND:+$KAPPEND }csvsm_vtpm=kbs"
+	echo "csvsm: VTPM=kbs: csvsm-kbs on 127.0.0.1:$VTPM_KBS_PORT, csvsm-proxy on $vd/sock, state $vd/state, image $CSVSM_IGVM (${VTPM_KBS_MEAS:0:16}...)"
+	;;
+*) echo "csvsm: VTPM=$VTPM: use ephemeral or kbs" >&2; exit 2 ;;
+esac
 for f in "$SNPM_ELF" "$CSVSM_IGVM"; do
 	[ -f "$f" ] || { echo "csvsm: $f missing: run 'make'" >&2; exit 2; }
 done
@@ -68,7 +100,7 @@ linux)
 	# not verify). The summary below checks the secret the guest's TPM
 	# recovered (csvsm-cred check).
 	chan=$(mktemp -d)
-	trap 'rm -rf "$chan"' EXIT
+	trap 'rm -rf "$chan"; kill ${vtpm_proxy:+"$vtpm_proxy"} 2>/dev/null; [ "$VTPM" = kbs ] && vtpm_kbs_stop' EXIT
 	. tests/linux/cred-channel.sh
 	cred_channel_open "$chan" || exit 2
 	# shellcheck disable=SC2207
@@ -87,7 +119,7 @@ if [ -n "$chan" ]; then
 	for f in "${VERIFY:=build/csvsm-verify}" "${CRED:=build/csvsm-cred}" "${CHAIN:=build/test-chain}/ark.pem" "${MEASURE:=build/csvsm-measure}"; do
 		[ -e "$f" ] || { echo "csvsm: $f missing ('make'): the guest's credential request will be refused" >&2; touch "$chan/no-tools"; }
 	done
-	[ -e "$chan/no-tools" ] || meas=$("$MEASURE" --igvm "$CSVSM_IGVM") || meas=
+	[ -e "$chan/no-tools" ] || meas=${VTPM_KBS_MEAS:-$("$MEASURE" --igvm "$CSVSM_IGVM")} || meas=
 	: >"$chan/console.log"
 	: >"$chan/guest.log"
 	mkfifo "$chan/console.fifo"
@@ -110,7 +142,7 @@ if [ -n "$chan" ]; then
 		done <"$chan/console.fifo"
 	) &
 	watch_pid=$!
-	trap 'kill "$tail_pid" "$watch_pid" 2>/dev/null; rm -rf "$chan"' EXIT
+	trap 'kill "$tail_pid" "$watch_pid" ${vtpm_proxy:+"$vtpm_proxy"} 2>/dev/null; [ "$VTPM" = kbs ] && vtpm_kbs_stop; rm -rf "$chan"' EXIT
 fi
 timeout --foreground -k 5 "${RUN_TIMEOUT:-600}" "$QEMU" -machine "$QEMU_MACHINE" -accel "$QEMU_ACCEL" -cpu "$QEMU_CPU" \
 	-m "$MEM" -smp "$SMP" -nodefaults -net none -display none -no-reboot "${console[@]}" \

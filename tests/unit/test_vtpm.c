@@ -125,6 +125,61 @@ static void guest_startup_gets_initialize(void **state)
 	vtpm_destroy();
 }
 
+/*
+ * The EK certificate at NV 0x01C00002 (vtpm_ek_cert_store: platform-created,
+ * written, write-locked) reads back with owner auth and survives a power
+ * cycle; after vtpm_platform_disable the guest's platform-authorized
+ * commands fail with TPM_RC_HIERARCHY (handle 1: 0x185), among them
+ * undefining or rewriting the certificate, while reading it still works
+ * (phEnableNV stays set); the info for the certificate is libtpms'.
+ */
+static void ek_cert_nv_and_platform_closed(void **state)
+{
+	/* TPM2_HierarchyControl(platform, enable owner, NO), TPM2_NV_UndefineSpace(platform,
+	 * 0x01C00002): each with an empty password session */
+	static const uint8_t hc[] = {0x80, 0x02, 0,    0, 0, 32,   0, 0,    0x01, 0x21, 0x40,
+				     0,	   0,	 0x0C, 0, 0, 0,	   9, 0x40, 0,	  0,	9,
+				     0,	   0,	 0,    0, 0, 0x40, 0, 0,    0x01, 0};
+	static const uint8_t undef[] = {0x80, 0x02, 0,	  0,	0,    31, 0,	0, 0x01, 0x22, 0x40,
+					0,    0,    0x0C, 0x01, 0xC0, 0,  0x02, 0, 0,	 0,    9,
+					0x40, 0,    0,	  9,	0,    0,  0,	0, 0};
+	uint8_t der[1200], got[2048], rsp[4096];
+	size_t gl = 0;
+	struct vtpm_info ti;
+
+	for (size_t i = 0; i < sizeof(der); i++)
+		der[i] = (uint8_t)(i * 13 + 7);
+	vtpm_destroy();
+	assert_int_equal(vtpm_init(NULL), 0);
+	assert_int_equal(vtpm_info(&ti), 0);
+	assert_int_equal(ti.manufacturer, 0x49424D00); /* "IBM": libtpms */
+	assert_true(ti.revision >= 100 && ti.model[0]);
+	assert_int_equal(vtpm_ek_cert_read(got, sizeof(got), &gl), -1); /* none yet */
+	assert_int_equal(vtpm_ek_cert_store(der, sizeof(der)), 0);	/* two NV_Writes */
+	assert_int_equal(vtpm_ek_cert_store(der, sizeof(der)), -1);	/* defined once */
+	assert_int_equal(vtpm_ek_cert_read(got, sizeof(got), &gl), 0);
+	assert_int_equal(gl, sizeof(der));
+	assert_memory_equal(got, der, sizeof(der));
+	/* the guest's view: platform commands work until csvsm closes the hierarchy */
+	uint8_t probe[sizeof(hc)];
+	memcpy(probe, hc, sizeof(hc));
+	probe[sizeof(probe) - 2] = 0x0B; /* enable: endorsement, state YES: changes nothing */
+	probe[sizeof(probe) - 1] = 1;
+	assert_int_equal(tpm(probe, sizeof(probe), rsp, NULL), TPM_RC_SUCCESS);
+	assert_int_equal(vtpm_platform_disable(), 0);
+	assert_int_equal(tpm(hc, sizeof(hc), rsp, NULL), 0x185);
+	assert_int_equal(tpm(undef, sizeof(undef), rsp, NULL), 0x185);
+	assert_int_equal(vtpm_ek_cert_read(got, sizeof(got), &gl), 0);
+	assert_memory_equal(got, der, sizeof(der));
+	/* a power cycle: the certificate is state; Startup(CLEAR) opens the platform
+	 * hierarchy again, which only csvsm's own start does */
+	vtpm_power_off();
+	assert_int_equal(vtpm_init(NULL), 0);
+	assert_int_equal(vtpm_ek_cert_read(got, sizeof(got), &gl), 0);
+	assert_memory_equal(got, der, sizeof(der));
+	vtpm_destroy();
+}
+
 static void process_bounds(void **state)
 {
 	static const uint8_t startup[] = {0x80, 0x01, 0, 0, 0, 12, 0, 0, 0x01, 0x44, 0, 0};
@@ -325,6 +380,7 @@ int main(void)
 	    cmocka_unit_test(spec_id_event_bytes),
 	    cmocka_unit_test(pcr_banks_exactly_sha256_sha384),
 	    cmocka_unit_test(guest_startup_gets_initialize),
+	    cmocka_unit_test(ek_cert_nv_and_platform_closed),
 	    cmocka_unit_test(process_bounds),
 	    cmocka_unit_test(max_sizes_fit_the_page),
 	    cmocka_unit_test(ek_template_random_and_state_round_trip),

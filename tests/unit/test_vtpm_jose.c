@@ -465,6 +465,7 @@ static void jwe_checks(void **state)
 #undef OPEN
 }
 
+#define SHA_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 /* The broker's release for this boot, as the contract defines it. */
 static char *release(EVP_PKEY *signer, const char *instance, const char *nonce, const char *extra,
 		     const uint8_t *secret, const struct jose_p384_key *to)
@@ -473,8 +474,12 @@ static char *release(EVP_PKEY *signer, const char *instance, const char *nonce, 
 	char *jwe = jwe_make(to->x, to->y, secret, 32, "ECDH-ES+A256KW", "A256GCM", "", NULL, "");
 	snprintf(payload, sizeof(payload),
 		 "{\"instance\":\"%s\",\"nonce\":\"%s\"%s,\"lease\":\"lease-7\","
-		 "\"lease-expires\":1900000000,\"key\":%s}",
-		 instance, nonce, extra, jwe);
+		 "\"lease-expires\":1900000000,\"lease-seconds\":300,%s\"key\":%s}",
+		 instance, nonce, extra,
+		 strstr(extra, "sealed-sha256") ? ""
+						: "\"manufacture\":false,\"sealed-sha256\":\"" SHA_A
+						  "\",",
+		 jwe);
 	return jws_make(signer, NULL, payload);
 }
 
@@ -497,6 +502,23 @@ static void release_checks(void **state)
 	assert_int_equal(g.version, 4);
 	assert_string_equal(g.lease, "lease-7");
 	assert_int_equal(g.lease_expires, 1900000000);
+	assert_int_equal(g.lease_seconds, 300);
+	assert_false(g.manufacture);
+	assert_int_equal(g.sealed_sha256[0], 0xaa);
+	/* the registry's digest and the consent must be well formed */
+	t = release(broker, INST_HEX, "n-1",
+		    ",\"version\":4,\"manufacture\":1,\"sealed-sha256\":\"" SHA_A "\"", state_key,
+		    &tee);
+	assert_int_equal(CHECK(t, "n-1", &tee), -1);
+	assert_non_null(strstr(why, "manufacture"));
+	t = release(broker, INST_HEX, "n-1",
+		    ",\"version\":4,\"manufacture\":false,\"sealed-sha256\":\"aa\"", state_key,
+		    &tee);
+	assert_int_equal(CHECK(t, "n-1", &tee), -1);
+	t = release(broker, INST_HEX, "n-1",
+		    ",\"version\":0,\"manufacture\":true,\"sealed-sha256\":\"\"", state_key, &tee);
+	assert_int_equal(CHECK(t, "n-1", &tee), 0);
+	assert_true(g.manufacture);
 	/* replayed (another boot's nonce), another instance, no version, another signer, to another
 	 * key */
 	assert_int_equal(CHECK(t, "n-2", &tee), -1);

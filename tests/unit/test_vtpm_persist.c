@@ -254,40 +254,181 @@ static void refusals_name_their_step(void **state)
 	assert_false(vtpm_running());
 }
 
-static void registry_checks(void **state)
+/*
+ * A registry as csvsm-kbs keeps it (kbs/registry.c registry_vtpm_commit): a
+ * commit is the next version, or a retry of the current one with the same
+ * digest; `refuse` plays a lease another VM took.
+ */
+static struct {
+	uint64_t version;
+	uint8_t sha[32];
+	bool refuse, unreachable;
+	unsigned commits, renewals, ek_calls;
+} reg;
+
+static int reg_commit(void *ctx, uint64_t version, const uint8_t sha[32], char *why, size_t n)
+{
+	reg.commits++;
+	if (reg.refuse || !(version == reg.version + 1 ||
+			    (version == reg.version && !memcmp(sha, reg.sha, 32)))) {
+		snprintf(why, n, "the registry refused version %llu", (unsigned long long)version);
+		return -1;
+	}
+	reg.version = version;
+	memcpy(reg.sha, sha, 32);
+	return 0;
+}
+
+static int reg_renew(void *ctx, uint64_t version, const uint8_t sha[32], char *why, size_t n)
+{
+	reg.renewals++;
+	if (reg.unreachable)
+		return VTPM_PERSIST_UNREACHABLE;
+	if (reg.refuse || version != reg.version || memcmp(sha, reg.sha, 32)) {
+		snprintf(why, n, "the lease is another TEE key's");
+		return -1;
+	}
+	return 0;
+}
+
+static int reg_manufactured(void *ctx, char *why, size_t n)
+{
+	reg.ek_calls++;
+	return 0;
+}
+
+/* kbs mode as tpm/boot.c configures it from a release of this registry. */
+static struct vtpm_persist_cfg kbs_cfg(bool manufacture)
 {
 	struct vtpm_persist_cfg c = cfg();
+	c.id.mode = 2;
+	c.registry = true;
+	c.registry_version = reg.version;
+	memcpy(c.registry_sha256, reg.sha, 32);
+	c.manufacture = manufacture;
+	c.committed = reg_commit;
+	c.renew = reg_renew;
+	c.manufactured = reg_manufactured;
+	return c;
+}
+
+static void registry_checks(void **state)
+{
+	struct vtpm_persist_cfg c;
 	struct vtpm_persist_report r;
 
-	c.id.mode = 2;
-	c.registry = true;
-	c.registry_version = 0;
-	assert_int_equal(boot(root_a, &c, &r), 0); /* none kept, the registry consents */
-	assert_int_equal(r.version, 1);
-	assert_int_equal(tpm(nv_define, sizeof(nv_define)), 0); /* version 2 */
-
-	/* the registry knows version 2: the host's version 2 is taken */
-	c = cfg();
-	c.id.mode = 2;
-	c.registry = true;
-	c.registry_version = 2;
+	memset(&reg, 0, sizeof(reg));
+	/* version 0, no consent to manufacture (an earlier boot had it): refused */
+	c = kbs_cfg(false);
+	assert_int_equal(boot(root_a, &c, &r), -1);
+	assert_int_equal(r.step, VTPM_STEP_FETCH);
+	assert_non_null(strstr(r.why, "consent"));
+	assert_int_equal(host.stores, 0);
+	/* with the consent: manufactured, the EK hook called, version 1 committed */
+	c = kbs_cfg(true);
 	assert_int_equal(boot(root_a, &c, &r), 0);
-	assert_int_equal(r.opened_version, 2); /* and version 3 is written */
+	assert_true(r.manufactured);
+	assert_int_equal(reg.ek_calls, 1);
+	assert_int_equal(reg.version, 1);
+	assert_int_equal(tpm(nv_define, sizeof(nv_define)), 0); /* version 2, committed */
+	assert_int_equal(reg.version, 2);
+	uint8_t sha2[32];
+	memcpy(sha2, reg.sha, 32);
+
+	/* the registry's version 2 and its digest: taken, version 3 written */
+	c = kbs_cfg(false);
+	assert_int_equal(boot(root_a, &c, &r), 0);
+	assert_int_equal(r.opened_version, 2);
+	assert_int_equal(reg.version, 3);
+	/* version 3 with another digest (a copy that diverged): refused at open */
+	reg.sha[0] ^= 1;
+	c = kbs_cfg(false);
+	assert_int_equal(boot(root_a, &c, &r), -1);
+	assert_int_equal(r.step, VTPM_STEP_OPEN);
+	assert_non_null(strstr(r.why, "diverged"));
+	reg.sha[0] ^= 1;
 	/* the registry is at 5: the host offers 3: rollback */
-	c = cfg();
-	c.id.mode = 2;
-	c.registry = true;
-	c.registry_version = 5;
+	reg.version = 5;
+	c = kbs_cfg(false);
 	assert_int_equal(boot(root_a, &c, &r), -1);
 	assert_int_equal(r.step, VTPM_STEP_OPEN);
 	assert_non_null(strstr(r.why, "rollback"));
-	/* the registry knows none, the host offers one */
-	c = cfg();
-	c.id.mode = 2;
-	c.registry = true;
-	c.registry_version = 0;
+	/* the registry at 2 (the commit of 3 was lost in a crash): 3 is committed
+	 * before the TPM runs on it, then 4 is written */
+	reg.version = 2;
+	memcpy(reg.sha, sha2, 32);
+	c = kbs_cfg(false);
+	unsigned commits = reg.commits;
+	assert_int_equal(boot(root_a, &c, &r), 0);
+	assert_int_equal(r.opened_version, 3);
+	assert_int_equal(reg.commits, commits + 2);
+	assert_int_equal(reg.version, 4);
+	/* the same, but the registry does not take 4 (another VM took the lease) */
+	reg.version = 3;
+	reg.refuse = true;
+	c = kbs_cfg(false);
 	assert_int_equal(boot(root_a, &c, &r), -1);
-	assert_int_equal(r.step, VTPM_STEP_FETCH);
+	assert_int_equal(r.step, VTPM_STEP_OPEN);
+	assert_non_null(strstr(r.why, "refused version 4"));
+	reg.refuse = false;
+	/* the registry knows none, the host offers version 4: unknown, refused */
+	memset(&reg, 0, sizeof(reg));
+	c = kbs_cfg(true);
+	assert_int_equal(boot(root_a, &c, &r), -1);
+	assert_int_equal(r.step, VTPM_STEP_OPEN);
+	assert_false(vtpm_running());
+}
+
+/*
+ * After the boot: a commit the registry refuses stops the vTPM (that command
+ * and every later one fail); the lease is renewed before a command once due,
+ * an unreachable broker lets commands go on, a refused renewal stops it.
+ */
+static void registry_refusals_stop_the_vtpm(void **state)
+{
+	struct vtpm_persist_cfg c;
+	struct vtpm_persist_report r;
+
+	memset(&reg, 0, sizeof(reg));
+	c = kbs_cfg(true);
+	c.renew_us = 10; /* due after 10 us of csvsm's clock */
+	assert_int_equal(boot(root_a, &c, &r), 0);
+	assert_int_equal(tpm(get_random, sizeof(get_random)), 0);
+	assert_int_equal(reg.renewals, 0); /* not due yet */
+	host.pipe.now += 10;
+	assert_int_equal(tpm(get_random, sizeof(get_random)), 0);
+	assert_true(reg.renewals >= 1);
+	reg.unreachable = true;
+	unsigned renewals = reg.renewals;
+	host.pipe.now += 10;
+	assert_int_equal(tpm(get_random, sizeof(get_random)), 0); /* goes on */
+	assert_true(reg.renewals > renewals);
+	host.pipe.now += 10;
+	reg.unreachable = false;
+	reg.refuse = true; /* a clone took the lapsed lease */
+	assert_int_equal(tpm(get_random, sizeof(get_random)), -1);
+	assert_true(vtpm_persist_failed());
+	assert_int_equal(tpm(nv_read_public, sizeof(nv_read_public)), -1);
+
+	/* a refused commit: the command that changed NV gets no answer, nor any later */
+	memset(&reg, 0, sizeof(reg));
+	teardown(state);
+	setup(state);
+	c = kbs_cfg(true);
+	assert_int_equal(boot(root_a, &c, &r), 0);
+	reg.refuse = true;
+	unsigned stores = host.stores;
+	assert_int_equal(tpm(nv_define, sizeof(nv_define)), -1);
+	assert_int_equal(host.stores, stores + 1); /* the host kept it: the registry did not */
+	assert_true(vtpm_persist_failed());
+	reg.refuse = false;
+	assert_int_equal(tpm(get_random, sizeof(get_random)), -1);
+	/* the next boot opens the uncommitted version 2 and commits it then */
+	c = kbs_cfg(false);
+	assert_int_equal(boot(root_a, &c, &r), 0);
+	assert_int_equal(r.opened_version, 2);
+	assert_int_equal(reg.version, 3);
+	assert_int_equal(tpm(nv_read_public, sizeof(nv_read_public)), 0);
 }
 
 static void unconfirmed_write_stops_the_vtpm(void **state)
@@ -333,6 +474,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(first_boot_then_restore, setup, teardown),
 	    cmocka_unit_test_setup_teardown(refusals_name_their_step, setup, teardown),
 	    cmocka_unit_test_setup_teardown(registry_checks, setup, teardown),
+	    cmocka_unit_test_setup_teardown(registry_refusals_stop_the_vtpm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(unconfirmed_write_stops_the_vtpm, setup, teardown),
 	    cmocka_unit_test_setup_teardown(terminating_sends_nothing, setup, teardown),
 	};

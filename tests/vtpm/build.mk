@@ -19,3 +19,4 @@ $(VTPM_PROBE_EFI): $(PROBE_OBJDIR)/vtpm-probe.so
 TEST_SCRIPTS += tests/vtpm/sealed.sh
 # tests/vtpm/scan.py opens the sealed state with the key it derives (AES-GCM, HKDF)
 DEPS_PKGS    += python3-cryptography
+TEST_SCRIPTS += tests/vtpm/kbs.sh

@@ -18,7 +18,11 @@ then requires that
 Prints TAP lines; exit 1 when a check failed.
 
 usage: scan.py PSP_KEYS MEASUREMENT_HEX POLICY INSTANCE_HEX STATE_BLOB MARKER LOG...
+       scan.py --kbs-root ROOT_HEX INSTANCE_HEX STATE_BLOB MARKER LOG...
+The second form is the kbs mode's: the root key is the instance's in csvsm-kbs's
+registry (tests/vtpm/kbs.sh reads it), released to csvsm as a JWE only.
 """
+import base64
 import hashlib
 import hmac
 import struct
@@ -58,12 +62,16 @@ def hkdf_sha256(ikm, info, length=32):
 
 
 def main():
-    keys, meas, policy, inst, blob_path, marker = sys.argv[1:7]
-    logs = sys.argv[7:]
-    vcek_d = open(keys, "rb").read()[0x60:0x90]
-    root = psp_key(vcek_d, bytes.fromhex(meas), int(policy, 0))
+    if sys.argv[1] == "--kbs-root":
+        root, inst, blob_path, marker = bytes.fromhex(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5]
+        logs, mode, rname = sys.argv[6:], 2, "the registry's root key"
+    else:
+        keys, meas, policy, inst, blob_path, marker = sys.argv[1:7]
+        logs, mode, rname = sys.argv[7:], 1, "the MSG_KEY_REQ key"
+        vcek_d = open(keys, "rb").read()[0x60:0x90]
+        root = psp_key(vcek_d, bytes.fromhex(meas), int(policy, 0))
     instance = bytes.fromhex(inst)
-    state_key = hkdf_sha256(root, b"csvsm vtpm state key v1" + struct.pack("<I", 1) + instance)
+    state_key = hkdf_sha256(root, b"csvsm vtpm state key v1" + struct.pack("<I", mode) + instance)
     blob = open(blob_path, "rb").read()
     plain = b""
     try:
@@ -77,12 +85,16 @@ def main():
     tap(mark in plain, "the opened state holds the probe's NV marker")
     blocks = {plain[i:i + 16] for i in range(0, len(plain) - 15, 16)}
     blocks = {b for b in blocks if len(set(b)) > 1}
-    secrets = [("the MSG_KEY_REQ key", root), ("the state key", state_key), ("the NV marker", mark)]
+    secrets = [(rname, root), ("the state key", state_key), ("the NV marker", mark)]
     for path in logs + [blob_path]:
         data = open(path, "rb").read()
         text = data.lower()
         for name, s in secrets:
-            found = s in data or s.hex().encode() in text
+            # raw, as hex, and base64/base64url-encoded inside a relayed JSON body
+            # (which the proxy logs as hex)
+            enc = [base64.b64encode(s).rstrip(b"="), base64.urlsafe_b64encode(s).rstrip(b"=")]
+            found = s in data or s.hex().encode() in text or any(
+                e in data or e.hex().encode() in text for e in enc)
             tap(not found, "%s: no %s" % (path.split("/")[-1], name))
         leaked = [b for b in blocks if b in data or b.hex().encode() in text]
         tap(not leaked, "%s: no 16-byte block of the plaintext state (%d blocks looked for)%s"

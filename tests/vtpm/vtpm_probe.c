@@ -9,6 +9,12 @@
  *   vtpm-probe: nv created|present data=<hex>     NV index 0x01500016, 32 bytes
  *   vtpm-probe: persistent created|present name=<hex>   0x81000010, ECC P-256 SRK
  *   vtpm-probe: counter before=N after=N+2        NV index 0x01500017, written twice
+ *   vtpm-probe: sealed created|present            a data object sealed to PCR0
+ *                                                 (sha256), persistent 0x81000011
+ *   vtpm-probe: unseal ok data=<hex> | unseal refused rc=0x...   under PolicyPCR
+ *   vtpm-probe: ekcert bytes=N sha256=<hex> der=<hex> | ekcert none
+ *   vtpm-probe: platform rc=0x...                 TPM2_HierarchyControl under the
+ *                                                 platform hierarchy (csvsm disabled it)
  *   vtpm-probe: timing getrandom_cycles=C nv_write_cycles=C1,C2
  *   vtpm-probe: done
  *
@@ -23,6 +29,10 @@
 #define NV_MARKER	   0x01500016u
 #define NV_COUNTER	   0x01500017u
 #define PERSISTENT	   0x81000010u
+#define SEALED		   0x81000011u
+#define EK_CERT		   0x01C00002u
+#define TPM_RH_PLATFORM	   0x4000000Cu
+#define TPM_RH_NULL	   0x40000007u
 #define TPM_RH_OWNER	   0x40000001u
 #define TPM_RH_ENDORSEMENT 0x4000000Bu
 #define TPM_RS_PW	   0x40000009u
@@ -101,8 +111,26 @@ static __attribute__((noreturn)) void fail(const CHAR16 *what, u32 rc)
 	shutdown();
 }
 
-/* Sends cmd[0..clen); returns the TPM response code (rsp/rlen set). */
+static u32 send_once(void);
+/* Sends cmd[0..clen); returns the TPM response code (rsp/rlen set). A TPM that
+ * asks for the command again (TPM_RC_RETRY 0x922, YIELDED 0x908, TESTING
+ * 0x90A: Part 2 §6.6.3 warnings) gets it again, as tpm2-tss's ESAPI does. */
 static u32 send(void)
+{
+	static u8 again[2048];
+	u32 n = clen, rc = 0;
+	CopyMem(again, cmd, n);
+	for (int i = 0; i < 10; i++) {
+		CopyMem(cmd, again, n);
+		clen = n;
+		rc = send_once();
+		if (rc != 0x922 && rc != 0x908 && rc != 0x90A)
+			break;
+	}
+	return rc;
+}
+
+static u32 send_once(void)
 {
 	u8 *p = (u8 *)(UINTN)page;
 	u32 size, platcmd = VTPM_PLAT_SEND_CMD;
@@ -341,6 +369,172 @@ static void counter(u64 *c1, u64 *c2)
 	Print(L"vtpm-probe: counter after=%ld\n", be64(nv_read(NV_COUNTER, 8)));
 }
 
+/* ---- a data object sealed to PCR0 (sha256) under PolicyPCR ---- */
+
+static const u8 pcr0_sel[] = {0, 0, 0, 1, 0x00, 0x0B, 3, 0x01, 0, 0}; /* TPML_PCR_SELECTION */
+
+/* TPM2_StartAuthSession(NULL, NULL, 16-byte nonce, no salt, type, no symmetric, SHA-256) */
+static u32 start_session(u8 type)
+{
+	start(0x8001, 0x176);
+	p32(TPM_RH_NULL);
+	p32(TPM_RH_NULL);
+	p16(16);
+	for (int i = 0; i < 16; i++)
+		p8((u8)(0xA0 + i));
+	p16(0);
+	p8(type);
+	p16(0x0010);
+	p16(0x000B);
+	u32 rc = send();
+	if (rc)
+		fail(L"TPM2_StartAuthSession", rc);
+	return be32(rsp + 10);
+}
+
+static void policy_pcr(u32 sess)
+{
+	start(0x8001, 0x17F); /* TPM2_PolicyPCR: pcrDigest empty (the current values) */
+	p32(sess);
+	p16(0);
+	pbytes(pcr0_sel, sizeof(pcr0_sel));
+	u32 rc = send();
+	if (rc)
+		fail(L"TPM2_PolicyPCR", rc);
+}
+
+static void sealed(void)
+{
+	static const u8 secret[32] = "CSVSM-SEALED-TO-PCR0:0123456789";
+	u8 digest[32];
+	if (read_public(SEALED) == 0) {
+		Print(L"vtpm-probe: sealed present\n");
+	} else {
+		/* the policy digest by a trial session */
+		u32 t = start_session(0x03);
+		policy_pcr(t);
+		start(0x8001, 0x189); /* TPM2_PolicyGetDigest */
+		p32(t);
+		u32 rc = send();
+		if (rc || be16(rsp + 10) != 32)
+			fail(L"TPM2_PolicyGetDigest", rc);
+		CopyMem(digest, (void *)(rsp + 12), 32);
+		flush(t);
+		start(0x8002, 0x153); /* TPM2_Create under the persistent SRK */
+		p32(PERSISTENT);
+		pw_session();
+		p16(2 + 2 + 32); /* TPM2B_SENSITIVE_CREATE: empty userAuth, the data */
+		p16(0);
+		p16(32);
+		pbytes(secret, 32);
+		p16(2 + 2 + 4 + 2 + 32 + 2 + 2); /* TPM2B_PUBLIC: KEYEDHASH, fixedTPM|fixedParent */
+		p16(0x0008);
+		p16(0x000B);
+		p32(0x00000012);
+		p16(32);
+		pbytes(digest, 32);
+		p16(0x0010); /* scheme NULL */
+		p16(0);	     /* unique */
+		p16(0);	     /* outsideInfo */
+		p32(0);	     /* creationPCR */
+		rc = send();
+		if (rc)
+			fail(L"TPM2_Create (sealed)", rc);
+		static u8 priv[512], pub[512];
+		u16 pl = be16(rsp + 14), ul = be16(rsp + 16 + pl);
+		if (pl + 2u > sizeof(priv) || ul + 2u > sizeof(pub))
+			fail(L"TPM2_Create answer", rlen);
+		CopyMem(priv, (void *)(rsp + 14), pl + 2u);
+		CopyMem(pub, (void *)(rsp + 16 + pl), ul + 2u);
+		start(0x8002, 0x157); /* TPM2_Load */
+		p32(PERSISTENT);
+		pw_session();
+		pbytes(priv, pl + 2u);
+		pbytes(pub, ul + 2u);
+		rc = send();
+		if (rc)
+			fail(L"TPM2_Load (sealed)", rc);
+		u32 h = be32(rsp + 10);
+		start(0x8002, 0x120); /* TPM2_EvictControl */
+		p32(TPM_RH_OWNER);
+		p32(h);
+		pw_session();
+		p32(SEALED);
+		rc = send();
+		if (rc)
+			fail(L"TPM2_EvictControl (sealed)", rc);
+		flush(h);
+		Print(L"vtpm-probe: sealed created\n");
+	}
+	/* unseal under a policy session that saw PCR0 as it is now */
+	u32 sess = start_session(0x01);
+	policy_pcr(sess);
+	start(0x8002, 0x15E); /* TPM2_Unseal */
+	p32(SEALED);
+	p32(4 + 2 + 16 + 1 + 2); /* the policy session: a nonce, no HMAC (no auth value) */
+	p32(sess);
+	p16(16);
+	for (int i = 0; i < 16; i++)
+		p8((u8)(0xB0 + i));
+	p8(0); /* not continueSession: the session ends with the command */
+	p16(0);
+	u32 rc = send();
+	if (rc == 0 && rlen >= 16u + 32 && be16(rsp + 14) == 32) {
+		hex_print(L"vtpm-probe: unseal ok data=", rsp + 16, 32);
+		Print(L"\n");
+	} else {
+		Print(L"vtpm-probe: unseal refused rc=0x%x\n", rc);
+		flush(sess);
+	}
+}
+
+/* ---- the EK certificate csvsm-kbs issued, at NV 0x01C00002 ---- */
+
+static void ekcert(void)
+{
+	static u8 der[2048];
+	u8 d[32];
+	u32 rc = nv_read_public(EK_CERT);
+	if (rc) {
+		Print(L"vtpm-probe: ekcert none (rc 0x%x)\n", rc);
+		return;
+	}
+	/* TPM2B_NV_PUBLIC @10: index, nameAlg, attributes, authPolicy, dataSize */
+	u16 pol = be16(rsp + 22);
+	u16 size = be16(rsp + 24 + pol);
+	if (size > sizeof(der))
+		fail(L"EK certificate size", size);
+	for (u16 off = 0; off < size; off += 1024) {
+		u16 n = (u16)(size - off < 1024 ? size - off : 1024);
+		start(0x8002, 0x14E); /* TPM2_NV_Read, owner authorization */
+		p32(TPM_RH_OWNER);
+		p32(EK_CERT);
+		pw_session();
+		p16(n);
+		p16(off);
+		rc = send();
+		if (rc || be16(rsp + 14) != n)
+			fail(L"TPM2_NV_Read (EK certificate)", rc);
+		CopyMem(der + off, (void *)(rsp + 16), n);
+	}
+	sha256(der, size, d);
+	Print(L"vtpm-probe: ekcert bytes=%d", size);
+	hex_print(L" sha256=", d, 32);
+	hex_print(L" der=", der, size);
+	Print(L"\n");
+}
+
+/* The platform hierarchy (empty auth) must be closed to the guest. */
+static void platform(void)
+{
+	start(0x8002, 0x121); /* TPM2_HierarchyControl(platform): enable owner, NO */
+	p32(TPM_RH_PLATFORM);
+	pw_session();
+	p32(TPM_RH_OWNER);
+	p8(0);
+	Print(L"vtpm-probe: platform rc=0x%x\n", send());
+}
+
 static u64 get_random(void)
 {
 	start(0x8001, 0x17B);
@@ -372,6 +566,9 @@ EFI_STATUS efi_main(EFI_HANDLE image, EFI_SYSTEM_TABLE *st)
 	ek();
 	nv_marker();
 	persistent();
+	ekcert();
+	platform();
+	sealed();
 	counter(&c1, &c2);
 	Print(L"vtpm-probe: timing getrandom_cycles=%ld nv_write_cycles=%ld,%ld\n", gr, c1, c2);
 	Print(L"vtpm-probe: done\n");
