@@ -10,6 +10,7 @@
  * PCR values against references.
  */
 #include <attest/attest_proto.h>
+#include <base/hex.h>
 #include <attest/policy.h>
 #include <attest/tpm_cred.h>
 #include <attest/tpm_wire.h>
@@ -37,17 +38,6 @@ static void setd(char *d, size_t n, const char *fmt, ...)
 
 /* ---- policy file ---- */
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Exactly n bytes of hex (an optional 0x). */
 static bool hex_exact(const char *s, uint8_t *out, size_t n)
 {
@@ -56,7 +46,7 @@ static bool hex_exact(const char *s, uint8_t *out, size_t n)
 	if (strlen(s) != 2 * n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo = hexval(s[2 * i + 1]);
+		int hi = hex_digit(s[2 * i]), lo = hex_digit(s[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return false;
 		out[i] = (uint8_t)(hi << 4 | lo);

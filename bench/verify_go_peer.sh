@@ -50,30 +50,11 @@ OUT=$W/verify_go_peer-$SUITE
 R=$W/root-$SUITE
 
 # The private apt configuration for trixie (binary and source indexes).
-mkdir -p "$A/etc/apt.conf.d" "$A/etc/preferences.d" "$A/etc/sources.list.d" \
-	"$A/state/lists/partial" "$A/cache/archives/partial"
-[ -f "$A/state/status" ] || : >"$A/state/status"
+. "$ROOT/tests/linux/private-apt.sh"
+private_apt "$A" || die "cannot make the private apt tree $A"
 K=/usr/share/keyrings/debian-archive-keyring.gpg
 printf 'deb [signed-by=%s] http://deb.debian.org/debian trixie main\ndeb-src [signed-by=%s] http://deb.debian.org/debian trixie main\n' \
 	"$K" "$K" >"$A/etc/sources.list"
-cat >"$A/apt.conf" <<EOF
-Dir::Etc "$A/etc/";
-Dir::Etc::sourcelist "$A/etc/sources.list";
-Dir::Etc::sourceparts "$A/etc/sources.list.d/";
-Dir::Etc::parts "$A/etc/apt.conf.d/";
-Dir::Etc::preferencesparts "$A/etc/preferences.d/";
-Dir::State "$A/state/";
-Dir::State::status "$A/state/status";
-Dir::Cache "$A/cache/";
-Dir::Cache::srcpkgcache "";
-Acquire::GzipIndexes "true";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-Acquire::Languages "none";
-Acquire::Retries "1";
-Acquire::http::Timeout "20";
-APT::Sandbox::User "$(id -un)";
-EOF
 tapt() { APT_CONFIG=$A/apt.conf "$@"; }
 if [ -z "$(find "$A/state/lists" -name '*Sources*' -mtime -7 2>/dev/null | head -n1)" ]; then
 	tapt apt-get update -q >"$W/apt-update.log" 2>&1 || die "apt-get update (trixie) failed: see $W/apt-update.log"

@@ -4,6 +4,7 @@
  * hypervisor-provided text: every read is bounded by the caller's length.
  */
 #include "base/string.h"
+#include "base/hex.h"
 #include "mm/cmdline.h"
 
 static bool is_space(char c)
@@ -34,17 +35,6 @@ bool cmdline_get(const char *cmdline, size_t len, const char *key, const char **
 	return found;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int cmdline_parse_hex(const char **p, const char *end, uint64_t *out)
 {
 	const char *s = *p;
@@ -53,10 +43,10 @@ int cmdline_parse_hex(const char **p, const char *end, uint64_t *out)
 
 	if (end - s >= 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
 		s += 2;
-	while (s < end && hexval(*s) >= 0) {
+	while (s < end && hex_digit(*s) >= 0) {
 		if (++digits > 16)
 			return -1;
-		v = (v << 4) | (uint64_t)hexval(*s++);
+		v = (v << 4) | (uint64_t)hex_digit(*s++);
 	}
 	if (!digits)
 		return -1;

@@ -9,6 +9,7 @@
  * See docs/verify.md.
  */
 #include <attest/attest_proto.h>
+#include <base/hex.h>
 #include <attest/certtable.h>
 #include <attest/policy.h>
 #include <attest/report.h>
@@ -176,17 +177,6 @@ static bool exists(const char *path)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode);
 }
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* Parse hex (optional 0x) into out (cap bytes); returns the byte count. */
 static size_t parse_hex(const char *opt, const char *s, uint8_t *out, size_t cap)
 {
@@ -197,7 +187,7 @@ static size_t parse_hex(const char *opt, const char *s, uint8_t *out, size_t cap
 	if (l % 2 || l / 2 > cap)
 		die2("%s: need an even number of hex digits, at most %zu bytes", opt, cap);
 	for (n = 0; n < l / 2; n++) {
-		int hi = hexval(s[2 * n]), lo = hexval(s[2 * n + 1]);
+		int hi = hex_digit(s[2 * n]), lo = hex_digit(s[2 * n + 1]);
 		if (hi < 0 || lo < 0)
 			die2("%s: not hex", opt);
 		out[n] = (uint8_t)(hi << 4 | lo);

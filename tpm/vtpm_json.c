@@ -5,6 +5,7 @@
  * bounded by JSON_MAX_DEPTH, every index by len.
  */
 #include "base/string.h"
+#include "base/hex.h"
 #include "tpm/vtpm_json.h"
 
 struct cur {
@@ -17,17 +18,6 @@ static void ws(struct cur *c)
 	while (c->i < c->n && (c->s[c->i] == ' ' || c->s[c->i] == '\t' || c->s[c->i] == '\n' ||
 			       c->s[c->i] == '\r'))
 		c->i++;
-}
-
-static int hexv(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
 }
 
 /* A string at c->i (the opening quote); leaves c->i after the closing quote. */
@@ -51,7 +41,7 @@ static int skip_string(struct cur *c)
 			if (c->n - c->i < 4)
 				return -1;
 			for (int k = 0; k < 4; k++)
-				if (hexv(c->s[c->i++]) < 0)
+				if (hex_digit(c->s[c->i++]) < 0)
 					return -1;
 		} else if (!strchr("\"\\/bfnrt", ch) || !ch) {
 			return -1;
@@ -241,8 +231,8 @@ int json_get_string(const char *text, size_t len, const char *key, char *out, si
 			static const char from[] = "\"\\/bfnrt", to[] = "\"\\/\b\f\n\r\t";
 			const char *p = strchr(from, e);
 			if (e == 'u') {
-				int a = hexv(v[i + 1]), b = hexv(v[i + 2]), h = hexv(v[i + 3]),
-				    l = hexv(v[i + 4]);
+				int a = hex_digit(v[i + 1]), b = hex_digit(v[i + 2]), h = hex_digit(v[i + 3]),
+				    l = hex_digit(v[i + 4]);
 				if (a != 0 || b != 0 || (h << 4 | l) >= 0x80 || !(h << 4 | l))
 					return -1;
 				ch = (char)(h << 4 | l);

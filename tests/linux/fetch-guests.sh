@@ -45,40 +45,13 @@ A=$G/apt
 exec 9>"$G/.lock"
 flock 9
 
-# --- the private apt tree -----------------------------------------------------
-# Dir::Etc/State/Cache point at it; an empty dpkg status means apt resolves
-# against nothing installed; empty apt.conf.d and preferences.d keep apt from
-# warning about missing directories; the Packages indexes stay compressed
-# and only the binary cache apt needs is kept (about 60 MB less). Sandbox
-# user: whoever runs this (the tree may not be writable by _apt).
-mkdir -p "$A/etc/apt.conf.d" "$A/etc/preferences.d" "$A/etc/sources.list.d" \
-	"$A/state/lists/partial" "$A/cache/archives/partial" "$A/debs"
-[ -e "$A/state/status" ] || : >"$A/state/status"
+# --- the private apt tree (tests/linux/private-apt.sh) --------------------------
+. "$(dirname "$0")/private-apt.sh"
+private_apt "$A" && mkdir -p "$A/debs" || die "cannot make the private apt tree $A"
 cat >"$A/etc/sources.list" <<EOF
 deb [signed-by=$KEYRING] $MIRROR $OVMF_SUITE main
 deb [signed-by=$KEYRING] $MIRROR $LINUX_SUITE main
 EOF
-cat >"$A/apt.conf" <<EOF
-Dir::Etc "$A/etc/";
-Dir::Etc::sourcelist "$A/etc/sources.list";
-Dir::Etc::sourceparts "$A/etc/sources.list.d/";
-Dir::Etc::parts "$A/etc/apt.conf.d/";
-Dir::Etc::preferencesparts "$A/etc/preferences.d/";
-Dir::State "$A/state/";
-Dir::State::status "$A/state/status";
-Dir::Cache "$A/cache/";
-Dir::Cache::srcpkgcache "";
-Acquire::GzipIndexes "true";
-APT::Architecture "amd64";
-APT::Architectures { "amd64"; };
-Acquire::Languages "none";
-Acquire::Retries "1";
-Acquire::http::Timeout "20";
-APT::Sandbox::User "$(id -un)";
-EOF
-# A proxy the system's apt is configured with applies here too (the
-# private configuration reads none of the system's apt.conf.d).
-env -u APT_CONFIG apt-config dump 2>/dev/null | grep -E '^Acquire::(http|https)::Proxy' >>"$A/apt.conf" || true
 export APT_CONFIG=$A/apt.conf
 
 # --- what a previous run left -------------------------------------------------

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "base/hex.h"
 #include "tests/fake/files.h"
 /* The loader is compiled into this test (it is not part of the host library). */
 #include "../snpm/igvm_load.c"
@@ -409,17 +410,6 @@ static int digest_of(const uint8_t *f, size_t len, uint8_t d[48], char *why, siz
 static uint8_t *image;
 static size_t image_len;
 
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* The hex digest `csvsm-measure --igvm IMAGE` prints (docs/measure.md: alone on stdout). */
 static bool measure_digest(uint8_t out[48])
 {
@@ -440,7 +430,7 @@ static bool measure_digest(uint8_t out[48])
 		return false;
 	}
 	for (int i = 0; i < 48; i++) {
-		int hi = hexval(line[2 * i]), lo = hexval(line[2 * i + 1]);
+		int hi = hex_digit(line[2 * i]), lo = hex_digit(line[2 * i + 1]);
 
 		if (hi < 0 || lo < 0)
 			return false;
@@ -714,7 +704,7 @@ static bool vector_line(const char *line, const char *key, uint8_t d[48])
 	if (strncmp(line, key, k) || line[k] != ' ' || strlen(line + k + 1) < 96)
 		return false;
 	for (int i = 0; i < 48; i++) {
-		int hi = hexval(line[k + 1 + 2 * i]), lo = hexval(line[k + 2 + 2 * i]);
+		int hi = hex_digit(line[k + 1 + 2 * i]), lo = hex_digit(line[k + 2 + 2 * i]);
 
 		if (hi < 0 || lo < 0)
 			return false;
