@@ -13,6 +13,7 @@
 #define PTE_RW	      0x2ULL
 #define PTE_US	      0x4ULL
 #define PTE_PS	      0x80ULL
+#define PTE_NX	      (1ULL << 63) /* with EFER.NXE (src/boot.S); APM vol. 2 §5.6 */
 #define PTE_ADDR_MASK 0x000FFFFFFFFFF000ULL
 
 /* The C-bit of every private mapping, set by the snp boot path (0 before). */
@@ -99,4 +100,62 @@ int pgtable_set_guard(vaddr_t va)
 	*pte &= ~PTE_P;
 	invlpg(va);
 	return 0;
+}
+
+/*
+ * W^X for csvsm's own view (third review's note: every page, the guest's
+ * included, was mapped executable): every leaf of csvsm's tables outside
+ * [x_start, x_end) gets NX, so that a jump into guest-controlled memory,
+ * the page pool, a stack or csvsm's data faults (#PF, which ends the VM)
+ * instead of running it. [x_start, x_end) is the image's first PT_LOAD,
+ * flagged R+X in linker.ld (text, .init, rodata); a 2 MiB leaf across its
+ * edge is split so the rest of that 2 MiB (data, bss) is NX too. Upper
+ * levels keep NX clear (NX is the OR of all levels, APM vol. 2 §5.6.1).
+ * Called once on the BSP before the APs start (they load the same CR3).
+ */
+static void nx_leaf(uint64_t *e, uint64_t start, uint64_t size, uint64_t x_start, uint64_t x_end)
+{
+	if (start + size <= x_start || start >= x_end)
+		*e |= PTE_NX;
+}
+
+void pgtable_restrict_exec(vaddr_t x_start, vaddr_t x_end)
+{
+	uint64_t mask = ~pgtable_cbit & PTE_ADDR_MASK;
+	uint64_t *pml4 = root();
+	/* The 2 MiB leaves across either edge become 4K tables first (pte_of). */
+	if (x_start & (PAGE_SIZE_2M - 1))
+		(void)pte_of(x_start);
+	if (x_end & (PAGE_SIZE_2M - 1))
+		(void)pte_of(x_end);
+	for (unsigned i4 = 0; i4 < 512; i4++) {
+		if (!(pml4[i4] & PTE_P))
+			continue;
+		uint64_t *pdpt = (uint64_t *)(uintptr_t)(pml4[i4] & mask);
+		for (unsigned i3 = 0; i3 < 512; i3++) {
+			uint64_t va3 = ((uint64_t)i4 << 39) | ((uint64_t)i3 << 30);
+			if (!(pdpt[i3] & PTE_P))
+				continue;
+			if (pdpt[i3] & PTE_PS) {
+				nx_leaf(&pdpt[i3], va3, 1ULL << 30, x_start, x_end);
+				continue;
+			}
+			uint64_t *pd = (uint64_t *)(uintptr_t)(pdpt[i3] & mask);
+			for (unsigned i2 = 0; i2 < 512; i2++) {
+				uint64_t va2 = va3 | ((uint64_t)i2 << 21);
+				if (!(pd[i2] & PTE_P))
+					continue;
+				if (pd[i2] & PTE_PS) {
+					nx_leaf(&pd[i2], va2, PAGE_SIZE_2M, x_start, x_end);
+					continue;
+				}
+				uint64_t *pt = (uint64_t *)(uintptr_t)(pd[i2] & mask);
+				for (unsigned i1 = 0; i1 < 512; i1++)
+					if (pt[i1] & PTE_P)
+						nx_leaf(&pt[i1], va2 | ((uint64_t)i1 << 12), PAGE_SIZE, x_start,
+							x_end);
+			}
+		}
+	}
+	write_cr3(read_cr3()); /* flush */
 }

@@ -41,7 +41,7 @@
 #include "base/libc/libc.h"
 
 extern uint32_t snp_cbit_hi;
-extern const uint8_t __image_start[], __bss_end[];
+extern const uint8_t __image_start[], __text_end[], __bss_end[];
 void cpu_enable_fpu(void);
 void con_init(void);
 void _init(void);
@@ -478,6 +478,9 @@ __noreturn void snp_boot_main(uint32_t bb_gpa)
 	read_memory_map();
 	unsigned want = read_vcpus();
 	pgtable_identity_map_to(MAX(snp_memmap.max_gpa, 4ULL << 30));
+	/* Only csvsm's R+X segment stays executable (mm/pgtable.c); before the
+	 * APs start, which load this CR3. */
+	pgtable_restrict_exec((vaddr_t)(uintptr_t)__image_start, (vaddr_t)(uintptr_t)__text_end);
 	boot_phase("memory", "%llu MiB RAM in %u ranges (%u to pre-accept); csvsm 0x%llx-0x%llx",
 		   (unsigned long long)(memmap_ram_bytes(&snp_memmap) >> 20), snp_memmap.nr_ram,
 		   n_to_accept, (unsigned long long)bb.region_start,

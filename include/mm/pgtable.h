@@ -13,4 +13,7 @@ int pgtable_set_shared(vaddr_t va, bool shared);
 /* Unmap the 4K page at va (a guard page: any access faults); 0 or -1. */
 int pgtable_set_guard(vaddr_t va);
 
+/* NX on every mapping outside [x_start, x_end) (csvsm's R+X segment); BSP, before APs. */
+void pgtable_restrict_exec(vaddr_t x_start, vaddr_t x_end);
+
 #endif

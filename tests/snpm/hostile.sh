@@ -123,6 +123,16 @@ tap_check "setup: the hostile guest ran as an SEV-SNP guest (SEV_STATUS 0x7)" gr
 hid=$(grep -m1 '^snpm: fw_cfg: hidden from the guest: ' "$log")
 hid_ok() { grep -qE 'opt/csvsm/igvm(,|$)' <<<"$hid" && grep -qE 'opt/csvsm/psp-keys(,|$)' <<<"$hid"; }
 tap_check "machine: the machine hid its own fw_cfg files from the guest's directory (${hid#snpm: fw_cfg: })" hid_ok
+# W^X in csvsm's own view (mm/pgtable.c pgtable_restrict_exec): VMPL0's
+# page tables map executable only csvsm's R+X segment, __image_start up to
+# __text_end (linker.ld), rounded to its page; the guest's memory, the pool,
+# stacks and csvsm's data are NX. Before: one range from GPA 0 to the top.
+xs=$(nm build/csvsm.elf | awk '$3 == "__image_start" { print $1 }')
+xe=$(nm build/csvsm.elf | awk '$3 == "__text_end" { print $1 }')
+xr=$(sed -n 's/^snpm: vmpl0-exec: ranges=//p' "$log" | head -n1 | tr -d '\r')
+want_xr=$(printf '0x%x-0x%x' "0x$xs" $(( (0x$xe + 4095) & ~4095 )))
+tap_check "csvsm: its page tables map executable only its R+X segment: ${xr:-no vmpl0-exec line} (want $want_xr)" \
+	test -n "$xs" -a "$xr" = "$want_xr"
 if [ "$ended" -eq 1 ] && ! grep -q 'HOSTILE-ESCAPED' "$log"; then
 	tap_ok "machine: no guest code ran outside the VM (the run reached its end; no HOSTILE-ESCAPED)"
 else

@@ -1088,6 +1088,58 @@ static int vmpl0_va_mapped(uint64_t cr3, uint64_t va)
 }
 
 /*
+ * snpm: vmpl0-exec: the ranges VMPL0's page tables map executable (a leaf
+ * reached with NX clear at every level; NX is the OR of the levels, APM
+ * vol. 2 §5.6.1; csvsm runs with EFER.NXE). At most 8 listed, ",..." after.
+ * The machine's view, as vmpl0_va_mapped's: tests/snpm/hostile.sh holds
+ * it to csvsm's R+X segment (linker.ld) from nm.
+ */
+static struct {
+	uint64_t start, end;
+} exec_r[8];
+static unsigned n_exec_r;
+static bool exec_more;
+
+static void exec_add(uint64_t va, uint64_t size)
+{
+	if (n_exec_r && exec_r[n_exec_r - 1].end == va)
+		exec_r[n_exec_r - 1].end = va + size;
+	else if (n_exec_r < ARRAY_SIZE(exec_r))
+		exec_r[n_exec_r++] = (typeof(exec_r[0])){va, va + size};
+	else
+		exec_more = true;
+}
+
+static void exec_walk(uint64_t table, int level, uint64_t va_base)
+{
+	const uint64_t addr = ((1ull << SNPM_CBIT) - 1) & ~(uint64_t)(PAGE_SIZE - 1);
+	if (!hv_is_mem(table, PAGE_SIZE))
+		return;
+	const uint64_t *t = (const uint64_t *)(uintptr_t)hv_hpa(table);
+	for (unsigned i = 0; i < 512; i++) {
+		uint64_t e = t[i], va = va_base | ((uint64_t)i << (12 + 9 * level));
+		if (!(e & 1) || (e >> 63))
+			continue;
+		if (level == 0 || ((level == 1 || level == 2) && (e & 0x80)))
+			exec_add(va, 1ull << (12 + 9 * level));
+		else
+			exec_walk(e & addr, level - 1, va);
+	}
+}
+
+static void exec_report(uint64_t cr3)
+{
+	n_exec_r = 0;
+	exec_more = false;
+	exec_walk(cr3 & ((1ull << SNPM_CBIT) - 1) & ~(uint64_t)(PAGE_SIZE - 1), 3, 0);
+	con_printf("snpm: vmpl0-exec: ranges=");
+	for (unsigned k = 0; k < n_exec_r; k++)
+		con_printf("%s0x%llx-0x%llx", k ? "," : "", (unsigned long long)exec_r[k].start,
+			   (unsigned long long)exec_r[k].end);
+	con_printf("%s\n", !n_exec_r ? "none" : exec_more ? ",..." : "");
+}
+
+/*
  * Called once, when csvsm first runs a guest VMPL: audit pre-acceptance in
  * the RMP model, which csvsm cannot read. Every page of the guest's RAM
  * must be assigned, validated and readable and writable by the guest VMPL
@@ -1200,6 +1252,7 @@ void snpm_launch_audit(unsigned guest_vmpl, uint64_t vmpl0_cr3)
 			   vmpl0_va_mapped(vmpl0_cr3, low));
 	}
 	ist_probe(vmpl0_cr3);
+	exec_report(vmpl0_cr3);
 	redzone_report();
 	if (key_scan_at_launch)
 		snpm_key_scan("at the guest's launch");
