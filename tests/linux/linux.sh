@@ -163,6 +163,24 @@ cred_channel_close
 exit_ms=$(ms_since "$t0")
 rc=$(sed -n 's/^qemu-exit //p' "$log" | tail -n1)
 
+# An emulator fault, not csvsm's: the machine's own check
+# (tests/snpm/hv/svm.c check_exit_state) stopped the VM because QEMU 7.2's
+# multi-threaded TCG handed back a VMCB holding the machine's own state
+# after an ordinary exit (docs/snp-machine.md "Multi-threaded TCG": seen
+# once in a handful of SMP Linux boots, cause not found). The whole test
+# runs once more, from a fresh kbs registry and state, and says so here;
+# a second fault fails it.
+fault=$(grep -m1 "the VMCB holds the machine's own state after exit" "$log")
+if [ -n "$fault" ] && [ -z "${CSVSM_LINUX_RETRIED:-}" ]; then
+	echo "# emulator fault (${fault#*PANIC }): this test runs once more; the first boot's log is $log.emulator-fault"
+	cp "$log" "$log.emulator-fault"
+	[ -n "$vtpm_proxy" ] && kill "$vtpm_proxy" 2>/dev/null
+	[ "$VTPM" = kbs ] && vtpm_kbs_stop
+	rm -rf "$tmp"
+	trap - EXIT
+	CSVSM_LINUX_RETRIED=1 exec bash tests/linux/linux.sh
+fi
+
 # The run's end, before any check that takes the absence of a line as
 # evidence: /init's summary and the machine's "snpm: end: success" as the
 # last line before QEMU exited.
