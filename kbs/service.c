@@ -756,9 +756,10 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		 * Only csvsm (VMPL 0) makes this manifest; a guest at VMPL 2 can have
 		 * the PSP sign its own report with any REPORT_DATA, so under a policy
 		 * that admits VMPL 2 (`vmpl`) it could bind this manifest itself and
-		 * take the state key. VMPL 0 whatever the policy says (SEV-SNP ABI
-		 * 56860 Table 23 ATTESTATION_REPORT VMPL; MSG_REPORT_REQ: "VMPL ...
-		 * must be greater than or equal to the current VMPL").
+		 * take the state key. VMPL 0 whatever the policy says: SEV-SNP
+		 * firmware ABI 56860 MSG_REPORT_REQ, the VMPL asked for must be at
+		 * least the requester's (its VMPCK's), so only VMPL-0 code gets a
+		 * VMPL-0 report (tests/snpm/model/psp.c plays the same rule).
 		 */
 		appraisal_add_check(&ar, "svsm.vtpm_vmpl0", EAR_INSTANCE_IDENTITY,
 				    ar.report.raw.vmpl == 0, "%s%u",
