@@ -752,6 +752,21 @@ static void handle_attest(struct kbs *k, const struct kbs_request *rq, struct kb
 		? kbs_vtpm_manifest(a.ev.manifest, a.ev.manifest_len, vtpm_inst, vwhy, sizeof(vwhy))
 		: 0;
 	if (vtpm_unlock) {
+		/*
+		 * Only csvsm (VMPL 0) makes this manifest; a guest at VMPL 2 can have
+		 * the PSP sign its own report with any REPORT_DATA, so under a policy
+		 * that admits VMPL 2 (`vmpl`) it could bind this manifest itself and
+		 * take the state key. VMPL 0 whatever the policy says: SEV-SNP
+		 * firmware ABI 56860 MSG_REPORT_REQ, the VMPL asked for must be at
+		 * least the requester's (its VMPCK's), so only VMPL-0 code gets a
+		 * VMPL-0 report (tests/snpm/model/psp.c plays the same rule).
+		 */
+		appraisal_add_check(&ar, "svsm.vtpm_vmpl0", EAR_INSTANCE_IDENTITY,
+				    ar.report.raw.vmpl == 0, "%s%u",
+				    ar.report.raw.vmpl == 0
+					? "csvsm's vTPM unlock in a report at VMPL "
+					: "a vTPM unlock needs csvsm's VMPL-0 report, not VMPL ",
+				    ar.report.raw.vmpl);
 		struct reg_vtpm rv;
 		int rr = vtpm_unlock > 0 ? registry_vtpm_get(k->reg, vtpm_inst, &rv) : REG_NO;
 		OPENSSL_cleanse(&rv, sizeof(rv));

@@ -21,7 +21,7 @@ void *malloc(size_t n);
 void free(void *p);
 
 static struct {
-	bool active, failed;
+	bool active, failed, lapsed;
 	struct vtpm_persist_cfg cfg;
 	/* The secret part, the one region the termination wipe covers (vtpm_persist_secret):
 	 * the flags above survive it, so a wiped key is never mistaken for "not persistent". */
@@ -31,7 +31,9 @@ static struct {
 	uint64_t version;
 	uint8_t last[32];	 /* SHA-256 of the last state written (or restored) */
 	uint8_t last_sealed[32]; /* SHA-256 of the sealed blob of `version` */
-	uint64_t last_us;	 /* the last commit or renewal the registry took (csvsm's clock) */
+	uint64_t last_us;  /* the last commit or renewal the registry took, or the retry base */
+	uint64_t taken_us; /* the last commit or renewal the registry took (csvsm's clock,
+			      read before the request: the broker's lease began after it) */
 	struct vtpm_persist_stats st;
 } ps;
 
@@ -135,9 +137,10 @@ static int store(char *why, size_t why_len)
 	if (mbedtls_sha256_ret(sealed, sealed_len, sh, 0))
 		return -1;
 	if (ps.cfg.committed) {
+		uint64_t t = ps.cfg.chan->io->now_us(ps.cfg.chan->ctx);
 		if (ps.cfg.committed(ps.cfg.committed_ctx, ps.version + 1, sh, why, why_len))
 			return -1;
-		ps.last_us = ps.cfg.chan->io->now_us(ps.cfg.chan->ctx);
+		ps.last_us = ps.taken_us = t;
 	}
 	memcpy(ps.last_sealed, sh, sizeof(sh));
 	ps.version++;
@@ -180,14 +183,33 @@ int vtpm_persist_renew(void)
 		return 0;
 	int rc = ps.cfg.renew(ps.cfg.committed_ctx, ps.version, ps.last_sealed, why, sizeof(why));
 	if (rc == 0) {
-		ps.last_us = now;
+		ps.lapsed = false;
+		ps.last_us = ps.taken_us = now;
 		ps.st.renewals++;
 		return 0;
 	}
 	if (rc == VTPM_PERSIST_UNREACHABLE) {
-		/* the broker out of reach: the command goes on (nothing changes the
-		 * registry's view of this VM), asked again after a quarter lease;
-		 * any write still needs its commit */
+		/*
+		 * The broker out of reach (or a host that says so: the relay's
+		 * status is the host's word). Within the lease the command goes on
+		 * (nothing changes the registry's view of this VM), asked again after
+		 * a quarter lease; any write still needs its commit. Once a whole
+		 * lease (2 * renew_us) has passed since the registry last took a
+		 * commit or renewal, csvsm-kbs may have given the lease to a clone:
+		 * no command is served until a renewal goes through (each command
+		 * asks again), else a host that answers "unreachable" forever keeps
+		 * this VM serving beside the clone (review, docs/vtpm.md).
+		 */
+		if (now - ps.taken_us >= 2 * ps.cfg.renew_us) {
+			if (ps.lapsed)
+				return -1;
+			ps.lapsed = true;
+			con_printf(
+			    "csvsm: vtpm: the lease may have lapsed and the broker is out of "
+			    "reach: %s; commands fail until a renewal goes through\n",
+			    why);
+			return -1;
+		}
 		ps.last_us = now > ps.cfg.renew_us / 2 ? now - ps.cfg.renew_us / 2 : 0;
 		return 0;
 	}

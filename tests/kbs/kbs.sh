@@ -737,6 +737,17 @@ check_ok eval "grep -q 'lease released' $T/vrel && line $LAST unlock 'ok version
 LAST=$T/vlist; D="list-instances shows the instance at state version 3 under a lease"
 check_ok grep -q "csvsm_vtpm:$VI .*state 3  lease [A-Za-z0-9_-]\{43\}" "$LAST"
 stop VT2
+# A guest (VMPL 2) binding csvsm's unlock manifest into its own report: under a
+# policy that admits VMPL 2 it would pass the policy; the release needs VMPL 0.
+sed 's/"vmpl": 0/"vmpl": 2/' "$T/main.json" >"$T/vmpl2.json"
+"$KBS" vtpm-register --db "sqlite:$T/vtpm2.db" "$VI" --lease-seconds 10 >/dev/null 2>&1
+start VT3 "$T/vmpl2.json" "sqlite:$T/vtpm2.db" --trust-ark "$CHAIN/ark.pem" --kds-dir "$T/kds" \
+	--token-key "$T/vtok.pem" || nok "csvsm-kbs starts with a VMPL-2 policy" "$T/VT3.log"
+LAST=$T/vg2; "$CLIENT" vtpm --port "$PORT_VT3" --chain "$CHAIN" --broker-key "$T/vtok.pub" \
+	--instance "$VI" --measurement "$M" --vmpl 2 unlock >"$LAST" 2>&1
+D="a guest's VMPL-2 report binding csvsm's unlock manifest, under a policy admitting VMPL 2: no key (403; without svsm.vtpm_vmpl0 the key and the consent to manufacture were released)"
+check_ok eval "grep -q '^vtpm unlock refused: .*HTTP 403.*affirming appraisal' $LAST"
+stop VT3
 
 LAST=$T/vp; "$KBS" validate-policy "$T/main.json" >"$LAST" 2>&1
 D="validate-policy accepts the test policy"; check_ok grep -q 'valid, id sha256:' "$LAST"

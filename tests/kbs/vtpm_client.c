@@ -8,7 +8,8 @@
  * the REPORT_DATA csvsm asks for.
  *
  *   csvsm-kbs-client vtpm --port P --instance HEX --broker-key PUB.pem
- *        [--measurement HEX] [--grant FILE] ACTION...
+ *        [--measurement HEX] [--grant FILE] [--vmpl N] ACTION...
+ * (--vmpl N: the report is the guest's own at VMPL N, not csvsm's VMPL 0.)
  * Actions, in order, each printing one line "vtpm ACTION ok ..." or
  * "vtpm ACTION refused: WHY":
  *   unlock            auth, attest, the state key's release (a new TEE key);
@@ -118,13 +119,10 @@ static void blob_sha(const char *tag, uint8_t sha[32])
 
 int vtpm_client(int argc, char **argv, const char *chain_dir)
 {
-	static const struct option lo[] = {{"port", 1, 0, 'p'},
-					   {"instance", 1, 0, 'i'},
-					   {"broker-key", 1, 0, 'b'},
-					   {"measurement", 1, 0, 'm'},
-					   {"grant", 1, 0, 'g'},
-					   {"chain", 1, 0, 'c'},
-					   {0, 0, 0, 0}};
+	static const struct option lo[] = {{"port", 1, 0, 'p'},	      {"instance", 1, 0, 'i'},
+					   {"broker-key", 1, 0, 'b'}, {"measurement", 1, 0, 'm'},
+					   {"grant", 1, 0, 'g'},      {"chain", 1, 0, 'c'},
+					   {"vmpl", 1, 0, 'v'},	      {0, 0, 0, 0}};
 	struct vtpm_kbs_cfg cfg = {.report = report, .rng = rng};
 	static struct vtpm_kbs_grant g;
 	static struct vchan chan;
@@ -146,6 +144,8 @@ int vtpm_client(int argc, char **argv, const char *chain_dir)
 			grant_file = optarg;
 		else if (o == 'c')
 			chain_dir = optarg;
+		else if (o == 'v') /* the guest's own report at this VMPL forging csvsm's binding */
+			ev.vmpl = (unsigned)atoi(optarg);
 		else if (o != 'm')
 			return 2;
 	}

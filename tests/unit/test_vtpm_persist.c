@@ -403,8 +403,20 @@ static void registry_refusals_stop_the_vtpm(void **state)
 	host.pipe.now += 10;
 	assert_int_equal(tpm(get_random, sizeof(get_random)), 0); /* goes on */
 	assert_true(reg.renewals > renewals);
+	/* a host that says "unreachable" for ever: once a whole lease (2 * renew_us)
+	 * passed since the registry last took a renewal, a clone may hold the
+	 * lease: commands fail (each asks again), without stopping the vTPM */
 	host.pipe.now += 10;
+	renewals = reg.renewals;
+	assert_int_equal(tpm(get_random, sizeof(get_random)), -1);
+	assert_int_equal(tpm(get_random, sizeof(get_random)), -1);
+	assert_int_equal(reg.renewals, renewals + 2);
+	assert_false(vtpm_persist_failed());
+	/* the broker back and the lease still this VM's: served again */
 	reg.unreachable = false;
+	assert_int_equal(tpm(get_random, sizeof(get_random)), 0);
+	assert_int_equal(reg.renewals, renewals + 3);
+	host.pipe.now += 10;
 	reg.refuse = true; /* a clone took the lapsed lease */
 	assert_int_equal(tpm(get_random, sizeof(get_random)), -1);
 	assert_true(vtpm_persist_failed());
